@@ -1,0 +1,107 @@
+package token
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestSimPrefixStable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []string{"a", "b", "c", " ", "\n", ",", "<", "|", ">", "<|im_end|>", "é", "xyz"}
+	var tok Sim
+	for iter := 0; iter < 2000; iter++ {
+		var b strings.Builder
+		for n := rng.IntN(40); n > 0; n-- {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		text := b.String()
+		full := tok.Encode(nil, text)
+		if got := tok.Count(text); got != len(full) {
+			t.Fatalf("Count(%q) = %d, Encode gave %d", text, got, len(full))
+		}
+		cut := rng.IntN(len(text) + 1)
+		part := tok.Encode(nil, text[:cut])
+		// Every token of the prefix but its last equals the full text's token.
+		for i := 0; i+1 < len(part); i++ {
+			if part[i] != full[i] {
+				t.Fatalf("%q cut at %d: token %d differs", text, cut, i)
+			}
+		}
+	}
+}
+
+func TestSimMarkers(t *testing.T) {
+	var tok Sim
+	f := func(text string, want int) {
+		t.Helper()
+		if got := tok.Count(text); got != want {
+			t.Fatalf("Count(%q) = %d, want %d", text, got, want)
+		}
+	}
+	f("", 0)
+	f("<|im_start|>", 1)
+	f("<|im_start|>user\n", 3) // marker, "user", "\n"
+	f("hello world", 4)        // "hell" "o " "worl" "d"
+	f("a<b", 2)
+	f("<||>", 1)
+}
+
+func TestGenerateRetokenizes(t *testing.T) {
+	var tok Sim
+	for seed := uint64(0); seed < 50; seed++ {
+		n := int(seed * 7 % 97)
+		text := Generate(seed, n)
+		ids := tok.Encode(nil, text)
+		if len(ids) != n {
+			t.Fatalf("seed %d: %d pieces encode to %d ids", seed, n, len(ids))
+		}
+		var pieces []uint32
+		for i := 0; i < n; i++ {
+			pieces = tok.Encode(pieces, Piece(seed, i))
+		}
+		if !slices.Equal(ids, pieces) {
+			t.Fatalf("seed %d: concatenated text tokenizes differently from its pieces", seed)
+		}
+		// Inside a rendered turn the answer keeps its ids.
+		conv := RenderSimChat([]Message{{"user", "hi"}, {"assistant", text}}, false)
+		prompt := RenderSimChat([]Message{{"user", "hi"}}, true)
+		all := tok.Encode(nil, conv)
+		head := tok.Encode(nil, prompt)
+		if !slices.Equal(all[:len(head)], head) || !slices.Equal(all[len(head):len(head)+n], ids) {
+			t.Fatalf("seed %d: answer tokens shift inside the next turn", seed)
+		}
+	}
+}
+
+func FuzzSimEncode(f *testing.F) {
+	f.Add("<|im_start|>user\nhello<|im_end|>\n")
+	f.Add("\xff\xfe<|")
+	f.Fuzz(func(t *testing.T, s string) {
+		var tok Sim
+		ids := tok.Encode(nil, s)
+		if len(ids) != tok.Count(s) {
+			t.Fatalf("Encode and Count disagree on %q", s)
+		}
+		for _, id := range ids {
+			if id < FirstID || id >= VocabSize {
+				t.Fatalf("id %d out of range", id)
+			}
+		}
+	})
+}
+
+var SinkIDs []uint32
+
+func BenchmarkSimEncode(b *testing.B) {
+	text := strings.Repeat("You are a helpful assistant, answering briefly. ", 200)
+	var tok Sim
+	dst := make([]uint32, 0, 4096)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = tok.Encode(dst[:0], text)
+	}
+	SinkIDs = dst
+}

@@ -1,0 +1,68 @@
+package conncheck
+
+import (
+	"net"
+	"testing"
+	"time"
+)
+
+func pair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	acc := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		acc <- c
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-acc
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	return client, server
+}
+
+func waitGone(t *testing.T, c net.Conn, want bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for Gone(c) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("Gone stayed %v", !want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestGone(t *testing.T) {
+	client, server := pair(t)
+	defer server.Close()
+	if Gone(server) {
+		t.Fatal("an idle open connection looks gone")
+	}
+	if _, err := client.Write([]byte("GET / HTTP/1.1\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, server, false)
+	client.Close()
+	// Unread bytes are still buffered: a peek sees data first, so read them.
+	buf := make([]byte, 64)
+	server.SetReadDeadline(time.Now().Add(time.Second))
+	server.Read(buf)
+	waitGone(t, server, true)
+}
+
+func TestGoneClosedLocally(t *testing.T) {
+	client, server := pair(t)
+	defer client.Close()
+	server.Close()
+	if !Gone(server) {
+		t.Fatal("a locally closed connection looks alive")
+	}
+}
