@@ -43,7 +43,7 @@ func (Sim) Encode(dst []uint32, text string) []uint32 {
 			dst = append(dst, pieceID(text[start:i]))
 			start = i
 		}
-		if endsAfter(text[start:i+1]) {
+		if endsAfter(text[start : i+1]) {
 			dst = append(dst, pieceID(text[start:i+1]))
 			start = i + 1
 		}

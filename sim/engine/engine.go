@@ -514,3 +514,15 @@ func reason(r *Request) string {
 	}
 	return r.Reason
 }
+
+// CachedHashes returns the multiset of the External values of every hashed
+// block in the pool: what a consumer of the engine's KV events should hold.
+func (e *Engine) CachedHashes() map[uint64]int {
+	out := make(map[uint64]int, e.pool.ncached)
+	for i := range e.pool.blocks[:e.pool.sent] {
+		if b := &e.pool.blocks[i]; b.hashed {
+			out[b.hash.External()]++
+		}
+	}
+	return out
+}

@@ -1,0 +1,53 @@
+# Inferrail. `make run` starts a simulated fleet, `make test` runs every test.
+GO       ?= go
+BINDIR   ?= $(CURDIR)/cmd/inferrail/bin
+BIN      := $(BINDIR)/inferrail
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+FUZZTIME ?= 10s
+
+# Packages that run goroutines get the race detector; the pure ones do not need it.
+RACE_PKGS := ./sim/... ./transport/... ./cmd/...
+PURE_PKGS := ./model/...
+
+.PHONY: build run test test-go test-sdk bench bench-sim fuzz lint tools clean
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/inferrail
+
+## run: a simulated vLLM engine on 127.0.0.1:8000 (the gateway joins with `inferrail launch`)
+run: build
+	$(BIN) sim --port 8000
+
+test: test-go test-sdk
+
+test-go:
+	$(GO) vet ./...
+	$(GO) test -count=1 $(PURE_PKGS)
+	$(GO) test -count=1 -race $(RACE_PKGS)
+
+## test-sdk: the official openai npm SDK against the simulator binary
+test-sdk: build
+	./scripts/sdk-test.sh $(BIN)
+
+## bench: micro-benchmarks beside the code, then the simulator load benchmarks
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+bench-sim: build
+	./scripts/bench-sim.sh $(BIN)
+
+## fuzz: each fuzz target for FUZZTIME (short by default)
+fuzz:
+	./scripts/fuzz.sh $(FUZZTIME)
+
+lint: tools
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$$($(GO) env GOPATH)/bin/staticcheck ./...
+
+tools:
+	./scripts/install-tools.sh
+
+clean:
+	rm -rf $(BINDIR)

@@ -1,0 +1,137 @@
+// The official openai SDK against `inferrail sim`: sync and streaming chat and
+// completions, exact usage, request ids, errors, and many concurrent streams.
+// Run by scripts/sdk-test.sh, which starts the simulator and sets BASE_URL.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+
+const baseURL = process.env.BASE_URL;
+const model = process.env.MODEL ?? 'sim-8b';
+assert.ok(baseURL, 'BASE_URL must be set');
+const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 30_000 });
+
+// The simulator's own count of a prompt's tokens, from vLLM's /tokenize endpoint.
+async function tokenCount(body) {
+  const res = await fetch(`${baseURL}/tokenize`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, ...body }),
+  });
+  assert.equal(res.status, 200);
+  return (await res.json()).count;
+}
+
+const messages = [
+  { role: 'system', content: 'You are a terse assistant.' },
+  { role: 'user', content: 'Name three prime numbers.' },
+];
+
+test('chat, not streamed: exact usage', async () => {
+  const r = await client.chat.completions.create({ model, messages, max_tokens: 12 });
+  assert.match(r.id, /^chatcmpl-/);
+  assert.equal(r.object, 'chat.completion');
+  assert.equal(r.model, model);
+  assert.equal(r.choices.length, 1);
+  assert.equal(r.choices[0].message.role, 'assistant');
+  assert.equal(r.choices[0].finish_reason, 'length');
+  assert.equal(r.usage.completion_tokens, 12);
+  assert.equal(r.usage.prompt_tokens, await tokenCount({ messages }));
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + 12);
+  assert.equal(typeof r.choices[0].message.content, 'string');
+});
+
+test('chat, streamed with usage: one chunk per token, usage last', async () => {
+  const stream = await client.chat.completions.create({
+    model, messages, max_tokens: 10, stream: true, stream_options: { include_usage: true },
+  });
+  let role = null, text = '', contentChunks = 0, finish = null, usage = null, afterUsage = 0;
+  for await (const chunk of stream) {
+    assert.equal(chunk.object, 'chat.completion.chunk');
+    if (usage) afterUsage++;
+    if (chunk.usage) { usage = chunk.usage; assert.equal(chunk.choices.length, 0); continue; }
+    const c = chunk.choices[0];
+    if (c.delta.role) role = c.delta.role;
+    if (c.delta.content) { text += c.delta.content; contentChunks++; }
+    if (c.finish_reason) finish = c.finish_reason;
+  }
+  assert.equal(role, 'assistant');
+  assert.equal(finish, 'length');
+  assert.equal(contentChunks, 10);
+  assert.equal(afterUsage, 0);
+  assert.equal(usage.completion_tokens, 10);
+  assert.equal(usage.prompt_tokens, await tokenCount({ messages }));
+  // The same prompt again is served from the prefix cache, and usage says so.
+  const again = await client.chat.completions.create({ model, messages, max_tokens: 1 });
+  assert.ok(again.usage.prompt_tokens_details.cached_tokens > 0, 'second request found no cached tokens');
+  // Deterministic: the same prompt gives the same answer.
+  const r = await client.chat.completions.create({ model, messages, max_tokens: 10 });
+  assert.equal(r.choices[0].message.content, text);
+});
+
+test('completions, not streamed and streamed', async () => {
+  const prompt = 'Once upon a time, in a data center far away,';
+  const r = await client.completions.create({ model, prompt, max_tokens: 7 });
+  assert.match(r.id, /^cmpl-/);
+  assert.equal(r.object, 'text_completion');
+  assert.equal(r.usage.completion_tokens, 7);
+  assert.equal(r.usage.prompt_tokens, await tokenCount({ prompt }));
+  assert.equal(r.choices[0].finish_reason, 'length');
+
+  const stream = await client.completions.create({
+    model, prompt, max_tokens: 7, stream: true, stream_options: { include_usage: true },
+  });
+  let text = '', chunks = 0, usage = null, finish = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) { usage = chunk.usage; continue; }
+    const c = chunk.choices[0];
+    if (c.text) { text += c.text; chunks++; }
+    if (c.finish_reason) finish = c.finish_reason;
+  }
+  assert.equal(chunks, 7);
+  assert.equal(finish, 'length');
+  assert.equal(text, r.choices[0].text);
+  assert.equal(usage.completion_tokens, 7);
+  assert.equal(usage.prompt_tokens, r.usage.prompt_tokens);
+});
+
+test('x-request-id becomes the response id', async () => {
+  const r = await client.chat.completions.create(
+    { model, messages, max_tokens: 1 },
+    { headers: { 'x-request-id': 'sdk-test-42' } },
+  );
+  assert.equal(r.id, 'chatcmpl-sdk-test-42');
+});
+
+test('errors come back in the OpenAI shape', async () => {
+  await assert.rejects(
+    client.chat.completions.create({ model: 'no-such-model', messages, max_tokens: 1 }),
+    (err) => err instanceof OpenAI.NotFoundError && err.status === 404 && err.param === 'model',
+  );
+  await assert.rejects(
+    client.chat.completions.create({ model, messages, max_tokens: 1, n: 2 }),
+    (err) => err instanceof OpenAI.BadRequestError && err.param === 'n',
+  );
+});
+
+test('models list', async () => {
+  const ids = [];
+  for await (const m of client.models.list()) ids.push(m.id);
+  assert.deepEqual(ids, ['sim-8b', 'inferrail/sim-8b']);
+});
+
+test('200 concurrent streams complete with exact usage', async () => {
+  const one = async (i) => {
+    const stream = await client.chat.completions.create({
+      model, max_tokens: 5 + (i % 7), stream: true, stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: `question number ${i}` }],
+    });
+    let chunks = 0, usage = null;
+    for await (const chunk of stream) {
+      if (chunk.usage) usage = chunk.usage;
+      else if (chunk.choices[0].delta.content) chunks++;
+    }
+    assert.equal(chunks, 5 + (i % 7));
+    assert.equal(usage.completion_tokens, chunks);
+  };
+  await Promise.all(Array.from({ length: 200 }, (_, i) => one(i)));
+});

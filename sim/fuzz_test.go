@@ -1,0 +1,77 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// FuzzRequest sends arbitrary bodies to both generation endpoints and checks
+// that every answer is vLLM-shaped: a 200 with a completion or a stream that
+// ends in [DONE], or a 4xx whose body is an error object naming its status.
+func FuzzRequest(f *testing.F) {
+	seeds := []string{
+		chatBody,
+		`{"prompt":"hi","max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]}]}`,
+		`{"prompt":[1,2,3],"max_tokens":2}`,
+		`{"prompt":["a","b"]}`,
+		`{"messages":[],"max_tokens":-1}`,
+		`{"model":null,"messages":[{"role":"user","content":null}],"stream":true}`,
+		`[1,2,3]`, `null`, `{"prompt":"\ud800"}`, "\xff\xfe", `{"messages":[{"role":"user","content":"x"}],"max_completion_tokens":40000}`,
+	}
+	for _, s := range seeds {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	s := start(f, func(o *Options) { fast(o); o.Engine.MaxModelLen = 4096; o.Engine.NumBlocks = 512 })
+	c := &fasthttp.Client{ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	f.Fuzz(func(t *testing.T, body string, chat bool) {
+		path := "/v1/completions"
+		if chat {
+			path = "/v1/chat/completions"
+		}
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		defer fasthttp.ReleaseRequest(req)
+		defer fasthttp.ReleaseResponse(resp)
+		req.SetRequestURI(s.URL() + path)
+		req.Header.SetMethod("POST")
+		req.Header.SetContentType("application/json")
+		req.SetBodyString(body)
+		if err := c.Do(req, resp); err != nil {
+			t.Fatalf("%q: %v", body, err)
+		}
+		code := resp.StatusCode()
+		out := resp.Body()
+		switch {
+		case code == 200 && bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream")):
+			if !bytes.HasSuffix(out, []byte("data: [DONE]\n\n")) {
+				t.Fatalf("%q: stream does not end with [DONE]: %q", body, out)
+			}
+			for _, ev := range strings.Split(strings.TrimSuffix(string(out), "\n\n"), "\n\n") {
+				data, ok := strings.CutPrefix(ev, "data: ")
+				if !ok || (data != "[DONE]" && !json.Valid([]byte(data))) {
+					t.Fatalf("%q: bad event %q", body, ev)
+				}
+			}
+		case code == 200:
+			var r struct {
+				ID    string `json:"id"`
+				Usage struct {
+					CompletionTokens int `json:"completion_tokens"`
+				} `json:"usage"`
+			}
+			if err := json.Unmarshal(out, &r); err != nil || r.ID == "" || r.Usage.CompletionTokens < 1 {
+				t.Fatalf("%q: bad completion %q", body, out)
+			}
+		case code >= 400 && code < 500:
+			decodeError(t, code, string(out))
+		default:
+			t.Fatalf("%q: status %d: %q", body, code, out)
+		}
+	})
+}
