@@ -31,8 +31,6 @@ type span struct {
 	kind       kind
 }
 
-func (s span) set() bool { return s.kind != kNone }
-
 // maxDepth bounds nesting. CPython's json decoder fails with RecursionError
 // near 1000 levels, which FastAPI turns into "There was an error parsing the
 // body"; the bound also keeps the recursive reader's stack small.
