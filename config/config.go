@@ -1,0 +1,582 @@
+package config
+
+import (
+	"time"
+)
+
+// Config is the gateway's whole configuration.
+//
+// A *Config returned by Load or Parse is valid and immutable: nothing modifies
+// it afterwards, so it is safe for concurrent reads without locking. Its maps and
+// slices are shared, not copied; callers must not modify them either. A reload
+// builds a new *Config.
+//
+// Only models and at least one replica or DNS group are required; every other
+// key has a default, documented on its field.
+type Config struct {
+	// Server holds the client and admin listeners and request limits.
+	// Restart only.
+	Server Server `koanf:"server"`
+	// Upstream holds how the gateway connects to engines. Restart only.
+	Upstream Upstream `koanf:"upstream"`
+	// Models lists the models the gateway serves, in the order GET /v1/models
+	// lists them. At least one is required. Adding, removing or reordering
+	// models, or changing a model's tokenizer, chat template or block size,
+	// needs a restart; its policy, split, shadow, cost_model and aliases
+	// change live.
+	Models []Model `koanf:"models"`
+	// Replicas lists the static engine replicas. Live: a replica that keeps
+	// its id keeps its health, counters and cache predictions.
+	Replicas []Replica `koanf:"replicas"`
+	// Discovery adds replicas found in DNS. Restart only.
+	Discovery Discovery `koanf:"discovery"`
+	// Routing holds the fleet-wide routing settings. Live.
+	Routing Routing `koanf:"routing"`
+	// Health holds active health checks and passive ejection. Restart only.
+	Health Health `koanf:"health"`
+	// Retry holds retries before the first response byte. Live.
+	Retry Retry `koanf:"retry"`
+	// Load holds scraping of the engines' /metrics pages. Restart only.
+	Load LoadSignals `koanf:"load"`
+	// Tokenizer holds the edge tokenization worker pool. Restart only.
+	Tokenizer Tokenizer `koanf:"tokenizer"`
+	// Index holds the KV index. Restart only.
+	Index Index `koanf:"index"`
+	// Observability holds traces, the decision log and the shadow log.
+	// Restart only.
+	Observability Observability `koanf:"observability"`
+	// Logging holds the gateway's own log. Only log_prompts is live.
+	Logging Logging `koanf:"logging"`
+}
+
+// Server configures the listeners and the limits on client requests.
+type Server struct {
+	// Listen is the client (OpenAI API) address, host:port. An empty host
+	// listens on every interface; port 0 picks a free port.
+	// Default "127.0.0.1:8080".
+	Listen string `koanf:"listen"`
+	// AdminListen serves /metrics, /admin/config, /admin/explain and the other
+	// admin routes, host:port. The admin routes have no authentication: keep
+	// it on localhost or a private network. Default "127.0.0.1:9090".
+	AdminListen string `koanf:"admin_listen"`
+	// RequestTimeout bounds reading a request body (a body that stops
+	// arriving gets a 408) and everything before the first response byte:
+	// every attempt, retry and backoff share this one deadline. A response
+	// that has started streaming is not cut by it. Default 5m, so a request
+	// queued behind a busy engine is not given up before most clients give
+	// up themselves.
+	RequestTimeout time.Duration `koanf:"request_timeout"`
+	// HeaderReadTimeout bounds reading a request's headers, and closes client
+	// connections left idle between requests for that long. Default 30s.
+	HeaderReadTimeout time.Duration `koanf:"header_read_timeout"`
+	// ShutdownTimeout is how long running streams may finish after SIGTERM
+	// before the rest are closed. Default 30s, Kubernetes' default grace
+	// period.
+	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+	// ReloadInterval is how often the config file is reread and applied when
+	// it differs from the config in effect; 0 turns polling off (SIGHUP and
+	// POST /admin/reload still reload). Default 2s.
+	ReloadInterval time.Duration `koanf:"reload_interval"`
+	// MaxBodyBytes is the largest request body accepted, on the client port
+	// and by /admin/explain; larger ones get a 413. Default 16777216 (16 MiB),
+	// room for long contexts and inline images.
+	MaxBodyBytes int64 `koanf:"max_body_bytes"`
+}
+
+// Upstream configures the gateway's client to the engines.
+type Upstream struct {
+	// HTTP2 reaches engines over cleartext HTTP/2 (h2c) instead of pooled
+	// HTTP/1.1 keep-alive connections. Default false.
+	HTTP2 bool `koanf:"http2"`
+	// DialTimeout bounds opening a connection to an engine; a dial that fails
+	// or times out is retried on another replica. Default 2s.
+	DialTimeout time.Duration `koanf:"dial_timeout"`
+}
+
+// Model is one model the gateway serves. Routing keys left unset (policy,
+// split, shadow, cost_model) take the routing section's value.
+type Model struct {
+	// Name is the model name engines serve and clients ask for. Required and
+	// unique.
+	Name string `koanf:"name"`
+	// Aliases are further names clients may ask for; the gateway rewrites
+	// them to Name before forwarding. Each is unique across every model's
+	// name and aliases. Default none.
+	Aliases []string `koanf:"aliases"`
+	// Policy routes this model's requests when Split is empty. Default "",
+	// which takes routing.split, else routing.default_policy.
+	Policy string `koanf:"policy"`
+	// Split gives each policy a percent of this model's traffic; the
+	// percents are whole numbers summing to 100. Default none: Policy, else
+	// the routing section's split or default policy.
+	Split map[string]int `koanf:"split"`
+	// Shadow lists policies that pick a replica for every request of this
+	// model without routing it. Unset takes routing.shadow; an empty list
+	// ([]) runs no shadows for this model.
+	Shadow []string `koanf:"shadow"`
+	// CostModel prices prefill on this model's engines. Unset takes
+	// routing.cost_model; keys it leaves out are taken from routing.cost_model.
+	CostModel *CostModel `koanf:"cost_model"`
+	// Tokenizer names the tokenizer for cache predictions: a model directory,
+	// a repository already in the local Hugging Face cache (org/name or
+	// org/name@revision), or builtin:sim for the simulator. Nothing is
+	// downloaded. Default "": no tokenizer, so requests route without cache
+	// predictions.
+	Tokenizer string `koanf:"tokenizer"`
+	// ChatTemplate overrides the tokenizer's chat template, as vLLM's
+	// --chat-template: a file path or the template itself. Default "": the
+	// tokenizer's own.
+	ChatTemplate string `koanf:"chat_template"`
+	// ChatTemplateContentFormat is how message content reaches the template,
+	// as vLLM's --chat-template-content-format: auto, string or openai.
+	// Default "auto".
+	ChatTemplateContentFormat string `koanf:"chat_template_content_format"`
+	// ChatTemplateKwargs are extra template variables, as vLLM's
+	// --chat-template-kwargs (for example enable_thinking: false). Default
+	// none.
+	ChatTemplateKwargs map[string]any `koanf:"chat_template_kwargs"`
+	// BlockSize is tokens per KV block, as the engines' --block-size. It must
+	// match the engines for cache predictions to be right. Default 16, vLLM's
+	// default.
+	BlockSize int `koanf:"block_size"`
+}
+
+// Replica is one static engine replica.
+type Replica struct {
+	// ID names the replica in metrics, logs and the x-inferrail-replica
+	// header: letters, digits, '.', '_' and '-'. Required and unique.
+	ID string `koanf:"id"`
+	// URL is the engine's base URL, http or https with a host, without query
+	// or fragment, such as http://10.0.0.10:8000. Required.
+	URL string `koanf:"url"`
+	// Models lists the configured model names this replica serves. At least
+	// one is required.
+	Models []string `koanf:"models"`
+	// MaxConcurrency caps requests in flight to this replica; a full replica
+	// is skipped and a full fleet answers 503. Default 1024, four times
+	// vLLM's default --max-num-seqs so the engine's own queue stays fed.
+	MaxConcurrency int `koanf:"max_concurrency"`
+	// MaxPending caps the requests still waiting for a response head, so a
+	// replica that hangs stops absorbing traffic. Non-streaming requests
+	// wait for their head until they finish, so set it above the share of
+	// them in flight. At most max_concurrency. Default 0: no cap beyond
+	// max_concurrency.
+	MaxPending int `koanf:"max_pending"`
+	// KVCapacityBlocks sizes this replica's cache prediction in KV blocks.
+	// Default 0: what the engine reports in its metrics, else
+	// index.default_capacity_blocks.
+	KVCapacityBlocks int `koanf:"kv_capacity_blocks"`
+	// Engine is the engine kind whose metrics page is read: auto, vllm or
+	// sglang. Default "auto": recognized by its metric prefix.
+	Engine string `koanf:"engine"`
+}
+
+// Discovery configures replicas found at run time.
+type Discovery struct {
+	// DNS lists groups whose DNS name resolves to the replicas' addresses.
+	// Default none.
+	DNS []DNSGroup `koanf:"dns"`
+}
+
+// DNSGroup is a DNS name whose addresses are each a replica, named
+// <name>-<ip>-<port>. Groups are resolved before the first request and then
+// every Refresh; a failed lookup keeps the last known set.
+type DNSGroup struct {
+	// Name names the group and prefixes its replicas' ids: letters, digits,
+	// '.', '_' and '-'. Required and unique.
+	Name string `koanf:"name"`
+	// URL is the engines' base URL; its host is the name resolved, and its
+	// port (else the scheme's) the port each address is reached on, such as
+	// http://vllm.inference.svc.cluster.local:8000. Required.
+	URL string `koanf:"url"`
+	// Models lists the configured model names every member serves. At least
+	// one is required.
+	Models []string `koanf:"models"`
+	// Refresh is how often the name is resolved again. Default 5s, CoreDNS's
+	// TTL for cluster names.
+	Refresh time.Duration `koanf:"refresh"`
+	// MaxConcurrency caps each member's requests in flight, as for a replica.
+	// Default 1024.
+	MaxConcurrency int `koanf:"max_concurrency"`
+	// MaxPending caps each member's requests waiting for a response head, as
+	// for a replica. Default 0: no cap beyond max_concurrency.
+	MaxPending int `koanf:"max_pending"`
+	// KVCapacityBlocks sizes each member's cache prediction, as for a
+	// replica. Default 0: reported by the engine, else
+	// index.default_capacity_blocks.
+	KVCapacityBlocks int `koanf:"kv_capacity_blocks"`
+	// Engine is the members' engine kind: auto, vllm or sglang. Default "auto".
+	Engine string `koanf:"engine"`
+}
+
+// Routing holds the routing settings shared by every model. Policies are
+// round_robin, random, least_request, p2c, prefix_hash, kv_aware and
+// cost_model.
+type Routing struct {
+	// DefaultPolicy routes models that name no policy or split when Split is
+	// empty. Default "least_request", which needs neither a tokenizer nor
+	// engine metrics; cost_model is the cache-aware choice.
+	DefaultPolicy string `koanf:"default_policy"`
+	// Split gives each policy a percent of the traffic of models that set
+	// neither policy nor split, as whole numbers summing to 100, for example
+	// {cost_model: 90, kv_aware: 10}. A conversation stays with one arm.
+	// Default none: DefaultPolicy takes all of it.
+	Split map[string]int `koanf:"split"`
+	// Shadow lists policies that pick a replica for every routed request
+	// without routing it, to compare against the routing policy. Default
+	// none.
+	Shadow []string `koanf:"shadow"`
+	// Seed seeds the randomized policies, so a fixed seed replays the same
+	// choices. Default 0: a seed drawn at startup, so gateways side by side
+	// do not make the same random choices.
+	Seed uint64 `koanf:"seed"`
+	// EstimateDeadline bounds gathering the replicas' estimates for one
+	// decision; a replica that misses it is priced from its last published
+	// state. Default 2ms.
+	EstimateDeadline time.Duration `koanf:"estimate_deadline"`
+	// Epsilon bounds load for cost_model: no replica gets more than
+	// ceil((1 + epsilon) * (in_flight + 1) / n) requests. At least 0.
+	// Default 1.0, twice a replica's share.
+	Epsilon float64 `koanf:"epsilon"`
+	// Kappa is the KV cache usage above which cost_model sets a replica aside
+	// for prompts longer than short_prompt_tokens, unless every replica is
+	// above it. In (0, 1]. Default 0.92.
+	Kappa float64 `koanf:"kappa"`
+	// ShortPromptTokens is the prompt length, in tokens to compute, up to
+	// which kappa does not apply. Default 256.
+	ShortPromptTokens int `koanf:"short_prompt_tokens"`
+	// SessionAffinity sends a request naming its conversation (x-session-id
+	// or the user field) back to the conversation's last replica while the
+	// load guards allow it. Default false.
+	SessionAffinity bool `koanf:"session_affinity"`
+	// CostModel prices prefill for cost_model, for shadow comparisons and in
+	// /admin/explain. Defaults fit the simulator's default latency model
+	// (an 8B model on one 24 GB GPU); inferrail calibrate fits a real engine.
+	CostModel CostModel `koanf:"cost_model"`
+	// PrefixHash configures the prefix_hash policy.
+	PrefixHash PrefixHash `koanf:"prefix_hash"`
+	// KVAware configures the kv_aware policy.
+	KVAware KVAware `koanf:"kv_aware"`
+	// HotPrefix configures cost_model's replication of hot prefixes.
+	HotPrefix HotPrefix `koanf:"hot_prefix"`
+}
+
+// CostModel holds the parameters of cost_model's estimate of time to first
+// token, TTFT = W + P(u, c), with P(u, c) = a*u + b*u*(c + u/2) + d for u
+// tokens to compute after c cached ones, and W the prefill queued on the
+// replica plus decode_interference_secs per running request. Values are float
+// seconds, at least 0.
+type CostModel struct {
+	// PrefillTokenSecs is a, seconds per computed token. Default 0.0001.
+	PrefillTokenSecs float64 `koanf:"prefill_token_secs"`
+	// PrefillPairSecs is b, seconds per pair of computed and attended
+	// tokens. Default 0.0000000033.
+	PrefillPairSecs float64 `koanf:"prefill_pair_secs"`
+	// PrefillFixedSecs is d, seconds per prefill. Default 0.005.
+	PrefillFixedSecs float64 `koanf:"prefill_fixed_secs"`
+	// DecodeInterferenceSecs is the delay each running request adds to a new
+	// request's prefill. Default 0.0001, the simulator's time per further
+	// sequence in a decode step.
+	DecodeInterferenceSecs float64 `koanf:"decode_interference_secs"`
+}
+
+// PrefixHash configures the prefix_hash policy.
+type PrefixHash struct {
+	// Blocks is how many leading full blocks of a prompt are hashed to pick
+	// its replica. Default 16 (256 tokens at block size 16).
+	Blocks int `koanf:"blocks"`
+}
+
+// KVAware configures the kv_aware policy, which picks the best
+// cache_weight * cached / prompt - load_weight * in_flight / busiest.
+type KVAware struct {
+	// CacheWeight weighs the share of the prompt cached. At least 0.
+	// Default 1.0.
+	CacheWeight float64 `koanf:"cache_weight"`
+	// LoadWeight weighs requests in flight against the busiest replica's.
+	// At least 0. Default 1.0.
+	LoadWeight float64 `koanf:"load_weight"`
+}
+
+// HotPrefix configures cost_model's hot prefix replication: a root prefix
+// whose prefill demand needs more than Utilization of a replica gets
+// ceil(demand / utilization) owners.
+type HotPrefix struct {
+	// Enabled turns hot prefix replication on. Default true.
+	Enabled bool `koanf:"enabled"`
+	// Blocks is how many leading blocks make a root prefix. Default 16.
+	Blocks int `koanf:"blocks"`
+	// Window is the decay window of the count-min sketch that measures
+	// demand. Default 10s.
+	Window time.Duration `koanf:"window"`
+	// Utilization is the share of one replica's time a root prefix may need
+	// before it gets another owner. In (0, 1]. Default 0.5.
+	Utilization float64 `koanf:"utilization"`
+}
+
+// Health configures active health checks and passive ejection.
+type Health struct {
+	// Interval is how often every replica is probed at /health. Default 1s.
+	Interval time.Duration `koanf:"interval"`
+	// Timeout bounds one probe; at most interval. Default 500ms.
+	Timeout time.Duration `koanf:"timeout"`
+	// UnhealthyThreshold is how many failed probes take a replica out of
+	// rotation, and how many consecutive failed requests eject it. Default 3.
+	UnhealthyThreshold int `koanf:"unhealthy_threshold"`
+	// EjectionBackoff is how long a first ejection lasts; each repeat
+	// doubles it. Default 5s.
+	EjectionBackoff time.Duration `koanf:"ejection_backoff"`
+	// MaxEjectionBackoff caps the doubled ejection; at least
+	// ejection_backoff. Default 1m.
+	MaxEjectionBackoff time.Duration `koanf:"max_ejection_backoff"`
+	// MaxEjectionPercent caps the percent of a model's healthy replicas that
+	// failed requests may eject, so requests that fail everywhere cannot
+	// empty the pool. In [0, 100]. Default 50.
+	MaxEjectionPercent int `koanf:"max_ejection_percent"`
+}
+
+// Retry configures retries, which happen only before the first response
+// byte reaches the client.
+type Retry struct {
+	// MaxAttempts is the most attempts per request, the first included;
+	// 1 turns retries off. Default 3.
+	MaxAttempts int `koanf:"max_attempts"`
+	// Backoff is the wait before the first retry, doubling on each further
+	// one, within server.request_timeout. 0 retries at once. Default 25ms.
+	Backoff time.Duration `koanf:"backoff"`
+}
+
+// LoadSignals configures scraping the engines' Prometheus pages. (The YAML
+// section is load; the type is named apart from the Load function.)
+type LoadSignals struct {
+	// ScrapeInterval is how often every replica is scraped. Default 100ms.
+	ScrapeInterval time.Duration `koanf:"scrape_interval"`
+	// ScrapeTimeout bounds one scrape. Default 100ms.
+	ScrapeTimeout time.Duration `koanf:"scrape_timeout"`
+	// MaxAge is the age past which a report is treated as missing and
+	// routing falls back to the gateway's own counts; more than
+	// scrape_interval. Default 250ms.
+	MaxAge time.Duration `koanf:"max_age"`
+}
+
+// Tokenizer configures tokenization at the edge.
+type Tokenizer struct {
+	// Workers is the size of the pool that tokenizes bodies over 1 KiB.
+	// Default 0: one per CPU the Go runtime uses (GOMAXPROCS).
+	Workers int `koanf:"workers"`
+	// MaxWait is how long a request may wait for a worker before it is
+	// routed without a prediction. Default 50ms.
+	MaxWait time.Duration `koanf:"max_wait"`
+	// CacheTokens caps the tokens kept per model in the cache of repeated
+	// prompt pieces (system prompts, earlier turns); 0 turns it off.
+	// Default 1000000.
+	CacheTokens int `koanf:"cache_tokens"`
+}
+
+// Index configures the KV index.
+type Index struct {
+	// DefaultCapacityBlocks sizes the prediction of a replica that sets no
+	// kv_capacity_blocks and whose engine reports none. Default 16384.
+	DefaultCapacityBlocks int `koanf:"default_capacity_blocks"`
+}
+
+// Observability configures traces and the decision and shadow logs.
+type Observability struct {
+	// OTLPEndpoint is the OTLP/HTTP trace collector, http or https; a bare
+	// address such as http://collector:4318 gets the standard /v1/traces
+	// path. Default "": no spans are created.
+	OTLPEndpoint string `koanf:"otlp_endpoint"`
+	// TraceSampleRatio is the share of requests traced, in [0, 1]. Default
+	// 1.0, OpenTelemetry's default; lower it for high request rates.
+	TraceSampleRatio float64 `koanf:"trace_sample_ratio"`
+	// DecisionLog writes sampled routing decisions as JSON lines.
+	DecisionLog DecisionLog `koanf:"decision_log"`
+	// ShadowLog is the file every config generation and shadow decision is
+	// written to as JSON lines, for offline replay. Default "": off.
+	ShadowLog string `koanf:"shadow_log"`
+}
+
+// DecisionLog configures the decision log. Prompts are never logged.
+type DecisionLog struct {
+	// Path is the JSON lines file; required when sample_rate is above 0.
+	// Default "".
+	Path string `koanf:"path"`
+	// SampleRate is the share of requests whose decisions are logged, in
+	// [0, 1]. Default 0: off.
+	SampleRate float64 `koanf:"sample_rate"`
+}
+
+// Logging configures the gateway's own log.
+type Logging struct {
+	// Level is the least severe level logged: debug, info, warn or error.
+	// Default "info".
+	Level string `koanf:"level"`
+	// Format is text or json. Default "text".
+	Format string `koanf:"format"`
+	// LogPrompts lets request bodies into the log. Default false. Live.
+	LogPrompts bool `koanf:"log_prompts"`
+}
+
+// Default returns a new Config holding every default. It has no models or
+// replicas, so it is not valid on its own.
+func Default() *Config {
+	return &Config{
+		Server: Server{
+			Listen:            "127.0.0.1:8080",
+			AdminListen:       "127.0.0.1:9090",
+			RequestTimeout:    5 * time.Minute,
+			HeaderReadTimeout: 30 * time.Second,
+			ShutdownTimeout:   30 * time.Second,
+			ReloadInterval:    2 * time.Second,
+			MaxBodyBytes:      16 << 20,
+		},
+		Upstream: Upstream{
+			DialTimeout: 2 * time.Second,
+		},
+		Routing: Routing{
+			DefaultPolicy:     "least_request",
+			EstimateDeadline:  2 * time.Millisecond,
+			Epsilon:           1.0,
+			Kappa:             0.92,
+			ShortPromptTokens: 256,
+			CostModel: CostModel{
+				PrefillTokenSecs:       0.0001,
+				PrefillPairSecs:        0.0000000033,
+				PrefillFixedSecs:       0.005,
+				DecodeInterferenceSecs: 0.0001,
+			},
+			PrefixHash: PrefixHash{Blocks: 16},
+			KVAware:    KVAware{CacheWeight: 1.0, LoadWeight: 1.0},
+			HotPrefix: HotPrefix{
+				Enabled:     true,
+				Blocks:      16,
+				Window:      10 * time.Second,
+				Utilization: 0.5,
+			},
+		},
+		Health: Health{
+			Interval:           time.Second,
+			Timeout:            500 * time.Millisecond,
+			UnhealthyThreshold: 3,
+			EjectionBackoff:    5 * time.Second,
+			MaxEjectionBackoff: time.Minute,
+			MaxEjectionPercent: 50,
+		},
+		Retry: Retry{
+			MaxAttempts: 3,
+			Backoff:     25 * time.Millisecond,
+		},
+		Load: LoadSignals{
+			ScrapeInterval: 100 * time.Millisecond,
+			ScrapeTimeout:  100 * time.Millisecond,
+			MaxAge:         250 * time.Millisecond,
+		},
+		Tokenizer: Tokenizer{
+			MaxWait:     50 * time.Millisecond,
+			CacheTokens: 1_000_000,
+		},
+		Index: Index{DefaultCapacityBlocks: 16384},
+		Observability: Observability{
+			TraceSampleRatio: 1.0,
+		},
+		Logging: Logging{
+			Level:  "info",
+			Format: "text",
+		},
+	}
+}
+
+// defaultModel, defaultReplica and defaultDNSGroup hold the defaults of list
+// entries, which the file's entries are laid over.
+func defaultModel() Model {
+	return Model{ChatTemplateContentFormat: "auto", BlockSize: 16}
+}
+
+func defaultReplica() Replica {
+	return Replica{MaxConcurrency: 1024, Engine: "auto"}
+}
+
+func defaultDNSGroup() DNSGroup {
+	return DNSGroup{Refresh: 5 * time.Second, MaxConcurrency: 1024, Engine: "auto"}
+}
+
+// Policies returns the routing policy names, in the reference's order.
+func Policies() []string {
+	return []string{"round_robin", "random", "least_request", "p2c", "prefix_hash", "kv_aware", "cost_model"}
+}
+
+func isPolicy(name string) bool {
+	switch name {
+	case "round_robin", "random", "least_request", "p2c", "prefix_hash", "kv_aware", "cost_model":
+		return true
+	}
+	return false
+}
+
+// ModelRouting is how one model is routed, with the routing section's
+// values filled in where the model sets none.
+type ModelRouting struct {
+	// Split maps each policy routing the model to its percent of the
+	// traffic; never empty, and the percents sum to 100.
+	Split map[string]int
+	// Shadow lists the shadow policies; possibly empty.
+	Shadow []string
+	// CostModel prices prefill for the model.
+	CostModel CostModel
+}
+
+// RoutingFor returns how model m is routed: its own split, else its own
+// policy, else routing.split, else routing.default_policy; its own shadow
+// list if set, else routing.shadow; its own cost model if set, else
+// routing.cost_model. The result's map and slice are fresh.
+func (c *Config) RoutingFor(m *Model) ModelRouting {
+	var r ModelRouting
+	switch {
+	case len(m.Split) > 0:
+		r.Split = copyMap(m.Split)
+	case m.Policy != "":
+		r.Split = map[string]int{m.Policy: 100}
+	case len(c.Routing.Split) > 0:
+		r.Split = copyMap(c.Routing.Split)
+	default:
+		r.Split = map[string]int{c.Routing.DefaultPolicy: 100}
+	}
+	if m.Shadow != nil {
+		r.Shadow = append([]string{}, m.Shadow...)
+	} else {
+		r.Shadow = append([]string{}, c.Routing.Shadow...)
+	}
+	if m.CostModel != nil {
+		r.CostModel = *m.CostModel
+	} else {
+		r.CostModel = c.Routing.CostModel
+	}
+	return r
+}
+
+// Model returns the model named name, or whose aliases include it.
+func (c *Config) Model(name string) (*Model, bool) {
+	for i := range c.Models {
+		m := &c.Models[i]
+		if m.Name == name {
+			return m, true
+		}
+	}
+	for i := range c.Models {
+		m := &c.Models[i]
+		for _, a := range m.Aliases {
+			if a == name {
+				return m, true
+			}
+		}
+	}
+	return nil, false
+}
+
+func copyMap(m map[string]int) map[string]int {
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,35 @@
+// Package config turns the gateway's YAML file and its INFERRAIL_ environment
+// overrides into one validated, immutable *Config.
+//
+// Load and Parse apply, in order: the defaults (Default), the file, the
+// environment, then Validate. Unknown keys are rejected wherever they appear,
+// and every problem is reported at once (errors.Join of *KeyError), each naming
+// its key path, such as "replicas[2].url" or "routing.cost_model.prefill_token_secs".
+//
+// Durations are written with units ("250ms", "2s"); a bare number is an error,
+// except 0. Byte counts are integers named …_bytes. Cost-model parameters are
+// float seconds (…_secs), because some are far below a nanosecond.
+//
+// Environment overrides are named INFERRAIL_ plus the key path in upper case,
+// with a double underscore between levels: INFERRAIL_SERVER__LISTEN sets
+// server.listen, INFERRAIL_ROUTING__COST_MODEL__PREFILL_TOKEN_SECS sets
+// routing.cost_model.prefill_token_secs. String and duration keys take the value
+// as it is; every other key reads it as YAML, so lists and maps are written in
+// flow style (INFERRAIL_ROUTING__SHADOW='[least_request]'). A list or map is
+// always replaced whole, never indexed into.
+//
+// Input is bounded so hostile YAML fails fast: documents over MaxBytes,
+// nesting deeper than 32 levels, or more than 131072 values once aliases are
+// expanded ("billion laughs") are refused before any of it is checked, and
+// at most 100 problems are spelled out.
+//
+// Which settings apply live and which need a restart is in Diff and RestartOnly;
+// the reference's rule is that routing, each model's policy, split, shadow,
+// cost_model and aliases, the static replicas, retry and logging.log_prompts
+// change while the gateway runs, and everything built at startup does not.
+//
+// config starts no goroutines and keeps no mutable globals. Its only I/O is
+// Load reading one file; it never reads the process environment itself (the
+// caller passes it in, usually os.Environ()). Nobody else in the gateway reads
+// the config file or INFERRAIL_ variables.
+package config

@@ -1,0 +1,412 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Validate reports every problem with c at once, as errors.Join of *KeyError
+// values each naming its key (the first 100, then a count of the rest), or
+// nil when c is valid. Load and Parse call it; code that builds a Config
+// itself should too.
+func (c *Config) Validate() error {
+	errs, more := c.validate(nil, maxProblems)
+	if more > 0 {
+		errs = append(errs, moreProblems(more))
+	}
+	return errors.Join(errs...)
+}
+
+// validate returns the first limit problems about keys that skip (if not
+// nil) lets through, and counts the rest.
+func (c *Config) validate(skip func(key string) bool, limit int) (errs []error, more int) {
+	v := validator{skip: skip, limit: limit}
+	v.server(&c.Server)
+	v.positive("upstream.dial_timeout", c.Upstream.DialTimeout)
+	models := v.models(c.Models)
+	if len(c.Replicas) == 0 && len(c.Discovery.DNS) == 0 {
+		v.add("replicas", "at least one replica or discovery.dns group is required")
+	}
+	ids := map[string]string{}
+	for i := range c.Replicas {
+		r := &c.Replicas[i]
+		p := index("replicas", i)
+		v.id(p+".id", r.ID, ids)
+		v.url(p+".url", r.URL, true)
+		v.servedModels(p+".models", r.Models, models)
+		v.limits(p, r.MaxConcurrency, r.MaxPending, r.KVCapacityBlocks, r.Engine)
+	}
+	groups := map[string]string{}
+	for i := range c.Discovery.DNS {
+		g := &c.Discovery.DNS[i]
+		p := index("discovery.dns", i)
+		v.id(p+".name", g.Name, groups)
+		v.url(p+".url", g.URL, true)
+		v.servedModels(p+".models", g.Models, models)
+		v.positive(p+".refresh", g.Refresh)
+		v.limits(p, g.MaxConcurrency, g.MaxPending, g.KVCapacityBlocks, g.Engine)
+	}
+	v.routing(&c.Routing)
+	v.health(&c.Health)
+	v.atLeast("retry.max_attempts", c.Retry.MaxAttempts, 1)
+	v.nonNegative("retry.backoff", c.Retry.Backoff)
+	v.load(&c.Load)
+	v.atLeast("tokenizer.workers", c.Tokenizer.Workers, 0)
+	v.positive("tokenizer.max_wait", c.Tokenizer.MaxWait)
+	v.atLeast("tokenizer.cache_tokens", c.Tokenizer.CacheTokens, 0)
+	v.atLeast("index.default_capacity_blocks", c.Index.DefaultCapacityBlocks, 1)
+	v.observability(&c.Observability)
+	v.oneOf("logging.level", c.Logging.Level, "debug", "info", "warn", "error")
+	v.oneOf("logging.format", c.Logging.Format, "text", "json")
+	return v.errs, v.more
+}
+
+type validator struct {
+	skip  func(key string) bool
+	limit int
+	errs  []error
+	more  int
+}
+
+func (v *validator) add(key, format string, args ...any) {
+	switch {
+	case v.skip != nil && v.skip(key):
+	case len(v.errs) >= v.limit:
+		v.more++
+	default:
+		v.errs = append(v.errs, &KeyError{Key: key, Err: fmt.Errorf(format, args...)})
+	}
+}
+
+func (v *validator) server(s *Server) {
+	v.listen("server.listen", s.Listen)
+	v.listen("server.admin_listen", s.AdminListen)
+	if s.Listen == s.AdminListen && !strings.HasSuffix(s.Listen, ":0") {
+		v.add("server.admin_listen", "must differ from server.listen (%s)", s.Listen)
+	}
+	v.positive("server.request_timeout", s.RequestTimeout)
+	v.positive("server.header_read_timeout", s.HeaderReadTimeout)
+	v.positive("server.shutdown_timeout", s.ShutdownTimeout)
+	v.nonNegative("server.reload_interval", s.ReloadInterval)
+	if s.MaxBodyBytes < 1 {
+		v.add("server.max_body_bytes", "must be at least 1, got %d", s.MaxBodyBytes)
+	}
+}
+
+// models checks the model list and returns what each configured name and
+// alias refers to.
+func (v *validator) models(models []Model) map[string]string {
+	if len(models) == 0 {
+		v.add("models", "at least one model is required")
+	}
+	// owner maps every name and alias to the path that introduced it.
+	owner := map[string]string{}
+	refs := map[string]string{}
+	for i := range models {
+		m := &models[i]
+		p := index("models", i)
+		switch prev, dup := owner[m.Name]; {
+		case m.Name == "":
+			v.add(p+".name", "required")
+		case dup:
+			v.add(p+".name", "%q is already %s", m.Name, prev)
+		default:
+			owner[m.Name] = p + ".name"
+			refs[m.Name] = m.Name
+		}
+	}
+	for i := range models {
+		m := &models[i]
+		p := index("models", i)
+		for j, a := range m.Aliases {
+			ap := index(p+".aliases", j)
+			switch prev, dup := owner[a]; {
+			case a == "":
+				v.add(ap, "must not be empty")
+			case dup:
+				v.add(ap, "%q is already %s", a, prev)
+			default:
+				owner[a] = ap
+				refs[a] = "alias:" + m.Name
+			}
+		}
+		if m.Policy != "" {
+			v.policy(p+".policy", m.Policy)
+		}
+		v.split(p+".split", m.Split)
+		v.policies(p+".shadow", m.Shadow)
+		if m.CostModel != nil {
+			v.costModel(p+".cost_model", m.CostModel)
+		}
+		if rest, ok := strings.CutPrefix(m.Tokenizer, "builtin:"); ok && rest != "sim" {
+			v.add(p+".tokenizer", "unknown builtin tokenizer %q; the only one is builtin:sim", m.Tokenizer)
+		}
+		v.oneOf(p+".chat_template_content_format", m.ChatTemplateContentFormat, "auto", "string", "openai")
+		v.atLeast(p+".block_size", m.BlockSize, 1)
+	}
+	return refs
+}
+
+// servedModels checks the models a replica or DNS group serves.
+func (v *validator) servedModels(key string, names []string, refs map[string]string) {
+	if len(names) == 0 {
+		v.add(key, "at least one model is required")
+	}
+	seen := map[string]bool{}
+	for i, n := range names {
+		p := index(key, i)
+		ref, ok := refs[n]
+		switch {
+		case !ok:
+			v.add(p, "%q is not a configured model", n)
+		case strings.HasPrefix(ref, "alias:"):
+			v.add(p, "%q is an alias; list the model's name, %q", n, strings.TrimPrefix(ref, "alias:"))
+		case seen[n]:
+			v.add(p, "%q is listed twice", n)
+		}
+		seen[n] = true
+	}
+}
+
+// id checks a replica id or DNS group name: required, unique among seen,
+// and made of characters safe in headers, metric labels and logs.
+func (v *validator) id(key, id string, seen map[string]string) {
+	if id == "" {
+		v.add(key, "required")
+		return
+	}
+	if len(id) > 253 {
+		v.add(key, "longer than 253 characters")
+		return
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			v.add(key, "%q may hold only letters, digits, '.', '_' and '-'", id)
+			return
+		}
+	}
+	if prev, dup := seen[id]; dup {
+		v.add(key, "%q is already %s", id, prev)
+		return
+	}
+	seen[id] = key
+}
+
+// url checks an http or https URL with a host and no query, fragment or
+// credentials.
+func (v *validator) url(key, raw string, required bool) {
+	if raw == "" {
+		if required {
+			v.add(key, "required")
+		}
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		v.add(key, "invalid URL: %v", unwrapURLError(err))
+		return
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		v.add(key, "%q: want an http or https URL, such as http://127.0.0.1:8000", raw)
+	case u.Hostname() == "":
+		v.add(key, "%q has no host", raw)
+	case u.User != nil:
+		v.add(key, "%q must not hold credentials", raw)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		v.add(key, "%q must not have a query or fragment", raw)
+	}
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// listen checks a host:port listen address.
+func (v *validator) listen(key, addr string) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.add(key, "%q: want host:port, such as 127.0.0.1:8080", addr)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.add(key, "%q: port must be a number from 0 to 65535", addr)
+		return
+	}
+	if strings.ContainsAny(host, " /\t") {
+		v.add(key, "%q: invalid host", addr)
+	}
+}
+
+func (v *validator) limits(p string, maxConcurrency, maxPending, kvCapacity int, engine string) {
+	v.atLeast(p+".max_concurrency", maxConcurrency, 1)
+	switch {
+	case maxPending < 0:
+		v.add(p+".max_pending", "must be at least 0, got %d", maxPending)
+	case maxConcurrency >= 1 && maxPending > maxConcurrency:
+		v.add(p+".max_pending", "%d is more than max_concurrency (%d)", maxPending, maxConcurrency)
+	}
+	v.atLeast(p+".kv_capacity_blocks", kvCapacity, 0)
+	v.oneOf(p+".engine", engine, "auto", "vllm", "sglang")
+}
+
+func (v *validator) routing(r *Routing) {
+	v.policy("routing.default_policy", r.DefaultPolicy)
+	v.split("routing.split", r.Split)
+	v.policies("routing.shadow", r.Shadow)
+	v.positive("routing.estimate_deadline", r.EstimateDeadline)
+	v.nonNegativeNumber("routing.epsilon", r.Epsilon)
+	v.fraction("routing.kappa", r.Kappa, false)
+	v.atLeast("routing.short_prompt_tokens", r.ShortPromptTokens, 0)
+	v.costModel("routing.cost_model", &r.CostModel)
+	v.atLeast("routing.prefix_hash.blocks", r.PrefixHash.Blocks, 1)
+	v.nonNegativeNumber("routing.kv_aware.cache_weight", r.KVAware.CacheWeight)
+	v.nonNegativeNumber("routing.kv_aware.load_weight", r.KVAware.LoadWeight)
+	if r.KVAware.CacheWeight == 0 && r.KVAware.LoadWeight == 0 {
+		v.add("routing.kv_aware", "cache_weight and load_weight must not both be 0")
+	}
+	v.atLeast("routing.hot_prefix.blocks", r.HotPrefix.Blocks, 1)
+	v.positive("routing.hot_prefix.window", r.HotPrefix.Window)
+	v.fraction("routing.hot_prefix.utilization", r.HotPrefix.Utilization, false)
+}
+
+func (v *validator) policy(key, name string) {
+	if !isPolicy(name) {
+		v.add(key, "unknown policy %q; want one of %s", name, strings.Join(Policies(), ", "))
+	}
+}
+
+func (v *validator) policies(key string, names []string) {
+	seen := map[string]bool{}
+	for i, n := range names {
+		p := index(key, i)
+		v.policy(p, n)
+		if seen[n] {
+			v.add(p, "%q is listed twice", n)
+		}
+		seen[n] = true
+	}
+}
+
+func (v *validator) split(key string, split map[string]int) {
+	if len(split) == 0 {
+		return
+	}
+	sum := 0
+	for _, name := range sortedKeys(split) {
+		pct := split[name]
+		v.policy(keyPath(key, name), name)
+		if pct < 0 || pct > 100 {
+			v.add(keyPath(key, name), "percent must be from 0 to 100, got %d", pct)
+		}
+		sum += pct
+	}
+	if sum != 100 {
+		v.add(key, "percents sum to %d, want 100", sum)
+	}
+}
+
+func (v *validator) costModel(key string, m *CostModel) {
+	for _, f := range []struct {
+		name string
+		val  float64
+	}{
+		{"prefill_token_secs", m.PrefillTokenSecs},
+		{"prefill_pair_secs", m.PrefillPairSecs},
+		{"prefill_fixed_secs", m.PrefillFixedSecs},
+		{"decode_interference_secs", m.DecodeInterferenceSecs},
+	} {
+		v.nonNegativeNumber(keyPath(key, f.name), f.val)
+	}
+}
+
+func (v *validator) health(h *Health) {
+	v.positive("health.interval", h.Interval)
+	v.positive("health.timeout", h.Timeout)
+	if h.Timeout > h.Interval && h.Interval > 0 {
+		v.add("health.timeout", "%s is longer than health.interval (%s)", h.Timeout, h.Interval)
+	}
+	v.atLeast("health.unhealthy_threshold", h.UnhealthyThreshold, 1)
+	v.positive("health.ejection_backoff", h.EjectionBackoff)
+	v.positive("health.max_ejection_backoff", h.MaxEjectionBackoff)
+	if h.MaxEjectionBackoff < h.EjectionBackoff && h.MaxEjectionBackoff > 0 {
+		v.add("health.max_ejection_backoff", "%s is shorter than health.ejection_backoff (%s)", h.MaxEjectionBackoff, h.EjectionBackoff)
+	}
+	if h.MaxEjectionPercent < 0 || h.MaxEjectionPercent > 100 {
+		v.add("health.max_ejection_percent", "must be from 0 to 100, got %d", h.MaxEjectionPercent)
+	}
+}
+
+func (v *validator) load(l *LoadSignals) {
+	v.positive("load.scrape_interval", l.ScrapeInterval)
+	v.positive("load.scrape_timeout", l.ScrapeTimeout)
+	v.positive("load.max_age", l.MaxAge)
+	if l.MaxAge <= l.ScrapeInterval && l.MaxAge > 0 {
+		v.add("load.max_age", "%s must be longer than load.scrape_interval (%s), or every report is stale before the next", l.MaxAge, l.ScrapeInterval)
+	}
+}
+
+func (v *validator) observability(o *Observability) {
+	v.url("observability.otlp_endpoint", o.OTLPEndpoint, false)
+	v.fraction("observability.trace_sample_ratio", o.TraceSampleRatio, true)
+	v.fraction("observability.decision_log.sample_rate", o.DecisionLog.SampleRate, true)
+	if o.DecisionLog.SampleRate > 0 && o.DecisionLog.Path == "" {
+		v.add("observability.decision_log.path", "required when sample_rate is above 0")
+	}
+	if o.ShadowLog != "" && o.ShadowLog == o.DecisionLog.Path {
+		v.add("observability.shadow_log", "must differ from observability.decision_log.path")
+	}
+}
+
+func (v *validator) positive(key string, d time.Duration) {
+	if d <= 0 {
+		v.add(key, "must be longer than 0, got %s", d)
+	}
+}
+
+func (v *validator) nonNegative(key string, d time.Duration) {
+	if d < 0 {
+		v.add(key, "must not be negative, got %s", d)
+	}
+}
+
+func (v *validator) atLeast(key string, n, least int) {
+	if n < least {
+		v.add(key, "must be at least %d, got %d", least, n)
+	}
+}
+
+// fraction checks a number in (0, 1], or in [0, 1] when zero is allowed.
+func (v *validator) fraction(key string, f float64, zero bool) {
+	// Written so that NaN fails too.
+	switch {
+	case zero && !(f >= 0 && f <= 1):
+		v.add(key, "must be from 0 to 1, got %v", f)
+	case !zero && !(f > 0 && f <= 1):
+		v.add(key, "must be above 0 and at most 1, got %v", f)
+	}
+}
+
+// nonNegativeNumber checks a finite number of at least 0.
+func (v *validator) nonNegativeNumber(key string, f float64) {
+	if !(f >= 0) || math.IsInf(f, 1) {
+		v.add(key, "must be a finite number of at least 0, got %v", f)
+	}
+}
+
+func (v *validator) oneOf(key, val string, allowed ...string) {
+	if !slices.Contains(allowed, val) {
+		v.add(key, "%q: want one of %s", val, strings.Join(allowed, ", "))
+	}
+}
