@@ -6,12 +6,12 @@ import "errors"
 // object.
 var ErrNotObject = errors.New("openai: body is not a JSON object")
 
-// ModelField locates the top-level "model" member of a request body without
-// decoding the rest, so a proxy can route on it and forward every other byte
-// untouched.
+// ModelField locates a top-level member of a JSON object, such as a request's
+// "model" or a model card's "id", without decoding the rest, so a proxy can
+// route on it and forward every other byte untouched.
 type ModelField struct {
-	Name  string // the model name; "" when absent or null
-	Found bool   // a top-level "model" member exists (with any value)
+	Name  string // the member's string value; "" when absent, null or not a string
+	Found bool   // the member exists (with any value)
 	// IsString reports whether its value is a JSON string without escapes,
 	// the only kind a proxy can splice safely; a name with escapes is still
 	// decoded into Name.
@@ -26,16 +26,19 @@ type ModelField struct {
 // "model" member. It checks only as much syntax as it needs to find member
 // boundaries; the engine validates the rest. The last "model" member wins,
 // as in Python's json module.
-func FindModel(body []byte) (ModelField, error) {
+func FindModel(body []byte) (ModelField, error) { return FindMember(body, "model") }
+
+// FindMember is FindModel for the member named key.
+func FindMember(body []byte, key string) (ModelField, error) {
 	r := reader{b: body}
 	r.ws()
 	if r.i >= len(r.b) || r.b[r.i] != '{' {
 		return ModelField{}, ErrNotObject
 	}
 	f := ModelField{Start: r.i + 1, End: r.i + 1}
-	r.object(func(key, val span) {
-		if k, plain := rawKey(body, key); plain && string(k) != "model" ||
-			!plain && decodeString(body[key.start:key.end]) != "model" {
+	r.object(func(k span, val span) {
+		if raw, plain := rawKey(body, k); plain && string(raw) != key ||
+			!plain && decodeString(body[k.start:k.end]) != key {
 			return
 		}
 		f.Found, f.Start, f.End = true, val.start, val.end
@@ -57,21 +60,24 @@ func FindModel(body []byte) (ModelField, error) {
 
 // SpliceModel returns body with its model member's value replaced by name,
 // or, when the body has no model member, with `"model":name` inserted first.
-// Every other byte is kept. name must need no JSON escaping.
+// Every other byte is kept.
 func SpliceModel(dst, body []byte, f ModelField, name string) []byte {
+	return SpliceMember(dst, body, f, "model", name)
+}
+
+// SpliceMember is SpliceModel for the member named key (found by FindMember).
+func SpliceMember(dst, body []byte, f ModelField, key, name string) []byte {
 	dst = append(dst, body[:f.Start]...)
 	if !f.Found {
-		dst = append(dst, `"model":"`...)
-		dst = append(dst, name...)
-		dst = append(dst, '"')
+		dst = appendString(dst, key)
+		dst = append(dst, ':')
+		dst = appendString(dst, name)
 		if !emptyObject(body[f.Start:]) {
 			dst = append(dst, ',')
 		}
 		return append(dst, body[f.Start:]...)
 	}
-	dst = append(dst, '"')
-	dst = append(dst, name...)
-	dst = append(dst, '"')
+	dst = appendString(dst, name)
 	return append(dst, body[f.End:]...)
 }
 
