@@ -211,6 +211,8 @@ func (s *Server) startInstance() (*instance, error) {
 		MaxRequestBodySize:            64 << 20,
 		StreamRequestBody:             false,
 		CloseOnShutdown:               true,
+		// Connections a client or test closes on purpose are not news.
+		Logger: quietLogger{},
 	}
 	inst.drv.start()
 	inst.serving.Add(1)
@@ -246,3 +248,7 @@ func (s *Server) Inspect(fn func(*engine.Engine)) bool {
 	s.mu.Unlock()
 	return inst != nil && inst.drv.inspect(fn)
 }
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
