@@ -24,6 +24,7 @@ type job struct {
 	notify   chan struct{}
 
 	generated atomic.Int64 // output tokens produced so far
+	gone      atomic.Bool  // the client has disconnected
 	done      atomic.Bool  // set last; the fields below are valid once it is true
 	reason    string       // "stop", "length" or "abort"
 	cached    int          // prefix cache hit at admission
@@ -35,6 +36,13 @@ type job struct {
 }
 
 func newJob() *job { return &job{notify: make(chan struct{}, 1)} }
+
+// clientGone is the watcher's callback: it marks the client gone and wakes
+// the handler, which aborts the request. It never blocks.
+func (j *job) clientGone(error) {
+	j.gone.Store(true)
+	j.wake()
+}
 
 func (j *job) wake() {
 	select {

@@ -14,11 +14,10 @@ import (
 	"github.com/inferrail/inferrail/model/prefix"
 	"github.com/inferrail/inferrail/model/token"
 	"github.com/inferrail/inferrail/sim/vllmmetrics"
-	"github.com/inferrail/inferrail/transport/conncheck"
 )
 
-// watchEvery is how often a request that is waiting on the engine checks
-// whether its client has gone. vLLM aborts a request when its client
+// watchEvery is how often the requests waiting on the engine are checked
+// for clients that have gone. vLLM aborts a request when its client
 // disconnects; 20 ms keeps the engine slot's release well under 100 ms.
 const watchEvery = 20 * time.Millisecond
 
@@ -361,17 +360,15 @@ func (inst *instance) generate(ctx *fasthttp.RequestCtx, chat bool) {
 // wait blocks until j is done. It returns false, having aborted j, when the
 // client goes away or the simulator stops first.
 func (inst *instance) wait(conn net.Conn, j *job) bool {
-	watch := time.NewTimer(watchEvery)
-	defer watch.Stop()
+	e := inst.watch.Add(conn, nil, j.clientGone)
+	defer inst.watch.Remove(e)
 	for !j.done.Load() {
 		select {
 		case <-j.notify:
-		case <-watch.C:
-			if conncheck.Gone(conn) {
+			if j.gone.Load() {
 				inst.drv.abort(j)
 				return false
 			}
-			watch.Reset(watchEvery)
 		case <-inst.stopping:
 			return false
 		}
@@ -392,19 +389,16 @@ func (inst *instance) stream(w *bufio.Writer, conn net.Conn, j *job, r *request,
 		usage.CompletionTokens = n
 		return &usage
 	}
-	watch := time.NewTimer(watchEvery)
-	defer watch.Stop()
+	e := inst.watch.Add(conn, nil, j.clientGone)
+	defer inst.watch.Remove(e)
 	for {
 		select {
 		case <-j.notify:
-		case <-watch.C:
-			if conncheck.Gone(conn) {
-				inst.drv.abort(j)
-				return
-			}
-			watch.Reset(watchEvery)
-			continue
 		case <-inst.stopping:
+			return
+		}
+		if j.gone.Load() {
+			inst.drv.abort(j)
 			return
 		}
 		done := j.done.Load()
@@ -448,7 +442,6 @@ func (inst *instance) stream(w *bufio.Writer, conn net.Conn, j *job, r *request,
 			inst.drv.abort(j)
 			return
 		}
-		watch.Reset(watchEvery)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/prefix"
 	"github.com/inferrail/inferrail/sim/engine"
+	"github.com/inferrail/inferrail/transport/conncheck"
 )
 
 // Server is a running simulator. Tests start several in process on ephemeral
@@ -165,6 +166,7 @@ type instance struct {
 	root        prefix.Hash
 	fingerprint string // system_fingerprint
 	reqSeq      atomic.Uint64
+	watch       *conncheck.Watcher // clients of requests waiting on the engine
 	// stopping is closed when the instance starts to stop.
 	stopping chan struct{}
 	serving  sync.WaitGroup
@@ -190,10 +192,12 @@ func (s *Server) startInstance() (*instance, error) {
 		fingerprint: openai.Fingerprint(s.opts.Version,
 			fmt.Sprintf("%08x", xxh3.HashString(fmt.Sprintf("%+v", s.opts.Engine))>>32)),
 		stopping: make(chan struct{}),
+		watch:    conncheck.NewWatcher(watchEvery),
 	}
 	inst.stats = newEngineStats(inst)
 	inst.drv.onStep = inst.stats.onStep
 	if inst.events, err = newEventSink(&s.opts); err != nil {
+		inst.watch.Close()
 		ln.Close()
 		return nil, err
 	}
@@ -234,6 +238,7 @@ func (inst *instance) stop() {
 	inst.serving.Wait()
 	// Handlers still running see stopping and return; Shutdown waits for them.
 	_ = inst.srv.Shutdown()
+	inst.watch.Close()
 	if inst.events != nil {
 		inst.events.close()
 	}

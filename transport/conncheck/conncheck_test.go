@@ -1,7 +1,9 @@
 package conncheck
 
 import (
+	"errors"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -64,5 +66,46 @@ func TestGoneClosedLocally(t *testing.T) {
 	server.Close()
 	if !Gone(server) {
 		t.Fatal("a locally closed connection looks alive")
+	}
+}
+
+func TestWatcher(t *testing.T) {
+	w := NewWatcher(5 * time.Millisecond)
+	defer w.Close()
+	client, server := pair(t)
+	defer server.Close()
+	fired := make(chan error, 4)
+	errCheck := errors.New("check failed")
+	var failCheck atomic.Bool
+	w.Add(server, func() error {
+		if failCheck.Load() {
+			return errCheck
+		}
+		return nil
+	}, func(cause error) { fired <- cause })
+	select {
+	case err := <-fired:
+		t.Fatalf("fired %v for a live connection", err)
+	case <-time.After(30 * time.Millisecond):
+	}
+	failCheck.Store(true)
+	if err := <-fired; err != errCheck {
+		t.Fatalf("check: fired %v", err)
+	}
+	failCheck.Store(false)
+	for len(fired) > 0 {
+		<-fired
+	}
+	client.Close()
+	deadline := time.After(2 * time.Second)
+	for {
+		select {
+		case err := <-fired:
+			if err == ErrGone {
+				return
+			}
+		case <-deadline:
+			t.Fatal("a closed connection was not reported")
+		}
 	}
 }
