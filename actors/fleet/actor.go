@@ -1,0 +1,296 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/actors/routing"
+	"github.com/inferrail/inferrail/model/policy"
+)
+
+// member is one replica of the fleet as published in a view. Immutable.
+type member struct {
+	h   *replica.Handle
+	pid *actor.PID
+}
+
+// view is the fleet's membership as published: immutable once stored.
+type view struct {
+	byID  map[string]*member
+	order []*member // static replicas in config order, then each DNS group's members in address order
+}
+
+// entry is the fleet actor's own record of a member.
+type entry struct {
+	h     *replica.Handle
+	pid   *actor.PID // the member's actor; nil until spawned
+	group int        // index in discovery.dns; -1 for a static replica
+}
+
+// modelState is one configured model as the fleet actor routes it.
+type modelState struct {
+	name   string
+	policy policy.Policy // owned by the model's routing actor once spawned
+	rng    *rand.Rand    // likewise
+	pid    *actor.PID    // the routing actor
+}
+
+// state is what outlives the fleet actor's restarts: a restarted fleet actor
+// respawns every routing and replica actor from it, with the same handles,
+// so counters survive. Only the current incarnation touches it, inside
+// Receive; Start reads it once ready is closed, before anything else runs.
+type state struct {
+	log        *slog.Logger
+	now        func() time.Time
+	resolver   Resolver
+	replicaCfg replica.Config
+	unhandled  *metrics.Counter // the fleet actor's
+	routingCnt *metrics.Counter // the routing actors'
+
+	models  []*modelState
+	static  []string // static replica ids in config order
+	groups  []*group
+	entries map[string]*entry
+
+	view       *atomic.Pointer[view]
+	goroutines *sync.WaitGroup // probers and resolvers; joined by Fleet.Stop
+
+	ready   chan struct{} // closed once the first incarnation has started
+	started bool
+	closing atomic.Bool // set by Fleet.Stop: an incarnation started now spawns nothing
+}
+
+// fleetActor owns the fleet's membership.
+type fleetActor struct {
+	st        *state
+	resolvers []*resolverRun // by group; this incarnation's
+	stopping  bool
+}
+
+// Receive handles one message. It never blocks.
+func (a *fleetActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *resolved:
+		a.resolved(ctx, m)
+	case *actor.Terminated:
+		a.terminated(m)
+	case *actor.Started:
+		a.started(ctx)
+	case *actor.Stopping:
+		a.stopping = true
+		a.stopResolvers()
+	case *actor.Restarting:
+		a.stopping = true
+		a.stopResolvers()
+		a.st.log.Error("fleet actor restarting after a panic: respawning every routing and replica actor")
+	case *actor.Stopped:
+	case *actor.Touch:
+		// protoactor answers it once it is processed: a barrier for tests.
+	case *crash:
+		panic("BUG: fleet: crash requested by a test")
+	default:
+		a.st.unhandled.Inc()
+		a.st.log.Warn("fleet: unhandled message", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+// started spawns the routing actors, then a replica actor for every member,
+// publishes the membership and starts the resolvers.
+func (a *fleetActor) started(ctx actor.Context) {
+	st := a.st
+	if st.closing.Load() {
+		// Restarted while the fleet stops (a panic in Stopping): start
+		// nothing that Stop would not join.
+		return
+	}
+	for i, m := range st.models {
+		pid, err := ctx.SpawnNamed(routing.Props(routing.Config{
+			Model:     m.name,
+			Policy:    m.policy,
+			Rand:      m.rng,
+			Now:       st.now,
+			Logger:    st.log,
+			Unhandled: st.routingCnt,
+		}), "routing-"+strconv.Itoa(i))
+		if err != nil {
+			// Names are free once the previous incarnation's children
+			// have stopped, which protoactor waits for.
+			st.log.Error("fleet: spawn routing actor", "model", m.name, "err", err)
+			continue
+		}
+		m.pid = pid
+	}
+	for _, id := range a.order() {
+		a.spawnReplica(ctx, id, st.entries[id])
+	}
+	a.publish(ctx, nil)
+	a.resolvers = make([]*resolverRun, len(st.groups))
+	send, self := actor.SenderContext(ctx.ActorSystem().Root), ctx.Self()
+	for i, g := range st.groups {
+		rctx, cancel := context.WithCancel(context.Background())
+		run := &resolverRun{cancel: cancel}
+		a.resolvers[i] = run
+		r, host, every := st.resolver, g.host, g.cfg.Refresh
+		st.goroutines.Go(func() { resolveLoop(rctx, run, send, self, r, i, host, every) })
+	}
+	if !st.started {
+		st.started = true
+		close(st.ready)
+	}
+}
+
+func (a *fleetActor) stopResolvers() {
+	for _, r := range a.resolvers {
+		r.cancel()
+	}
+	a.resolvers = nil
+}
+
+func (a *fleetActor) spawnReplica(ctx actor.Context, id string, e *entry) {
+	e.pid = ctx.SpawnPrefix(replica.Props(e.h, a.st.replicaCfg), "replica-"+id+"-")
+}
+
+// order returns the member ids: static replicas in config order, then each
+// group's members.
+func (a *fleetActor) order() []string {
+	ids := slices.Clone(a.st.static)
+	for _, g := range a.st.groups {
+		ids = append(ids, g.ids...)
+	}
+	return ids
+}
+
+// publish stores a new view and sends ReplicasChanged to the routing actors
+// of models, or of every model when models is nil.
+func (a *fleetActor) publish(ctx actor.Context, models []string) {
+	st := a.st
+	ids := a.order()
+	v := &view{byID: make(map[string]*member, len(ids)), order: make([]*member, 0, len(ids))}
+	for _, id := range ids {
+		e := st.entries[id]
+		m := &member{h: e.h, pid: e.pid}
+		v.byID[id] = m
+		v.order = append(v.order, m)
+	}
+	st.view.Store(v)
+	for _, ms := range st.models {
+		if ms.pid == nil || (models != nil && !slices.Contains(models, ms.name)) {
+			continue
+		}
+		var reps []routing.Replica
+		for _, m := range v.order {
+			if m.h.Snapshot().Serves(ms.name) {
+				reps = append(reps, m.h)
+			}
+		}
+		ctx.Send(ms.pid, &routing.ReplicasChanged{Replicas: reps})
+	}
+}
+
+// resolved applies one lookup of a group: members that stay keep their
+// actor and state, new ones get an actor, and those that left are stopped
+// once the routing actors no longer offer them. A failed lookup keeps the
+// last set.
+func (a *fleetActor) resolved(ctx actor.Context, m *resolved) {
+	if m.group >= len(a.resolvers) || m.run != a.resolvers[m.group] {
+		return // from a stopped resolver
+	}
+	st := a.st
+	g := st.groups[m.group]
+	if m.err != nil {
+		if !g.failing {
+			g.failing = true
+			st.log.Warn("fleet: DNS lookups failing; keeping the last members", "group", g.cfg.Name,
+				"host", g.host, "members", len(g.ids), "err", m.err)
+		}
+		return
+	}
+	if g.failing {
+		g.failing = false
+		st.log.Info("fleet: DNS lookups answer again", "group", g.cfg.Name, "host", g.host)
+	}
+	ids, joined := st.apply(m.group, m.addrs)
+	if slices.Equal(ids, g.ids) {
+		return
+	}
+	var left []*actor.PID
+	var leftIDs []string
+	for _, id := range g.ids {
+		if !slices.Contains(ids, id) {
+			left = append(left, st.entries[id].pid)
+			leftIDs = append(leftIDs, id)
+			delete(st.entries, id)
+		}
+	}
+	g.ids = ids
+	for _, id := range joined {
+		a.spawnReplica(ctx, id, st.entries[id])
+	}
+	a.publish(ctx, g.cfg.Models)
+	// Routing actors process ReplicasChanged before any later Pick, so the
+	// members that left get no new requests. Their running requests finish:
+	// leases only touch the shared counters.
+	for _, pid := range left {
+		ctx.Stop(pid)
+	}
+	st.log.Info("fleet: DNS group changed", "group", g.cfg.Name, "members", len(ids), "joined", joined, "left", leftIDs)
+}
+
+// apply records the members a lookup of group gi found: entries for new
+// ones (returned in joined, without actors yet), and the group's new member
+// ids in address order. Addresses that are not IPs, and ids taken by a
+// static replica or another group, are logged and skipped.
+func (st *state) apply(gi int, addrs []string) (ids, joined []string) {
+	g := st.groups[gi]
+	ms, bad := g.members(addrs)
+	if len(bad) > 0 {
+		st.log.Warn("fleet: DNS lookup returned entries that are not IP addresses", "group", g.cfg.Name, "entries", bad)
+	}
+	for _, m := range ms {
+		if e, ok := st.entries[m.id]; ok {
+			if e.group != gi {
+				st.log.Warn("fleet: DNS member id already taken; skipped", "group", g.cfg.Name, "id", m.id)
+				continue
+			}
+		} else {
+			c := replica.NewCounters(g.cfg.MaxConcurrency, g.cfg.MaxPending)
+			st.entries[m.id] = &entry{h: replica.NewHandle(m.id, m.url, g.cfg.Models, c), group: gi}
+			joined = append(joined, m.id)
+		}
+		ids = append(ids, m.id)
+	}
+	return ids, joined
+}
+
+// terminated handles a child that stopped. Members that left and routing
+// actors of a stopping fleet are expected; a current member or a routing
+// actor stopping otherwise means its supervisor gave up after repeated
+// panics.
+func (a *fleetActor) terminated(m *actor.Terminated) {
+	if a.stopping {
+		return
+	}
+	for id, e := range a.st.entries {
+		if e.pid != nil && e.pid.Equal(m.Who) {
+			a.st.log.Error("fleet: replica actor stopped after repeated panics; it stays out of rotation", "replica", id)
+			return
+		}
+	}
+	for _, ms := range a.st.models {
+		if ms.pid != nil && ms.pid.Equal(m.Who) {
+			a.st.log.Error("fleet: routing actor stopped after repeated panics; its model gets no decisions", "model", ms.name)
+			return
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/model/policy"
+)
+
+// Prober checks one engine: GET {url}/health within ctx, and, when cards is
+// true, GET {url}/v1/models for the model cards it publishes (raw JSON
+// objects of its "data" array, keyed by model id). Implemented over HTTP in
+// transport/health; tests use fakes.
+type Prober interface {
+	Probe(ctx context.Context, url string, cards bool) (map[string][]byte, error)
+}
+
+// Resolver resolves a DNS group's host to addresses. *net.Resolver
+// satisfies it; tests use a fake.
+type Resolver interface {
+	LookupHost(ctx context.Context, host string) ([]string, error)
+}
+
+// Decision is where one attempt of a request goes.
+type Decision struct {
+	Replica string // replica id
+	URL     string // the replica's base URL, such as http://10.0.0.7:8000
+	Policy  string // the policy that chose it, for x-inferrail-policy
+	// Lease holds the replica's in-flight and pending slots for this
+	// attempt. The caller calls Lease.FirstByte when the response head
+	// arrives and Fleet.Done exactly once when the attempt ends.
+	Lease *replica.Lease
+}
+
+// Outcome is how an attempt ended, as the replica actor counts it for
+// passive health (ejection).
+type Outcome uint8
+
+const (
+	// OutcomeOK: the engine answered (any status below 500, or a 5xx that
+	// is the request's own fault is still a failure: see OutcomeFailed).
+	OutcomeOK Outcome = iota
+	// OutcomeFailed: connection refused or reset, closed before answering,
+	// a 5xx, or a timeout. Consecutive failures eject the replica.
+	OutcomeFailed
+	// OutcomeCancelled: the client went away; says nothing of the replica.
+	OutcomeCancelled
+)
+
+// ModelInfo is one entry of GET /v1/models, in config order: a configured
+// model or one of its aliases, with the card an engine serving it
+// published (nil until a probe has fetched one).
+type ModelInfo struct {
+	ID    string // the name clients use
+	Model string // the configured model it resolves to
+	Card  []byte // the engine's card JSON for Model, or nil
+}
+
+// Errors Pick returns.
+var (
+	// ErrUnknownModel: the model is neither configured nor an alias.
+	ErrUnknownModel = errors.New("fleet: unknown model")
+	// ErrNoReplica: no replica serving the model is healthy and not ejected
+	// (or every such replica was excluded as already tried).
+	ErrNoReplica = errors.New("fleet: no healthy replica")
+	// ErrOverloaded: healthy replicas exist but every one is at its
+	// max_concurrency or max_pending cap.
+	ErrOverloaded = errors.New("fleet: every replica is full")
+	// ErrDeadline: the routing actor did not answer within the deadline.
+	ErrDeadline = errors.New("fleet: routing deadline passed")
+	// ErrStopped: the fleet has been stopped.
+	ErrStopped = errors.New("fleet: stopped")
+)
+
+// PickRequest is one routing question.
+type PickRequest struct {
+	Model    string         // configured model name (aliases resolved by Resolve)
+	Policy   policy.Request // what the policy may know of the request
+	Exclude  []string       // replica ids already tried by this request
+	Deadline time.Time      // answer by then or fail with ErrDeadline
+}

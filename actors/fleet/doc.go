@@ -1,0 +1,28 @@
+// Package fleet runs the gateway's actors: one supervised replica actor per
+// engine replica, one routing actor per model, and the fleet actor that
+// starts and stops replica actors from the config and DNS discovery.
+//
+// The request path talks to the fleet only through Fleet's methods: Pick
+// asks the model's routing actor for a replica under a deadline and returns
+// a Decision holding a lease on that replica's counters; Done reports the
+// outcome fire-and-forget. Nothing on the request path waits on a mailbox
+// without a deadline.
+//
+// What runs where:
+//
+//   - The fleet actor (actor.go) owns membership: it spawns a replica actor
+//     for every configured replica and every address of every DNS group,
+//     resolves each group every refresh in a goroutine it owns (results come
+//     back as messages), stops the actors of members that leave and tells
+//     the routing actors of the affected models. It supervises the replica
+//     and routing actors (protoactor OneForOne: a panicking actor restarts).
+//     It publishes the membership as an immutable view through an atomic
+//     pointer, which Fleet's read methods load without messaging.
+//   - One routing actor per model (actors/routing) answers Pick from the
+//     replicas' snapshots and takes the winner's lease before answering.
+//   - One replica actor per replica (actors/replica) owns health, ejection
+//     and model cards, and publishes snapshots.
+//
+// Every goroutine the fleet's actors start (probers, resolvers) is joined by
+// Stop.
+package fleet

@@ -1,0 +1,393 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/actors/routing"
+	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/policy"
+)
+
+// startTimeout bounds Start's wait for the fleet actor's first start, which
+// only a fleet actor that panics on every start could miss.
+const startTimeout = 10 * time.Second
+
+// Options are what Start needs beyond the config.
+type Options struct {
+	// Prober checks the engines (transport/health over HTTP). Nil turns
+	// active health checks off: replicas are healthy as far as probes go,
+	// and no model cards are fetched.
+	Prober Prober
+	// Resolver resolves the DNS groups. Required when the config has any.
+	Resolver Resolver
+	// Logger gets membership, health and ejection changes. Nil discards.
+	Logger *slog.Logger
+	// Now is the clock passive ejections are timed by. Nil means time.Now.
+	// Deadlines always use the wall clock.
+	Now func() time.Time
+	// Metrics is where the fleet registers its counters
+	// (inferrail_replica_restarts_total, inferrail_ejections_total,
+	// inferrail_actor_unhandled_messages_total). Nil keeps them private.
+	Metrics *metrics.Set
+}
+
+// Fleet is the running set of gateway actors for one config. Its methods are
+// safe for concurrent use. Nothing it returns waits on a mailbox without a
+// deadline: Pick is bounded by the request's deadline, Done sends and
+// returns, and the read methods load published snapshots.
+type Fleet struct {
+	sys *actor.ActorSystem
+	pid *actor.PID // the fleet actor
+
+	models []*model          // config order; immutable
+	byName map[string]*model // names and aliases; immutable
+	view   *atomic.Pointer[view]
+	st     *state // the fleet actor's; Fleet touches only st.closing
+
+	goroutines *sync.WaitGroup
+	stopped    atomic.Bool
+	stopOnce   sync.Once
+}
+
+// model is a configured model as Fleet sees it. Immutable.
+type model struct {
+	name    string
+	aliases []string
+	routing *actor.PID
+}
+
+// Start starts the actors for cfg: a routing actor per model, and a replica
+// actor per configured replica and per address of each DNS group, every
+// group resolved once before Start returns (a group whose first lookup
+// fails starts empty and is retried every refresh). It fails on a config it
+// cannot route: a model whose policy is not implemented yet, or whose split
+// names several policies, which comes later. Stop releases everything Start
+// started.
+func Start(cfg *config.Config, opts Options) (*Fleet, error) {
+	if cfg == nil || len(cfg.Models) == 0 {
+		return nil, errors.New("fleet: no models configured")
+	}
+	if opts.Prober != nil && cfg.Health.Interval <= 0 {
+		return nil, fmt.Errorf("fleet: health.interval %v is not positive", cfg.Health.Interval)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	set := opts.Metrics
+	if set == nil {
+		set = metrics.NewSet()
+	}
+	seed := cfg.Routing.Seed
+	if seed == 0 {
+		seed = rand.Uint64() // routing.seed 0: draw one, so gateways side by side differ
+	}
+
+	st := &state{
+		log:       log,
+		now:       now,
+		resolver:  opts.Resolver,
+		unhandled: set.GetOrCreateCounter(`inferrail_actor_unhandled_messages_total{actor="fleet"}`),
+		routingCnt: set.GetOrCreateCounter(
+			`inferrail_actor_unhandled_messages_total{actor="routing"}`),
+		entries:    make(map[string]*entry),
+		view:       new(atomic.Pointer[view]),
+		goroutines: new(sync.WaitGroup),
+		ready:      make(chan struct{}),
+	}
+	st.replicaCfg = replica.Config{
+		Health:     cfg.Health,
+		Budget:     replica.NewBudget(cfg.Health.MaxEjectionPercent),
+		Now:        now,
+		Logger:     log,
+		Goroutines: st.goroutines,
+		Metrics:    replica.NewMetrics(set),
+	}
+	if opts.Prober != nil {
+		st.replicaCfg.Prober = opts.Prober
+	}
+
+	f := &Fleet{byName: make(map[string]*model), view: st.view, st: st, goroutines: st.goroutines}
+	for i := range cfg.Models {
+		m := &cfg.Models[i]
+		p, err := modelPolicy(cfg, m)
+		if err != nil {
+			return nil, err
+		}
+		if r := cfg.RoutingFor(m); len(r.Shadow) > 0 {
+			log.Warn("fleet: shadow policies are not implemented yet; ignored", "model", m.Name, "shadow", r.Shadow)
+		}
+		st.models = append(st.models, &modelState{name: m.Name, policy: p, rng: rand.New(rand.NewPCG(seed, uint64(i)))})
+		fm := &model{name: m.Name, aliases: slices.Clone(m.Aliases)}
+		f.models = append(f.models, fm)
+		f.byName[m.Name] = fm
+		for _, a := range m.Aliases {
+			f.byName[a] = fm
+		}
+	}
+	for _, r := range cfg.Replicas {
+		if _, dup := st.entries[r.ID]; dup {
+			return nil, fmt.Errorf("fleet: replica id %q is used twice", r.ID)
+		}
+		c := replica.NewCounters(r.MaxConcurrency, r.MaxPending)
+		st.entries[r.ID] = &entry{h: replica.NewHandle(r.ID, r.URL, r.Models, c), group: -1}
+		st.static = append(st.static, r.ID)
+	}
+	for i := range cfg.Discovery.DNS {
+		g, err := newGroup(&cfg.Discovery.DNS[i])
+		if err != nil {
+			return nil, err
+		}
+		st.groups = append(st.groups, g)
+	}
+	if len(st.groups) > 0 && opts.Resolver == nil {
+		return nil, errors.New("fleet: discovery.dns needs a Resolver")
+	}
+	st.resolveFirst()
+
+	f.sys = actor.NewActorSystem(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log.With("component", "protoactor") }),
+		// A Pick that reaches a stopped routing actor fails with
+		// ErrDeadLetter and is handled here; no log line needed.
+		actor.WithDeadLetterRequestLogging(false),
+	)
+	props := actor.PropsFromProducer(func() actor.Actor { return &fleetActor{st: st} },
+		actor.WithSupervisor(replica.Supervisor()))
+	pid, err := f.sys.Root.SpawnNamed(props, "fleet")
+	if err != nil {
+		f.sys.Shutdown()
+		return nil, fmt.Errorf("fleet: spawn: %w", err)
+	}
+	f.pid = pid
+	select {
+	case <-st.ready:
+	case <-time.After(startTimeout):
+		f.Stop()
+		return nil, errors.New("fleet: the fleet actor did not start")
+	}
+	for i, m := range st.models {
+		if m.pid == nil {
+			f.Stop()
+			return nil, fmt.Errorf("fleet: model %s: routing actor did not start", m.name)
+		}
+		f.models[i].routing = m.pid
+	}
+	return f, nil
+}
+
+// modelPolicy returns a fresh policy for model m: its own policy, else the
+// routing section's default (a split with one policy is that policy).
+func modelPolicy(cfg *config.Config, m *config.Model) (policy.Policy, error) {
+	r := cfg.RoutingFor(m)
+	if len(r.Split) != 1 {
+		return nil, fmt.Errorf("fleet: model %s: split across %d policies: %w", m.Name, len(r.Split), policy.ErrNotImplemented)
+	}
+	var name string
+	for name = range r.Split {
+	}
+	p, err := policy.New(name)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: model %s: %w", m.Name, err)
+	}
+	return p, nil
+}
+
+// resolveFirst looks every DNS group up once, in parallel, before any actor
+// starts. A group whose lookup fails starts empty.
+func (st *state) resolveFirst() {
+	type result struct {
+		addrs []string
+		err   error
+	}
+	res := make([]result, len(st.groups))
+	var wg sync.WaitGroup
+	for i, g := range st.groups {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout(g.cfg.Refresh))
+			defer cancel()
+			res[i].addrs, res[i].err = st.resolver.LookupHost(ctx, g.host)
+		})
+	}
+	wg.Wait()
+	for i, g := range st.groups {
+		if res[i].err != nil {
+			st.log.Warn("fleet: first DNS lookup failed; the group starts empty", "group", g.cfg.Name, "host", g.host, "err", res[i].err)
+			continue
+		}
+		g.ids, _ = st.apply(i, res[i].addrs)
+	}
+}
+
+// Pick asks the model's routing actor for a replica for one attempt and
+// returns the decision with its lease, which the caller ends with Done. It
+// sends one message and waits on one future, until req.Deadline at the
+// latest (a zero Deadline has passed). A decision is never returned after
+// the deadline: one that arrives late is released and ErrDeadline returned.
+func (f *Fleet) Pick(req PickRequest) (Decision, error) {
+	m, ok := f.byName[req.Model]
+	if !ok {
+		return Decision{}, ErrUnknownModel
+	}
+	if f.stopped.Load() {
+		return Decision{}, ErrStopped
+	}
+	wait := time.Until(req.Deadline)
+	if wait <= 0 {
+		return Decision{}, ErrDeadline
+	}
+	msg := &routing.Pick{Request: req.Policy, Deadline: req.Deadline}
+	if len(req.Exclude) > 0 {
+		// The actor may read it after Pick has given up waiting.
+		msg.Exclude = slices.Clone(req.Exclude)
+	}
+	fut := f.sys.Root.RequestFuture(m.routing, msg, wait)
+	var p *routing.Picked
+	// Wait, not Result: after a timeout a late answer may still be written
+	// into the future, which only Result reads (protoactor-go #1145).
+	switch err := fut.Wait(); {
+	case err == nil:
+		res, _ := fut.Result()
+		if p, ok = res.(*routing.Picked); !ok {
+			return Decision{}, fmt.Errorf("fleet: routing answered %T", res)
+		}
+	case errors.Is(err, actor.ErrTimeout):
+		if msg.Abandon() {
+			return Decision{}, ErrDeadline // the actor will release what it takes
+		}
+		p = msg.Answer() // answered just as the future timed out
+	default: // the routing actor is gone: the fleet is stopping, or restarting it
+		if f.stopped.Load() {
+			return Decision{}, ErrStopped
+		}
+		return Decision{}, ErrNoReplica
+	}
+	switch p.Err {
+	case nil:
+	case routing.ErrNoReplica:
+		return Decision{}, ErrNoReplica
+	case routing.ErrOverloaded:
+		return Decision{}, ErrOverloaded
+	case routing.ErrDeadline:
+		return Decision{}, ErrDeadline
+	default:
+		return Decision{}, fmt.Errorf("fleet: routing: %w", p.Err)
+	}
+	if !time.Now().Before(req.Deadline) {
+		p.Lease.Release()
+		return Decision{}, ErrDeadline
+	}
+	return Decision{Replica: p.Replica.ID, URL: p.Replica.URL, Policy: p.Policy, Lease: p.Lease}, nil
+}
+
+// Done ends an attempt: it releases the decision's lease (if the caller has
+// not) and reports the outcome to the replica's actor, fire-and-forget. Call
+// it exactly once per decision Pick returned.
+func (f *Fleet) Done(d Decision, o Outcome) {
+	if d.Lease != nil {
+		d.Lease.Release()
+	}
+	m, ok := f.view.Load().byID[d.Replica]
+	if !ok {
+		return // the replica left the fleet
+	}
+	var ro replica.Outcome
+	switch o {
+	case OutcomeOK:
+		ro = replica.OutcomeOK
+	case OutcomeFailed:
+		ro = replica.OutcomeFailed
+	default:
+		return // says nothing of the replica
+	}
+	f.sys.Root.Send(m.pid, &replica.RequestDone{Outcome: ro})
+}
+
+// Resolve returns the configured model a client's model name means: the
+// name itself or the model it is an alias of. The empty name resolves when
+// exactly one model is configured.
+func (f *Fleet) Resolve(name string) (model string, ok bool) {
+	if name == "" {
+		if len(f.models) == 1 {
+			return f.models[0].name, true
+		}
+		return "", false
+	}
+	if m, ok := f.byName[name]; ok {
+		return m.name, true
+	}
+	return "", false
+}
+
+// Models lists every configured model, each followed by its aliases, in
+// config order, with the card the first replica serving it (in membership
+// order) published for it, or nil while no probe has fetched one.
+func (f *Fleet) Models() []ModelInfo {
+	v := f.view.Load()
+	var out []ModelInfo
+	for _, m := range f.models {
+		var card []byte
+		for _, mem := range v.order {
+			s := mem.h.Snapshot()
+			if c := s.Cards[m.name]; c != nil && s.Serves(m.name) {
+				card = c
+				break
+			}
+		}
+		out = append(out, ModelInfo{ID: m.name, Model: m.name, Card: card})
+		for _, a := range m.aliases {
+			out = append(out, ModelInfo{ID: a, Model: m.name, Card: card})
+		}
+	}
+	return out
+}
+
+// Snapshot returns the latest snapshot of replica id, if it is a member.
+func (f *Fleet) Snapshot(id string) (*replica.Snapshot, bool) {
+	m, ok := f.view.Load().byID[id]
+	if !ok {
+		return nil, false
+	}
+	return m.h.Snapshot(), true
+}
+
+// Replicas returns the latest snapshot of every member: static replicas in
+// config order, then each DNS group's members in address order.
+func (f *Fleet) Replicas() []*replica.Snapshot {
+	v := f.view.Load()
+	out := make([]*replica.Snapshot, len(v.order))
+	for i, m := range v.order {
+		out[i] = m.h.Snapshot()
+	}
+	return out
+}
+
+// Stop stops every actor and joins every goroutine the fleet started. Leases
+// still held keep working. Pick returns ErrStopped afterwards; Done still
+// releases. Stop is idempotent.
+func (f *Fleet) Stop() {
+	f.stopOnce.Do(func() {
+		f.stopped.Store(true)
+		f.st.closing.Store(true)
+		if err := f.sys.Root.StopFuture(f.pid).Wait(); err != nil {
+			f.sys.Logger().Error("fleet: stop", "err", err)
+		}
+		f.goroutines.Wait()
+		f.sys.Shutdown()
+	})
+}

@@ -1,0 +1,283 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/inferrail/inferrail/config"
+)
+
+// Config is what every replica actor of a fleet shares. It is read-only once
+// passed to Props.
+type Config struct {
+	// Health holds the probe interval and timeout, the failure threshold
+	// and the ejection backoff.
+	Health config.Health
+	// Prober checks the engine. Nil turns active probing off: the replica
+	// stays healthy as far as probes go.
+	Prober Prober
+	// Budget caps ejections per model. Nil gives each actor a budget of
+	// its own, which caps nothing across replicas.
+	Budget *Budget
+	// Now is the clock ejections are timed by. Nil means time.Now.
+	Now func() time.Time
+	// Logger gets health changes and ejections. Nil discards them.
+	Logger *slog.Logger
+	// Goroutines joins the actors' prober goroutines. Its owner waits on it
+	// after stopping every actor that uses it. Required.
+	Goroutines *sync.WaitGroup
+	// Metrics are the counters the actors update. Nil counts into a set of
+	// their own.
+	Metrics *Metrics
+}
+
+// Metrics are the counters replica actors update; safe for concurrent use.
+type Metrics struct {
+	Restarts  *metrics.Counter // inferrail_replica_restarts_total
+	Ejections *metrics.Counter // inferrail_ejections_total
+	Unhandled *metrics.Counter // inferrail_actor_unhandled_messages_total{actor="replica"}
+}
+
+// NewMetrics returns the replica counters, registered in set (created there
+// once and shared when they already are).
+func NewMetrics(set *metrics.Set) *Metrics {
+	return &Metrics{
+		Restarts:  set.GetOrCreateCounter("inferrail_replica_restarts_total"),
+		Ejections: set.GetOrCreateCounter("inferrail_ejections_total"),
+		Unhandled: set.GetOrCreateCounter(`inferrail_actor_unhandled_messages_total{actor="replica"}`),
+	}
+}
+
+// Supervisor is the strategy a replica actor's parent supervises it with:
+// a panicking actor is restarted as new (healthy, not ejected, with the same
+// Handle and Counters), up to 10 times a minute. Past that the actor is
+// stopped, and its last snapshot says unhealthy.
+func Supervisor() actor.SupervisorStrategy {
+	return actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)
+}
+
+// Props returns the props of the actor for the replica h. Every incarnation
+// of the actor (after each restart) publishes through the same h.
+func Props(h *Handle, cfg Config) *actor.Props {
+	if cfg.Goroutines == nil {
+		panic("BUG: replica.Props: nil Config.Goroutines")
+	}
+	if cfg.Prober != nil && cfg.Health.Interval <= 0 {
+		panic("BUG: replica.Props: health.interval is not positive")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(metrics.NewSet())
+	}
+	if cfg.Budget == nil {
+		cfg.Budget = NewBudget(cfg.Health.MaxEjectionPercent)
+	}
+	cfg.Health.UnhealthyThreshold = max(cfg.Health.UnhealthyThreshold, 1)
+	cfg.Health.MaxEjectionBackoff = max(cfg.Health.MaxEjectionBackoff, cfg.Health.EjectionBackoff)
+	if cfg.Health.Timeout <= 0 {
+		cfg.Health.Timeout = cfg.Health.Interval
+	}
+	shared := &cfg
+	return actor.PropsFromProducer(func() actor.Actor {
+		s := h.Snapshot()
+		return &replicaActor{
+			cfg: shared, h: h, id: s.ID, url: s.URL, models: s.Models, counters: s.Counters,
+			log: shared.Logger.With("replica", s.ID),
+		}
+	})
+}
+
+// replicaActor owns one replica's health, ejection and cards. Its fields are
+// touched only inside Receive.
+type replicaActor struct {
+	cfg *Config
+	h   *Handle
+	log *slog.Logger
+
+	// From the replica's first snapshot; never change.
+	id, url  string
+	models   []string
+	counters *Counters
+
+	healthy      bool
+	probeFails   int // consecutive failed probes
+	reqFails     int // consecutive failed requests while in rotation
+	ejectedUntil time.Time
+	ejections    int
+	backoff      time.Duration // the next ejection's length
+	cards        map[string][]byte
+	restarts     int
+
+	probe *probeRun // the running prober; nil when none
+}
+
+// Receive handles one message. It never blocks.
+func (a *replicaActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *RequestDone:
+		a.requestDone(m)
+	case *probed:
+		a.probed(m)
+	case *actor.Started:
+		a.started(ctx)
+	case *actor.Stopping:
+		a.stopProber()
+	case *actor.Restarting:
+		a.restarting()
+	case *actor.Stopped:
+		a.stopped()
+	case *actor.Touch:
+		// protoactor answers it once it is processed: a barrier for tests.
+	case *crash:
+		panic("BUG: replica: crash requested by a test")
+	default:
+		a.cfg.Metrics.Unhandled.Inc()
+		a.log.Warn("replica: unhandled message", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+// started sets up a new incarnation: the first one, or one after a restart,
+// which starts as fresh (healthy, not ejected, base backoff) but keeps the
+// restart count and the cards of the snapshot it replaces.
+func (a *replicaActor) started(ctx actor.Context) {
+	prev := a.h.Snapshot()
+	a.restarts, a.cards = prev.Restarts, prev.Cards
+	a.healthy = true
+	a.backoff = a.cfg.Health.EjectionBackoff
+	a.cfg.Budget.Join(a.id, a.models)
+	a.publish()
+	if a.cfg.Prober == nil {
+		return
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	run := &probeRun{cancel: cancel}
+	a.probe = run
+	send, self := actor.SenderContext(ctx.ActorSystem().Root), ctx.Self()
+	p, url, hc := a.cfg.Prober, a.url, a.cfg.Health
+	a.cfg.Goroutines.Go(func() { probeLoop(pctx, run, send, self, p, url, hc.Interval, hc.Timeout) })
+}
+
+func (a *replicaActor) stopProber() {
+	if a.probe != nil {
+		a.probe.cancel()
+		a.probe = nil
+	}
+}
+
+// restarting runs on the failed incarnation before its replacement starts.
+func (a *replicaActor) restarting() {
+	a.stopProber()
+	a.restarts++
+	a.cfg.Metrics.Restarts.Inc()
+	a.log.Warn("replica actor restarted after a panic", "restarts", a.restarts)
+	a.publish()
+}
+
+// stopped runs once the actor has stopped for good: the replica left the
+// fleet, the fleet stopped, or its supervisor gave up on it.
+func (a *replicaActor) stopped() {
+	a.stopProber()
+	a.cfg.Budget.Leave(a.id)
+	a.healthy = false
+	a.publish()
+}
+
+func (a *replicaActor) probed(m *probed) {
+	if m.run != a.probe {
+		return // from a prober that was stopped
+	}
+	changed := false
+	if m.err != nil {
+		a.probeFails++
+		changed = true
+		if a.healthy && a.probeFails >= a.cfg.Health.UnhealthyThreshold {
+			a.healthy = false
+			a.cfg.Budget.SetHealthy(a.id, false)
+			a.log.Warn("replica unhealthy", "failed_probes", a.probeFails, "err", m.err)
+		}
+	} else {
+		if a.probeFails != 0 {
+			a.probeFails, changed = 0, true
+		}
+		if !a.healthy {
+			a.healthy, changed = true, true
+			a.cfg.Budget.SetHealthy(a.id, true)
+			a.log.Info("replica healthy again")
+		}
+		if m.cards != nil {
+			a.cards, changed = m.cards, true
+		}
+	}
+	if changed {
+		a.publish()
+	}
+}
+
+func (a *replicaActor) requestDone(m *RequestDone) {
+	now := a.cfg.Now()
+	ejected := now.Before(a.ejectedUntil)
+	switch m.Outcome {
+	case OutcomeOK:
+		// The first success after a readmission forgives the earlier
+		// ejections.
+		if !ejected {
+			a.backoff = a.cfg.Health.EjectionBackoff
+		}
+		if a.reqFails != 0 {
+			a.reqFails = 0
+			a.publish()
+		}
+	case OutcomeFailed:
+		if ejected {
+			return // an attempt from before the ejection; already counted
+		}
+		a.reqFails++
+		if a.reqFails >= a.cfg.Health.UnhealthyThreshold {
+			a.eject(now)
+		}
+		a.publish()
+	}
+}
+
+// eject takes the replica out of rotation for the current backoff, if the
+// budget lets it, and doubles the backoff for the next time.
+func (a *replicaActor) eject(now time.Time) {
+	until := now.Add(a.backoff)
+	if !a.cfg.Budget.TryEject(a.id, until, now) {
+		a.log.Debug("replica not ejected: max_ejection_percent reached", "failed_requests", a.reqFails)
+		return
+	}
+	a.log.Warn("replica ejected", "for", a.backoff, "failed_requests", a.reqFails)
+	a.ejectedUntil = until
+	a.ejections++
+	a.reqFails = 0
+	a.backoff = min(2*a.backoff, a.cfg.Health.MaxEjectionBackoff)
+	a.cfg.Metrics.Ejections.Inc()
+}
+
+func (a *replicaActor) publish() {
+	a.h.publish(&Snapshot{
+		ID:              a.id,
+		URL:             a.url,
+		Models:          a.models,
+		Healthy:         a.healthy,
+		ProbeFailures:   a.probeFails,
+		RequestFailures: a.reqFails,
+		EjectedUntil:    a.ejectedUntil,
+		Ejections:       a.ejections,
+		Cards:           a.cards,
+		Restarts:        a.restarts,
+		Counters:        a.counters,
+	})
+}

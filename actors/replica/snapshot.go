@@ -1,0 +1,87 @@
+package replica
+
+import (
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+// Snapshot is a replica's state as its actor last published it. It is
+// immutable once published: nothing in it changes, its maps and slices
+// included, and a change publishes a new Snapshot. Only Counters is live: it
+// is the same *Counters in every snapshot of the replica, shared with the
+// request path.
+type Snapshot struct {
+	ID     string   // the replica id: a config id or <group>-<ip>-<port>
+	URL    string   // the engine's base URL
+	Models []string // the configured model names the replica serves
+
+	// Healthy is the active health check's verdict: false after
+	// health.unhealthy_threshold consecutive failed probes, true again
+	// after one that passes. A replica starts healthy, and so does a
+	// restarted actor. A stopped actor publishes false.
+	Healthy bool
+	// ProbeFailures counts consecutive failed probes.
+	ProbeFailures int
+	// RequestFailures counts consecutive failed requests (OutcomeFailed
+	// reports) since the last success or ejection.
+	RequestFailures int
+	// EjectedUntil is the end of the replica's passive ejection, in the
+	// fleet's clock; the replica is out of rotation while now is before
+	// it. Zero when it was never ejected.
+	EjectedUntil time.Time
+	// Ejections counts the ejections since the actor started.
+	Ejections int
+	// Cards maps each model id the engine lists at /v1/models to its card,
+	// the raw JSON object as the engine sent it. Nil until a probe fetched
+	// them.
+	Cards map[string][]byte
+	// Restarts counts the actor's restarts by its supervisor.
+	Restarts int
+
+	// Counters are the replica's live request counts, shared by every
+	// snapshot of the replica and by every lease on it.
+	Counters *Counters
+}
+
+// Serves reports whether the replica serves the configured model.
+func (s *Snapshot) Serves(model string) bool {
+	for _, m := range s.Models {
+		if m == model {
+			return true
+		}
+	}
+	return false
+}
+
+// Ejected reports whether the replica is passively ejected at now.
+func (s *Snapshot) Ejected(now time.Time) bool { return now.Before(s.EjectedUntil) }
+
+// Handle is how the rest of the gateway sees one replica: its latest
+// Snapshot, published by its actor through an atomic pointer. It is safe for
+// concurrent use; only the replica's actor publishes. A Handle outlives its
+// actor's restarts, and the fleet keeps it for as long as the replica is a
+// member, so its Counters survive both.
+type Handle struct {
+	snap atomic.Pointer[Snapshot]
+}
+
+// NewHandle returns the handle of a new replica, with a first snapshot:
+// healthy, not ejected, no cards, with counters c. models is copied.
+func NewHandle(id, url string, models []string, c *Counters) *Handle {
+	h := &Handle{}
+	h.snap.Store(&Snapshot{ID: id, URL: url, Models: slices.Clone(models), Healthy: true, Counters: c})
+	return h
+}
+
+// Snapshot returns the latest published snapshot. It never returns nil.
+func (h *Handle) Snapshot() *Snapshot { return h.snap.Load() }
+
+// ID returns the replica id.
+func (h *Handle) ID() string { return h.snap.Load().ID }
+
+// Counters returns the replica's live counters.
+func (h *Handle) Counters() *Counters { return h.snap.Load().Counters }
+
+// publish replaces the snapshot. Only the replica's actor calls it.
+func (h *Handle) publish(s *Snapshot) { h.snap.Store(s) }

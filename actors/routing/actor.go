@@ -1,0 +1,181 @@
+package routing
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/model/policy"
+)
+
+// Config is one routing actor's setup. The actor owns Policy and Rand from
+// then on: nothing else may use them.
+type Config struct {
+	// Model is the configured model name the actor routes.
+	Model string
+	// Policy chooses among the candidates.
+	Policy policy.Policy
+	// Rand is the policy's random source, seeded from routing.seed and the
+	// model's index so that a fixed seed replays the same choices.
+	Rand *rand.Rand
+	// Now is the clock ejections are timed by (the replica actors'). Nil
+	// means time.Now. Deadlines are always read from the wall clock.
+	Now func() time.Time
+	// Logger gets unhandled messages. Nil discards them.
+	Logger *slog.Logger
+	// Unhandled counts messages the actor does not handle. Nil counts into
+	// a counter of its own.
+	Unhandled *metrics.Counter
+}
+
+// Props returns the props of the routing actor for cfg. A restarted actor
+// keeps the policy, its random source and the last ReplicasChanged.
+func Props(cfg Config) *actor.Props {
+	if cfg.Policy == nil || cfg.Rand == nil {
+		panic("BUG: routing.Props: nil Policy or Rand")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Unhandled == nil {
+		cfg.Unhandled = metrics.NewSet().NewCounter(`inferrail_actor_unhandled_messages_total{actor="routing"}`)
+	}
+	st := &state{Config: cfg, name: cfg.Policy.Name(), log: cfg.Logger.With("model", cfg.Model)}
+	return actor.PropsFromProducer(func() actor.Actor { return &routingActor{st: st} })
+}
+
+// state is what outlives a routing actor's restarts. Only the current
+// incarnation touches it, inside Receive.
+type state struct {
+	Config
+	name     string // Policy.Name()
+	log      *slog.Logger
+	replicas []Replica
+}
+
+// routingActor answers Pick for one model.
+type routingActor struct {
+	st *state
+	// Reused between decisions so that deciding does not allocate:
+	// cands[i] was built from snaps[i].
+	cands []policy.Candidate
+	snaps []*replica.Snapshot
+}
+
+// Receive handles one message. It never blocks.
+func (a *routingActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *Pick:
+		a.pick(ctx, m)
+	case *ReplicasChanged:
+		a.st.replicas = m.Replicas
+	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	case *actor.Touch:
+		// protoactor answers it once it is processed: a barrier for tests.
+	case *crash:
+		panic("BUG: routing: crash requested by a test")
+	default:
+		a.st.Unhandled.Inc()
+		a.st.log.Warn("routing: unhandled message", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+func (a *routingActor) pick(ctx actor.Context, m *Pick) {
+	var p *Picked
+	if time.Now().Before(m.Deadline) {
+		p = a.decide(m)
+	} else {
+		p = &Picked{Err: ErrDeadline, Policy: a.st.name}
+	}
+	if !m.settle(p) {
+		// The asker stopped waiting: give the slots back, say nothing.
+		if p.Lease != nil {
+			p.Lease.Release()
+		}
+		return
+	}
+	if ctx.Sender() != nil { // a Pick sent without a future is read through Answer
+		ctx.Respond(p)
+	}
+}
+
+// decide chooses a replica for m and takes a lease on it.
+func (a *routingActor) decide(m *Pick) *Picked {
+	now := a.st.Now()
+	offered, live := a.collect(m, now, false)
+	if live == 0 {
+		// Every healthy replica of the model is ejected, which the
+		// ejection budget allows only when health changed after the
+		// ejections: offer the ejected ones rather than nothing, so the
+		// pool never empties.
+		offered, _ = a.collect(m, now, true)
+	}
+	cands, snaps := a.cands, a.snaps
+	defer clear(a.snaps) // let old snapshots go
+	for len(cands) > 0 {
+		k, err := a.st.Policy.Pick(&m.Request, cands, a.st.Rand)
+		if err != nil || k < 0 || k >= len(cands) {
+			break
+		}
+		s := snaps[k]
+		if lease, ok := s.Counters.TryAcquire(); ok {
+			return &Picked{Replica: s, Lease: lease, Policy: a.st.name}
+		}
+		// Another model's routing actor filled it since collect looked:
+		// drop it and choose again among the rest.
+		last := len(cands) - 1
+		cands[k], snaps[k] = cands[last], snaps[last]
+		cands, snaps = cands[:last], snaps[:last]
+	}
+	if offered == 0 {
+		return &Picked{Err: ErrNoReplica, Policy: a.st.name}
+	}
+	return &Picked{Err: ErrOverloaded, Policy: a.st.name}
+}
+
+// collect fills a.cands and a.snaps with the replicas that serve the model,
+// pass their health checks, were not tried by m and have room; ejected
+// replicas only when ejected is true, and then only those. It returns how
+// many replicas qualified before the room check, and how many serve the
+// model, pass their health checks and are not ejected, tried or not.
+func (a *routingActor) collect(m *Pick, now time.Time, ejected bool) (offered, live int) {
+	a.cands, a.snaps = a.cands[:0], a.snaps[:0]
+	for i, r := range a.st.replicas {
+		s := r.Snapshot()
+		if !s.Healthy || !s.Serves(a.st.Model) {
+			continue
+		}
+		out := s.Ejected(now)
+		if !out {
+			live++
+		}
+		if out != ejected || tried(m.Exclude, s.ID) {
+			continue
+		}
+		offered++
+		c := s.Counters
+		if !c.HasRoom() {
+			continue
+		}
+		a.cands = append(a.cands, policy.Candidate{Replica: i, InFlight: c.InFlight(), Pending: c.Pending()})
+		a.snaps = append(a.snaps, s)
+	}
+	return offered, live
+}
+
+func tried(exclude []string, id string) bool {
+	for _, x := range exclude {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}

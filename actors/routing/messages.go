@@ -1,0 +1,117 @@
+package routing
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/model/policy"
+)
+
+// Message is the routing actor's protocol. The marker method seals it: only
+// this package defines messages the actor handles.
+type Message interface{ routingMsg() }
+
+// Replica is what a routing actor reads of one replica: its latest snapshot.
+// *replica.Handle satisfies it; tests use fakes.
+type Replica interface {
+	Snapshot() *replica.Snapshot
+}
+
+// ReplicasChanged gives the actor its model's replicas: every member of the
+// fleet that serves the model, in a stable order. It replaces the previous
+// set whole. The slice is the actor's once sent.
+type ReplicasChanged struct {
+	Replicas []Replica
+}
+
+// Pick asks for a replica for one request attempt. The actor answers the
+// asker with a *Picked through ctx.Respond, unless the asker abandoned the
+// question first.
+//
+// Pick is the one message whose sender touches it after sending, and only
+// through Abandon and Answer, which hand the answer over atomically: either
+// the actor answers first and the asker gets the answer (with its lease),
+// or the asker abandons first and the actor releases any lease it took and
+// does not answer. So a lease is never lost to a timed-out future.
+type Pick struct {
+	// Request is what the policy may know of the request.
+	Request policy.Request
+	// Exclude lists replica ids the request already tried. It is read by
+	// the actor and must not change once sent.
+	Exclude []string
+	// Deadline is when the asker stops waiting. A Pick processed after its
+	// deadline is answered ErrDeadline without deciding.
+	Deadline time.Time
+
+	answer atomic.Pointer[Picked] // nil, the actor's answer, or abandoned
+}
+
+// abandoned marks a Pick whose asker stopped waiting. It is never modified.
+var abandoned = &Picked{}
+
+// Abandon tells the actor that the asker no longer waits for an answer. It
+// reports true if the actor had not answered yet: it then never will, and
+// releases any lease it takes. When it reports false, the actor has
+// answered, and Answer returns that answer, which the asker then owns (with
+// its lease).
+func (p *Pick) Abandon() bool { return p.answer.CompareAndSwap(nil, abandoned) }
+
+// Answer returns the actor's answer, or nil if there is none or the asker
+// abandoned the question. It is what the asker reads when its future timed
+// out but Abandon reported false.
+func (p *Pick) Answer() *Picked {
+	if a := p.answer.Load(); a != abandoned {
+		return a
+	}
+	return nil
+}
+
+// settle records the actor's answer, reporting false if the asker had
+// abandoned the question.
+func (p *Pick) settle(a *Picked) bool { return p.answer.CompareAndSwap(nil, a) }
+
+// Picked answers a Pick: the chosen replica with a lease on its counters, or
+// an error. It is immutable once sent; the asker owns its lease.
+type Picked struct {
+	// Replica is the snapshot the replica was chosen on; nil with Err.
+	Replica *replica.Snapshot
+	// Lease holds the attempt's in-flight and pending slots on the
+	// replica; the asker owns it and must release it.
+	Lease *replica.Lease
+	// Policy names the policy that chose.
+	Policy string
+	// Err is ErrNoReplica, ErrOverloaded or ErrDeadline.
+	Err error
+}
+
+// An answer can reach its future after it timed out: the asker then reads
+// it through Answer, so the dead letter is expected, not worth a log line.
+func (*Picked) IgnoreDeadLetterLogging() {}
+
+// Errors a Picked carries.
+var (
+	// ErrNoReplica: no replica serving the model is healthy, not ejected
+	// and not already tried.
+	ErrNoReplica = errors.New("routing: no healthy replica")
+	// ErrOverloaded: such replicas exist, but every one is at its
+	// max_concurrency or max_pending cap.
+	ErrOverloaded = errors.New("routing: every replica is full")
+	// ErrDeadline: the Pick's deadline had passed when the actor got to it.
+	ErrDeadline = errors.New("routing: deadline passed")
+)
+
+// crash makes the actor panic, to exercise its supervision. Only tests send
+// it.
+type crash struct{}
+
+func (*ReplicasChanged) routingMsg() {}
+func (*Pick) routingMsg()            {}
+func (*crash) routingMsg()           {}
+
+var (
+	_ Message = (*ReplicasChanged)(nil)
+	_ Message = (*Pick)(nil)
+	_ Message = (*crash)(nil)
+)
