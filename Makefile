@@ -15,9 +15,9 @@ PURE_PKGS := ./model/... ./config/...
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/inferrail
 
-## run: a simulated vLLM engine on 127.0.0.1:8000 (the gateway joins with `inferrail launch`)
+## run: a gateway on 127.0.0.1:8080 in front of three simulated vLLM engines
 run: build
-	$(BIN) sim --port 8000
+	$(BIN) launch --listen 127.0.0.1:8080 --replicas 3
 
 test: test-go test-sdk
 

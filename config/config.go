@@ -580,3 +580,18 @@ func copyMap(m map[string]int) map[string]int {
 	}
 	return out
 }
+
+// NewModel returns a model entry for name with every other key at its
+// default, for configs built in code (inferrail launch, tests).
+func NewModel(name string, aliases ...string) Model {
+	m := defaultModel()
+	m.Name, m.Aliases = name, aliases
+	return m
+}
+
+// NewReplica returns a replica entry with every other key at its default.
+func NewReplica(id, url string, models ...string) Replica {
+	r := defaultReplica()
+	r.ID, r.URL, r.Models = id, url, models
+	return r
+}

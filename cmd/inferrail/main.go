@@ -24,6 +24,9 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"serve", "run the gateway from a config file", runServe},
+		{"launch", "run a gateway in front of simulated engines, to try Inferrail", runLaunch},
+		{"check", "validate a config file and exit", runCheck},
 		{"sim", "run a simulated vLLM engine", runSim},
 		{"version", "print the version", func(_ context.Context, _ []string, out, _ io.Writer) error {
 			fmt.Fprintln(out, "inferrail", version)

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+
+	"github.com/inferrail/inferrail/actors/fleet"
+	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/sim"
+	"github.com/inferrail/inferrail/transport/frontend"
+	"github.com/inferrail/inferrail/transport/health"
+)
+
+func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("inferrail check", flag.ContinueOnError)
+	path := fs.String("config", "", "config file to validate (required)")
+	if err := parseFlags(fs, args, stderr, "inferrail check --config FILE"); err != nil {
+		return err
+	}
+	if *path == "" {
+		fmt.Fprintln(stderr, "--config is required")
+		return errUsage
+	}
+	if _, err := config.Load(*path, os.Environ()); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: ok\n", *path)
+	return nil
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("inferrail serve", flag.ContinueOnError)
+	path := fs.String("config", "", "config file (required)")
+	if err := parseFlags(fs, args, stderr, "inferrail serve --config FILE"); err != nil {
+		return err
+	}
+	if *path == "" {
+		fmt.Fprintln(stderr, "--config is required")
+		return errUsage
+	}
+	cfg, err := config.Load(*path, os.Environ())
+	if err != nil {
+		return err
+	}
+	return serve(ctx, cfg, stdout, stderr, nil)
+}
+
+// serve runs a gateway for cfg until ctx ends, then shuts it down within
+// server.shutdown_timeout. ready, when set, is called once it listens.
+func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, ready func(addr string)) error {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(cfg.Logging.Level)}))
+	fl, err := fleet.Start(cfg, fleet.Options{
+		Prober:   health.NewProber(),
+		Resolver: net.DefaultResolver,
+		Logger:   log,
+	})
+	if err != nil {
+		return err
+	}
+	defer fl.Stop()
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return fmt.Errorf("server.listen: %w", err)
+	}
+	fe := frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log})
+	served := make(chan error, 1)
+	go func() { served <- fe.Serve(ln) }()
+	log.Info("gateway listening", "addr", ln.Addr().String(), "models", len(cfg.Models), "replicas", len(cfg.Replicas))
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		log.Info("shutting down", "timeout", cfg.Server.ShutdownTimeout)
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
+		err = fe.Shutdown(sctx)
+		cancel()
+		if serr := <-served; err == nil {
+			err = serr
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			log.Warn("shutdown timeout passed with requests still running; they were cut")
+			err = nil
+		}
+	}
+	return err
+}
+
+func logLevel(s string) slog.Level {
+	var l slog.Level
+	if l.UnmarshalText([]byte(s)) != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("inferrail launch", flag.ContinueOnError)
+	n := fs.Int("replicas", 3, "simulated engines to start")
+	listen := fs.String("listen", "127.0.0.1:8080", "gateway client address")
+	policy := fs.String("policy", "least_request", "routing policy")
+	simOpts := sim.DefaultOptions()
+	simOpts.RegisterFlags(fs)
+	if err := parseFlags(fs, args, stderr, "inferrail launch [flags]"); err != nil {
+		return err
+	}
+	if *n < 1 {
+		fmt.Fprintln(stderr, "--replicas must be at least 1")
+		return errUsage
+	}
+	simOpts.Port = 0
+	sims, err := sim.StartN(*n, simOpts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, s := range sims {
+			s.Close()
+		}
+	}()
+	cfg := config.Default()
+	cfg.Server.Listen = *listen
+	cfg.Routing.DefaultPolicy = *policy
+	cfg.Models = []config.Model{config.NewModel(simOpts.Model, "sim")}
+	for i, s := range sims {
+		cfg.Replicas = append(cfg.Replicas, config.NewReplica("sim-"+strconv.Itoa(i), s.URL(), simOpts.Model))
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	return serve(ctx, cfg, stdout, stderr, func(addr string) {
+		fmt.Fprintf(stdout, "inferrail launch: gateway on http://%s in front of %d simulated engines (%s)\n", addr, len(sims), *policy)
+		for i, s := range sims {
+			fmt.Fprintf(stdout, "  sim-%d  %s\n", i, s.URL())
+		}
+		fmt.Fprintf(stdout, "\nTry:\n  curl -s http://%s/v1/chat/completions -H 'content-type: application/json' \\\n"+
+			"    -d '{\"model\":\"sim\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":16}'\n\n", addr)
+	})
+}

@@ -1,0 +1,55 @@
+package frontend
+
+import (
+	"errors"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/inferrail/inferrail/actors/fleet"
+	"github.com/inferrail/inferrail/model/openai"
+)
+
+// Causes a request's upstream context is cancelled with.
+var (
+	errClientGone       = errors.New("client disconnected")
+	errReplicaUnhealthy = errors.New("replica failed its health checks while the request waited")
+	errTimeout          = errors.New("server.request_timeout passed")
+	errShutdown         = errors.New("gateway shutting down")
+)
+
+// apiError builds an OpenAI-shaped error with the status phrase as its type
+// where vLLM would use one.
+func apiError(status int, typ, msg, param string) *openai.Error {
+	if typ == "" {
+		typ = fasthttp.StatusMessage(status)
+	}
+	return &openai.Error{Status: status, Type: typ, Message: msg, Param: param}
+}
+
+// routeError maps a fleet error to the client's answer. It is the one place
+// the front end picks status codes for routing failures.
+func routeError(err error, model string) *openai.Error {
+	switch {
+	case errors.Is(err, fleet.ErrUnknownModel):
+		return openai.ModelNotFound(model)
+	case errors.Is(err, fleet.ErrOverloaded):
+		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
+			"Every replica serving `"+model+"` is at its concurrency limit; retry later.", "")
+	case errors.Is(err, fleet.ErrNoReplica):
+		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
+			"No healthy replica serves `"+model+"`.", "")
+	case errors.Is(err, fleet.ErrDeadline):
+		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
+			"The gateway could not choose a replica in time; retry later.", "")
+	}
+	return apiError(fasthttp.StatusBadGateway, "BadGatewayError", "Routing failed.", "")
+}
+
+func writeError(ctx *fasthttp.RequestCtx, e *openai.Error) {
+	ctx.SetStatusCode(e.Status)
+	ctx.SetContentType("application/json")
+	if e.Status == fasthttp.StatusServiceUnavailable || e.Status == fasthttp.StatusTooManyRequests {
+		ctx.Response.Header.Set("Retry-After", "1")
+	}
+	ctx.SetBody(openai.AppendError(nil, e))
+}

@@ -1,0 +1,87 @@
+package frontend
+
+import (
+	"bytes"
+
+	"github.com/valyala/fasthttp"
+)
+
+// hopByHop are the headers that describe one connection, not the message
+// (RFC 9110 §7.6.1), plus the ones the proxy sets itself.
+var hopByHop = [...]string{
+	"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// isHopByHop reports whether key must not be forwarded; connection lists
+// the extra names the message's Connection header declared hop-by-hop.
+func isHopByHop(key []byte, connection []byte) bool {
+	for _, h := range hopByHop {
+		if bytes.EqualFold(key, []byte(h)) {
+			return true
+		}
+	}
+	for len(connection) > 0 {
+		var tok []byte
+		tok, connection, _ = bytes.Cut(connection, []byte(","))
+		if bytes.EqualFold(bytes.TrimSpace(tok), key) {
+			return true
+		}
+	}
+	return false
+}
+
+// copyRequestHeaders copies the client's end-to-end headers to the upstream
+// request. Host, Content-Length and X-Request-Id are set by the caller.
+func copyRequestHeaders(dst *fasthttp.RequestHeader, src *fasthttp.RequestHeader) {
+	conn := src.Peek("Connection")
+	for key, value := range src.All() {
+		switch {
+		case isHopByHop(key, conn),
+			bytes.EqualFold(key, []byte("Host")),
+			bytes.EqualFold(key, []byte("Content-Length")),
+			bytes.EqualFold(key, []byte("X-Request-Id")),
+			bytes.EqualFold(key, []byte("Expect")):
+			continue
+		}
+		dst.AddBytesKV(key, value)
+	}
+}
+
+// copyResponseHeaders copies the engine's end-to-end headers to the client
+// response. The body framing is fasthttp's to set.
+func copyResponseHeaders(dst *fasthttp.ResponseHeader, src *fasthttp.ResponseHeader) {
+	conn := src.Peek("Connection")
+	for key, value := range src.All() {
+		switch {
+		case isHopByHop(key, conn),
+			bytes.EqualFold(key, []byte("Content-Length")),
+			bytes.EqualFold(key, []byte("Server")),
+			bytes.EqualFold(key, []byte("Date")),
+			bytes.EqualFold(key, []byte("X-Request-Id")):
+			continue
+		case bytes.EqualFold(key, []byte("Content-Type")):
+			dst.SetContentTypeBytes(value)
+			continue
+		}
+		dst.AddBytesKV(key, value)
+	}
+}
+
+// validRequestID reports whether a client's x-request-id can be passed on
+// as it is: 1 to 128 characters that are safe in a header, a log line and a
+// response id.
+func validRequestID(id []byte) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '-' || c == '_' || c == '.' || c == ':' || c == '~' || c == '@' || c == '/' || c == '+' || c == '=':
+		default:
+			return false
+		}
+	}
+	return true
+}

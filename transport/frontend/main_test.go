@@ -1,0 +1,181 @@
+package frontend
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/inferrail/inferrail/actors/fleet"
+	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/sim"
+	"github.com/inferrail/inferrail/sim/engine"
+	"github.com/inferrail/inferrail/transport/health"
+)
+
+// TestMain fails the package on leaked goroutines; see sim's for the
+// library goroutines that outlive their servers.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*TCPDialer).tcpAddrsClean"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*Client).mCleaner"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+	)
+}
+
+const model = "inferrail/sim-8b"
+
+// gw is a gateway in front of in-process simulators, for one test.
+type gw struct {
+	t    testing.TB
+	sims []*sim.Server
+	cfg  *config.Config
+	fl   *fleet.Fleet
+	fe   *Server
+	addr string
+	logs *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// start runs n simulators (edited by simEdit) and a gateway (edited by
+// cfgEdit) in front of them, torn down when the test ends.
+func start(t testing.TB, n int, simEdit func(*sim.Options), cfgEdit func(*config.Config)) *gw {
+	t.Helper()
+	so := sim.DefaultOptions()
+	so.Engine.Latency.Zero = true
+	if simEdit != nil {
+		simEdit(&so)
+	}
+	sims, err := sim.StartN(n, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, s := range sims {
+			s.Close()
+		}
+	})
+	cfg := config.Default()
+	cfg.Server.Listen = "127.0.0.1:0"
+	cfg.Models = []config.Model{config.NewModel(model, "sim")}
+	cfg.Health.Interval = 50 * time.Millisecond
+	cfg.Health.Timeout = 40 * time.Millisecond
+	cfg.Retry.Backoff = time.Millisecond
+	cfg.Routing.Seed = 1
+	for i, s := range sims {
+		cfg.Replicas = append(cfg.Replicas, config.NewReplica("r"+strconv.Itoa(i), s.URL(), model))
+	}
+	if cfgEdit != nil {
+		cfgEdit(cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	g := &gw{t: t, sims: sims, cfg: cfg, logs: &syncBuffer{}}
+	log := slog.New(slog.NewTextHandler(g.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	g.fl, err = fleet.Start(cfg, fleet.Options{Prober: health.NewProber(), Resolver: net.DefaultResolver, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.fe = New(Options{Config: cfg, Fleet: g.fl, Logger: log})
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.addr = ln.Addr().String()
+	served := make(chan error, 1)
+	go func() { served <- g.fe.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		g.fe.Shutdown(ctx)
+		<-served
+		g.fl.Stop()
+	})
+	return g
+}
+
+func (g *gw) url(path string) string { return "http://" + g.addr + path }
+
+// client is a plain HTTP client without connection reuse, so that tests
+// leave no idle connections behind.
+func client() *http.Client {
+	return &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+}
+
+func (g *gw) post(path, body string, hdr ...string) (*http.Response, string) {
+	g.t.Helper()
+	req, err := http.NewRequest("POST", g.url(path), strings.NewReader(body))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := client().Do(req)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+func (g *gw) engineStats(i int) engine.Stats {
+	var st engine.Stats
+	g.sims[i].Inspect(func(e *engine.Engine) { st = e.Stats() })
+	return st
+}
+
+// waitFor polls cond until it holds or within passes.
+func waitFor(t testing.TB, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func chat(content string, maxTokens int, stream bool) string {
+	s := `{"model":"sim","messages":[{"role":"user","content":` + strconv.Quote(content) + `}],"max_tokens":` + strconv.Itoa(maxTokens)
+	if stream {
+		s += `,"stream":true,"stream_options":{"include_usage":true}`
+	}
+	return s + "}"
+}

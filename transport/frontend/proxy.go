@@ -1,0 +1,328 @@
+package frontend
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/inferrail/inferrail/actors/fleet"
+	"github.com/inferrail/inferrail/model/openai"
+	"github.com/inferrail/inferrail/transport/upstream"
+)
+
+// maxBufferedBody caps a non-streamed engine response the gateway holds
+// before sending it on.
+const maxBufferedBody = 256 << 20
+
+var relayBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// request is what every attempt of one client request shares.
+type request struct {
+	ctx      *fasthttp.RequestCtx
+	model    string
+	body     []byte // the body to send, model spliced in
+	id       string // x-request-id
+	deadline time.Time
+	w        *watch
+}
+
+func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	body := ctx.PostBody()
+	f, err := openai.FindModel(body)
+	if err != nil {
+		writeError(ctx, apiError(fasthttp.StatusBadRequest, "", "The request body is not a JSON object.", ""))
+		return
+	}
+	model, ok := s.fleet.Resolve(f.Name)
+	if !ok {
+		if f.Name == "" {
+			writeError(ctx, apiError(fasthttp.StatusBadRequest, openai.TypeBadRequestError,
+				"The request names no model, and the gateway serves more than one.", "model"))
+			return
+		}
+		writeError(ctx, openai.ModelNotFound(f.Name))
+		return
+	}
+	if !f.Found || !f.IsString || f.Name != model {
+		body = openai.SpliceModel(make([]byte, 0, len(body)+len(model)+12), body, f, model)
+	}
+	r := &request{ctx: ctx, model: model, body: body, deadline: start.Add(s.cfg.Server.RequestTimeout)}
+	if id := ctx.Request.Header.Peek("X-Request-Id"); validRequestID(id) {
+		r.id = string(id)
+	} else {
+		r.id = newRequestID()
+	}
+	ctx.Response.Header.Set("X-Request-Id", r.id)
+	if s.cfg.Logging.LogPrompts {
+		s.log.Debug("request", "id", r.id, "model", model, "body", string(body))
+	}
+
+	r.w = s.watchConn(ctx.Conn())
+	if !s.route(r) {
+		s.unwatch(r.w)
+	}
+}
+
+func newRequestID() string {
+	var b [16]byte
+	const hex = "0123456789abcdef"
+	v := rand.Uint64()
+	for i := range b {
+		b[i] = hex[v>>(60-4*uint(i))&0xf]
+	}
+	return string(b[:])
+}
+
+// route runs the attempts of r until one commits a response or none is
+// left. It reports whether a streamed relay took over r's watch.
+func (s *Server) route(r *request) (streaming bool) {
+	maxAttempts := max(s.cfg.Retry.MaxAttempts, 1)
+	var tried []string
+	var last error
+	for attempt := 1; ; attempt++ {
+		if attempt > 1 && !s.backoff(r, attempt) {
+			writeError(r.ctx, upstreamError(last, r.model))
+			return false
+		}
+		d, err := s.pick(r, tried)
+		if err != nil {
+			if last != nil && errors.Is(err, fleet.ErrNoReplica) {
+				err = last
+			}
+			if last != nil {
+				writeError(r.ctx, upstreamError(err, r.model))
+			} else {
+				writeError(r.ctx, routeError(err, r.model))
+			}
+			return false
+		}
+		tried = append(tried, d.Replica)
+		res := s.attempt(r, d, attempt < maxAttempts)
+		switch {
+		case res.streaming:
+			return true
+		case res.done:
+			return false
+		}
+		last = res.err
+		if attempt >= maxAttempts {
+			writeError(r.ctx, upstreamError(last, r.model))
+			return false
+		}
+	}
+}
+
+// pick asks the fleet for a replica, preferring ones this request has not
+// tried; when every candidate has been tried, a tried one may serve again.
+func (s *Server) pick(r *request, tried []string) (fleet.Decision, error) {
+	budget := max(4*s.cfg.Routing.EstimateDeadline, 50*time.Millisecond)
+	dl := time.Now().Add(budget)
+	if dl.After(r.deadline) {
+		dl = r.deadline
+	}
+	d, err := s.fleet.Pick(fleet.PickRequest{Model: r.model, Exclude: tried, Deadline: dl})
+	if errors.Is(err, fleet.ErrNoReplica) && len(tried) > 0 {
+		d, err = s.fleet.Pick(fleet.PickRequest{Model: r.model, Deadline: dl})
+	}
+	return d, err
+}
+
+// backoff waits before retry attempt n (n ≥ 2): retry.backoff doubled per
+// retry, within the request's deadline. It reports false when no time is left.
+func (s *Server) backoff(r *request, n int) bool {
+	wait := s.cfg.Retry.Backoff << (n - 2)
+	if time.Now().Add(wait).After(r.deadline) {
+		return false
+	}
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.base.Done():
+		return false
+	}
+}
+
+type result struct {
+	done      bool  // a response was written (or the client has gone)
+	streaming bool  // a relay owns the rest of the response
+	err       error // why the attempt failed, when it may be retried
+}
+
+// attempt sends r to d's replica. Before the first response byte, a failure
+// that another replica might not have is returned for a retry when canRetry;
+// after it, the response is committed.
+func (s *Server) attempt(r *request, d fleet.Decision, canRetry bool) result {
+	pool, err := s.pool(d.URL)
+	if err != nil {
+		s.fleet.Done(d, fleet.OutcomeFailed)
+		return result{err: err}
+	}
+	actx, cancel := attemptContext(s.base, r.deadline)
+	r.w.arm(d.Replica, cancel)
+
+	req := fasthttp.AcquireRequest()
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.SetRequestURIBytes(r.ctx.RequestURI())
+	copyRequestHeaders(&req.Header, &r.ctx.Request.Header)
+	req.Header.Set("X-Request-Id", r.id)
+	req.SetBodyRaw(r.body)
+	resp, err := pool.Do(actx, req)
+	fasthttp.ReleaseRequest(req)
+
+	if err != nil {
+		cause := context.Cause(actx)
+		cancel(nil)
+		switch {
+		case errors.Is(cause, errClientGone):
+			s.fleet.Done(d, fleet.OutcomeCancelled)
+			r.ctx.SetConnectionClose()
+			return result{done: true}
+		case errors.Is(cause, errShutdown):
+			s.fleet.Done(d, fleet.OutcomeCancelled)
+			writeError(r.ctx, apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError", "The gateway is shutting down.", ""))
+			return result{done: true}
+		case errors.Is(cause, errTimeout):
+			s.fleet.Done(d, fleet.OutcomeFailed)
+			writeError(r.ctx, apiError(fasthttp.StatusGatewayTimeout, "", "The engine did not answer within server.request_timeout.", ""))
+			return result{done: true}
+		case errors.Is(cause, errReplicaUnhealthy):
+			err = cause
+		}
+		s.fleet.Done(d, fleet.OutcomeFailed)
+		return result{err: &attemptError{replica: d.Replica, err: err}}
+	}
+
+	status := resp.StatusCode()
+	if canRetry && (status == 502 || status == 503 || status == 504) {
+		resp.Close()
+		cancel(nil)
+		s.fleet.Done(d, fleet.OutcomeFailed)
+		return result{err: &attemptError{replica: d.Replica, err: errors.New("answered " + strconv.Itoa(status))}}
+	}
+
+	// The response is committed: nothing is retried from here on.
+	d.Lease.FirstByte()
+	r.w.headArrived()
+	outcome := fleet.OutcomeOK
+	if status >= 500 {
+		outcome = fleet.OutcomeFailed
+	}
+	ctx := r.ctx
+	ctx.SetStatusCode(status)
+	copyResponseHeaders(&ctx.Response.Header, resp.Header)
+	ctx.Response.Header.Set("X-Request-Id", r.id)
+	ctx.Response.Header.Set("X-Inferrail-Replica", d.Replica)
+	ctx.Response.Header.Set("X-Inferrail-Policy", d.Policy)
+
+	if resp.ContentLength() < 0 || resp.ContentLength() > maxBufferedBody {
+		conn := ctx.Conn()
+		w := r.w
+		ctx.SetBodyStreamWriter(func(bw *bufio.Writer) {
+			defer s.unwatch(w)
+			defer cancel(nil)
+			s.fleet.Done(d, s.relay(bw, conn, resp, actx, cancel, outcome))
+		})
+		return result{streaming: true}
+	}
+	body, err := io.ReadAll(resp)
+	resp.Close()
+	cause := context.Cause(actx)
+	cancel(nil)
+	if err != nil {
+		if errors.Is(cause, errClientGone) {
+			s.fleet.Done(d, fleet.OutcomeCancelled)
+		} else {
+			s.fleet.Done(d, fleet.OutcomeFailed)
+		}
+		ctx.SetConnectionClose()
+		ctx.Response.ResetBody()
+		return result{done: true}
+	}
+	ctx.SetBody(body)
+	s.fleet.Done(d, outcome)
+	return result{done: true}
+}
+
+// attemptContext is an attempt's context: cancelled with a cause by the
+// watcher or the relay, with errTimeout at the request's deadline, and with
+// errShutdown when the gateway stops.
+func attemptContext(base context.Context, deadline time.Time) (context.Context, context.CancelCauseFunc) {
+	cctx, cancelCause := context.WithCancelCause(base)
+	actx, stop := context.WithDeadlineCause(cctx, deadline, errTimeout)
+	return actx, func(cause error) {
+		cancelCause(cause)
+		stop()
+	}
+}
+
+// relay copies the engine's body to the client as it arrives, flushing after
+// every read so that each SSE event leaves as soon as the engine sent it. It
+// returns the attempt's outcome.
+func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, actx context.Context,
+	cancel context.CancelCauseFunc, ok fleet.Outcome) fleet.Outcome {
+	defer resp.Close()
+	bp := relayBufs.Get().(*[]byte)
+	defer relayBufs.Put(bp)
+	buf := *bp
+	for {
+		n, err := resp.Read(buf)
+		if n > 0 {
+			_, werr := w.Write(buf[:n])
+			if werr == nil {
+				werr = w.Flush()
+			}
+			if werr != nil {
+				cancel(errClientGone)
+				return fleet.OutcomeCancelled
+			}
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF):
+			return ok
+		case errors.Is(context.Cause(actx), errClientGone):
+			return fleet.OutcomeCancelled
+		default:
+			// The engine broke the stream: cut the client's connection so
+			// that it sees a truncated response, not a complete one.
+			conn.Close()
+			return fleet.OutcomeFailed
+		}
+	}
+}
+
+// attemptError is a failed attempt that was not the client's doing.
+type attemptError struct {
+	replica string
+	err     error
+}
+
+func (e *attemptError) Error() string { return "replica " + e.replica + ": " + e.err.Error() }
+func (e *attemptError) Unwrap() error { return e.err }
+
+// upstreamError is the answer when every attempt failed.
+func upstreamError(err error, model string) *openai.Error {
+	msg := "Every attempt to reach an engine serving `" + model + "` failed"
+	if err != nil {
+		msg += ": " + err.Error()
+	}
+	var de *upstream.DialError
+	if errors.As(err, &de) || errors.Is(err, errReplicaUnhealthy) {
+		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError", msg+".", "")
+	}
+	return apiError(fasthttp.StatusBadGateway, "BadGatewayError", msg+".", "")
+}

@@ -1,0 +1,241 @@
+package frontend
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/inferrail/inferrail/actors/fleet"
+	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/openai"
+	"github.com/inferrail/inferrail/transport/conncheck"
+	"github.com/inferrail/inferrail/transport/upstream"
+)
+
+// Options configure a Server.
+type Options struct {
+	Config *config.Config
+	Fleet  *fleet.Fleet
+	Logger *slog.Logger // nil discards
+}
+
+// Server is the gateway's client port. See the package doc.
+type Server struct {
+	cfg   *config.Config
+	fleet *fleet.Fleet
+	log   *slog.Logger
+	srv   *fasthttp.Server
+	// watcher checks clients and replicas of requests in flight.
+	watcher *conncheck.Watcher
+
+	poolsMu sync.RWMutex
+	pools   map[string]*upstream.Pool // by replica base URL
+
+	// base is cancelled at shutdown's deadline, ending every attempt still
+	// running.
+	base       context.Context
+	cancelBase context.CancelCauseFunc
+}
+
+// New builds a Server. It starts the watcher goroutine; Shutdown stops it.
+func New(opts Options) *Server {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg:   opts.Config,
+		fleet: opts.Fleet,
+		log:   log,
+		pools: make(map[string]*upstream.Pool),
+	}
+	s.base, s.cancelBase = context.WithCancelCause(context.Background())
+	s.watcher = conncheck.NewWatcher(watchEvery)
+	sc := &s.cfg.Server
+	s.srv = &fasthttp.Server{
+		Handler:            s.handle,
+		ErrorHandler:       s.readError,
+		ContinueHandler:    s.accept,
+		Name:               "inferrail",
+		ReadTimeout:        sc.RequestTimeout,
+		IdleTimeout:        sc.HeaderReadTimeout,
+		MaxRequestBodySize: int(sc.MaxBodyBytes),
+		ReduceMemoryUsage:  false,
+		CloseOnShutdown:    true,
+		// Bodies are never logged: fasthttp's own error log gets none.
+		Logger: discardLogger{},
+	}
+	return s
+}
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(string, ...any) {}
+
+// Serve accepts clients on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.srv.Serve(ln)
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops accepting, lets requests in flight finish until ctx ends,
+// then cuts the rest, and stops the watcher and the upstream pools.
+func (s *Server) Shutdown(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { s.cancelBase(errShutdown) })
+	defer stop()
+	err := s.srv.ShutdownWithContext(ctx)
+	s.cancelBase(errShutdown)
+	s.watcher.Close()
+	s.poolsMu.Lock()
+	for _, p := range s.pools {
+		p.Close()
+	}
+	clear(s.pools)
+	s.poolsMu.Unlock()
+	return err
+}
+
+// pool returns the connection pool for a replica, creating it on first use.
+func (s *Server) pool(url string) (*upstream.Pool, error) {
+	s.poolsMu.RLock()
+	p := s.pools[url]
+	s.poolsMu.RUnlock()
+	if p != nil {
+		return p, nil
+	}
+	s.poolsMu.Lock()
+	defer s.poolsMu.Unlock()
+	if p = s.pools[url]; p != nil {
+		return p, nil
+	}
+	p, err := upstream.NewPool(url, upstream.Options{DialTimeout: s.cfg.Upstream.DialTimeout})
+	if err != nil {
+		return nil, err
+	}
+	s.pools[url] = p
+	return p, nil
+}
+
+// routes lists every path the client port serves and its methods.
+var routes = map[string]string{
+	"/v1/chat/completions": "POST",
+	"/v1/completions":      "POST",
+	"/v1/models":           "GET, HEAD",
+	"/health":              "GET, HEAD",
+}
+
+func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	path := string(ctx.Path())
+	allow, ok := routes[path]
+	if !ok {
+		writeError(ctx, apiError(fasthttp.StatusNotFound, "", "Not Found", ""))
+		return
+	}
+	method := string(ctx.Method())
+	if !methodAllowed(allow, method) {
+		ctx.Response.Header.Set("Allow", allow)
+		writeError(ctx, apiError(fasthttp.StatusMethodNotAllowed, "", "Method Not Allowed", ""))
+		return
+	}
+	switch path {
+	case "/v1/models":
+		s.models(ctx)
+	case "/health":
+		s.health(ctx)
+	default:
+		s.proxy(ctx)
+	}
+}
+
+func methodAllowed(allow, method string) bool {
+	switch allow {
+	case "POST":
+		return method == "POST"
+	default:
+		return method == "GET" || method == "HEAD"
+	}
+}
+
+// accept answers Expect: 100-continue. A request that would be refused
+// anyway (unknown path, wrong method, a body over the limit) is refused at
+// once, before the client uploads its body.
+func (s *Server) accept(h *fasthttp.RequestHeader) bool {
+	allow, ok := routes[string(h.RequestURI())]
+	if !ok {
+		// RequestURI may carry a query; fall back to the path.
+		allow, ok = routes[string(pathOf(h.RequestURI()))]
+	}
+	if !ok || !methodAllowed(allow, string(h.Method())) {
+		return false
+	}
+	return s.cfg.Server.MaxBodyBytes <= 0 || int64(h.ContentLength()) <= s.cfg.Server.MaxBodyBytes
+}
+
+func pathOf(uri []byte) []byte {
+	for i, c := range uri {
+		if c == '?' {
+			return uri[:i]
+		}
+	}
+	return uri
+}
+
+// readError answers requests fasthttp could not read: a body over the limit
+// (413), a body or head that stalled past server.request_timeout (408), and
+// malformed HTTP (400), in the OpenAI error shape.
+func (s *Server) readError(ctx *fasthttp.RequestCtx, err error) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		writeError(ctx, apiError(fasthttp.StatusRequestEntityTooLarge, "",
+			"The request body is larger than server.max_body_bytes ("+strconv.FormatInt(s.cfg.Server.MaxBodyBytes, 10)+" bytes).", ""))
+	case errors.As(err, &ne) && ne.Timeout():
+		writeError(ctx, apiError(fasthttp.StatusRequestTimeout, "",
+			"The request was not received within server.request_timeout.", ""))
+	default:
+		writeError(ctx, apiError(fasthttp.StatusBadRequest, "", "The request is not valid HTTP/1.1.", ""))
+	}
+	ctx.SetConnectionClose()
+}
+
+func (s *Server) health(ctx *fasthttp.RequestCtx) {
+	for _, snap := range s.fleet.Replicas() {
+		if snap.Healthy {
+			ctx.SetStatusCode(fasthttp.StatusOK)
+			return
+		}
+	}
+	writeError(ctx, apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError", "No replica is healthy.", ""))
+}
+
+// models lists configured models and aliases in config order, each with the
+// card an engine published (its id set to the listed name), or a minimal
+// card until one has.
+func (s *Server) models(ctx *fasthttp.RequestCtx) {
+	now := time.Now().Unix()
+	b := append(make([]byte, 0, 1024), `{"object":"list","data":[`...)
+	for i, m := range s.fleet.Models() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if f, err := openai.FindMember(m.Card, "id"); m.Card != nil && err == nil {
+			b = openai.SpliceMember(b, m.Card, f, "id", m.ID)
+			continue
+		}
+		b = openai.AppendModelCard(b, &openai.ModelCard{ID: m.ID, Created: now, Root: m.Model,
+			PermissionID: "modelperm-" + strconv.FormatUint(uint64(now), 16)})
+	}
+	b = append(b, "]}"...)
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+}
