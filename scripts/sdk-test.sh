@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the official openai npm SDK against a freshly started `inferrail sim`.
+# Runs the official openai npm SDK against a freshly started `inferrail sim`,
+# then through `inferrail launch` (a gateway in front of three simulators).
 # Usage: scripts/sdk-test.sh path/to/inferrail
 set -euo pipefail
 bin=${1:?usage: sdk-test.sh path/to/inferrail}
@@ -7,16 +8,43 @@ here=$(cd "$(dirname "$0")" && pwd)
 if ! [ -d "$here/sdk/node_modules/openai" ]; then
   (cd "$here/sdk" && npm ci --no-audit --no-fund)
 fi
-log=$(mktemp)
-"$bin" sim --port 0 --enable-prompt-tokens-details --served-model-name sim-8b --served-model-name inferrail/sim-8b >"$log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -f "$log"' EXIT
-url=""
-for _ in $(seq 100); do
-  url=$(grep -o 'http://[0-9.:]*' "$log" | head -1 || true)
-  [ -n "$url" ] && break
-  kill -0 $pid 2>/dev/null || { cat "$log"; exit 1; }
-  sleep 0.05
-done
-[ -n "$url" ] || { echo "simulator did not start"; cat "$log"; exit 1; }
-BASE_URL="$url" MODEL=sim-8b node --test --test-reporter=spec "$here/sdk/sim.test.mjs"
+pids=()
+logs=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -f "${logs[@]}"
+}
+trap cleanup EXIT
+
+# start LOG CMD...: runs CMD in the background, waits for its first URL.
+start() {
+  local log=$1; shift
+  "$@" >"$log" 2>&1 &
+  pids+=($!)
+  logs+=("$log")
+  for _ in $(seq 200); do
+    if grep -q 'http://[0-9.:]*' "$log"; then return 0; fi
+    kill -0 "${pids[-1]}" 2>/dev/null || { cat "$log"; exit 1; }
+    sleep 0.05
+  done
+  echo "did not start:"; cat "$log"; exit 1
+}
+
+simlog=$(mktemp)
+start "$simlog" "$bin" sim --port 0 --enable-prompt-tokens-details \
+  --served-model-name sim-8b --served-model-name inferrail/sim-8b
+sim_url=$(grep -o 'http://[0-9.:]*' "$simlog" | head -1)
+echo "== openai SDK against inferrail sim ($sim_url)"
+BASE_URL="$sim_url" TOKENIZE_URL="$sim_url" MODEL=sim-8b RESPONSE_MODEL=sim-8b \
+  MODELS='["sim-8b","inferrail/sim-8b"]' STREAMS=200 \
+  node --test --test-reporter=spec "$here/sdk/sdk.test.mjs"
+
+gwlog=$(mktemp)
+start "$gwlog" "$bin" launch --listen 127.0.0.1:0 --replicas 3 --enable-prompt-tokens-details
+gw_url=$(grep -o 'gateway on http://[0-9.:]*' "$gwlog" | grep -o 'http://.*')
+one_sim=$(grep -o '  sim-0  http://[0-9.:]*' "$gwlog" | grep -o 'http://.*')
+echo "== openai SDK through inferrail launch ($gw_url)"
+BASE_URL="$gw_url" TOKENIZE_URL="$one_sim" MODEL=sim RESPONSE_MODEL=inferrail/sim-8b GATEWAY=1 \
+  MODELS='["inferrail/sim-8b","sim"]' STREAMS=1000 \
+  node --test --test-reporter=spec "$here/sdk/sdk.test.mjs"

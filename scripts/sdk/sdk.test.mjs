@@ -1,21 +1,27 @@
-// The official openai SDK against `inferrail sim`: sync and streaming chat and
-// completions, exact usage, request ids, errors, and many concurrent streams.
-// Run by scripts/sdk-test.sh, which starts the simulator and sets BASE_URL.
+// The official openai SDK against `inferrail sim` or through the gateway:
+// sync and streaming chat and completions, exact usage, request ids, errors,
+// and many concurrent streams. Run by scripts/sdk-test.sh, which starts the
+// servers and sets the environment below.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 
 const baseURL = process.env.BASE_URL;
-const model = process.env.MODEL ?? 'sim-8b';
+const model = process.env.MODEL ?? 'sim-8b'; // the name requests use
+const responseModel = process.env.RESPONSE_MODEL ?? model; // the name the engine answers with
+const tokenizeURL = process.env.TOKENIZE_URL ?? baseURL; // an engine's /tokenize
+const expectedModels = JSON.parse(process.env.MODELS ?? '["sim-8b"]');
+const streams = Number(process.env.STREAMS ?? 200);
+const gateway = process.env.GATEWAY === '1';
 assert.ok(baseURL, 'BASE_URL must be set');
 const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 30_000 });
 
 // The simulator's own count of a prompt's tokens, from vLLM's /tokenize endpoint.
 async function tokenCount(body) {
-  const res = await fetch(`${baseURL}/tokenize`, {
+  const res = await fetch(`${tokenizeURL}/tokenize`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model, ...body }),
+    body: JSON.stringify(body),
   });
   assert.equal(res.status, 200);
   return (await res.json()).count;
@@ -30,7 +36,7 @@ test('chat, not streamed: exact usage', async () => {
   const r = await client.chat.completions.create({ model, messages, max_tokens: 12 });
   assert.match(r.id, /^chatcmpl-/);
   assert.equal(r.object, 'chat.completion');
-  assert.equal(r.model, model);
+  assert.equal(r.model, responseModel);
   assert.equal(r.choices.length, 1);
   assert.equal(r.choices[0].message.role, 'assistant');
   assert.equal(r.choices[0].finish_reason, 'length');
@@ -60,9 +66,19 @@ test('chat, streamed with usage: one chunk per token, usage last', async () => {
   assert.equal(afterUsage, 0);
   assert.equal(usage.completion_tokens, 10);
   assert.equal(usage.prompt_tokens, await tokenCount({ messages }));
-  // The same prompt again is served from the prefix cache, and usage says so.
-  const again = await client.chat.completions.create({ model, messages, max_tokens: 1 });
-  assert.ok(again.usage.prompt_tokens_details.cached_tokens > 0, 'second request found no cached tokens');
+  // The same prompt again, on the same engine, is served from the prefix
+  // cache, and usage says so. Through the gateway, repeat until the request
+  // lands on the replica that served the first.
+  const first = await client.chat.completions.create({ model, messages, max_tokens: 1 }).withResponse();
+  const replica = first.response.headers.get('x-inferrail-replica');
+  if (gateway) assert.ok(replica, 'the gateway names the replica');
+  let again;
+  for (let i = 0; i < 30; i++) {
+    again = await client.chat.completions.create({ model, messages, max_tokens: 1 }).withResponse();
+    if (again.response.headers.get('x-inferrail-replica') === replica) break;
+  }
+  assert.equal(again.response.headers.get('x-inferrail-replica'), replica);
+  assert.ok(again.data.usage.prompt_tokens_details.cached_tokens > 0, 'second request found no cached tokens');
   // Deterministic: the same prompt gives the same answer.
   const r = await client.chat.completions.create({ model, messages, max_tokens: 10 });
   assert.equal(r.choices[0].message.content, text);
@@ -102,6 +118,22 @@ test('x-request-id becomes the response id', async () => {
   assert.equal(r.id, 'chatcmpl-sdk-test-42');
 });
 
+test('async iteration with an abort: the stream stops cleanly', async () => {
+  const ac = new AbortController();
+  const stream = await client.chat.completions.create(
+    { model, messages, max_tokens: 500, stream: true }, { signal: ac.signal });
+  let n = 0;
+  try {
+    for await (const chunk of stream) {
+      if (chunk.choices[0]?.delta?.content && ++n === 3) ac.abort();
+    }
+  } catch (err) {
+    // Depending on timing the SDK ends the iteration or throws its abort error.
+    assert.ok(err.name === 'AbortError' || err instanceof OpenAI.APIUserAbortError, String(err));
+  }
+  assert.equal(n, 3);
+});
+
 test('errors come back in the OpenAI shape', async () => {
   await assert.rejects(
     client.chat.completions.create({ model: 'no-such-model', messages, max_tokens: 1 }),
@@ -116,10 +148,10 @@ test('errors come back in the OpenAI shape', async () => {
 test('models list', async () => {
   const ids = [];
   for await (const m of client.models.list()) ids.push(m.id);
-  assert.deepEqual(ids, ['sim-8b', 'inferrail/sim-8b']);
+  assert.deepEqual(ids, expectedModels);
 });
 
-test('200 concurrent streams complete with exact usage', async () => {
+test(`${streams} concurrent streams complete with exact usage`, async () => {
   const one = async (i) => {
     const stream = await client.chat.completions.create({
       model, max_tokens: 5 + (i % 7), stream: true, stream_options: { include_usage: true },
@@ -133,5 +165,5 @@ test('200 concurrent streams complete with exact usage', async () => {
     assert.equal(chunks, 5 + (i % 7));
     assert.equal(usage.completion_tokens, chunks);
   };
-  await Promise.all(Array.from({ length: 200 }, (_, i) => one(i)));
+  await Promise.all(Array.from({ length: streams }, (_, i) => one(i)));
 });
