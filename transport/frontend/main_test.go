@@ -84,6 +84,18 @@ func start(t testing.TB, n int, simEdit func(*sim.Options), cfgEdit func(*config
 			s.Close()
 		}
 	})
+	urls := make([]string, n)
+	for i, s := range sims {
+		urls[i] = s.URL()
+	}
+	g := startWith(t, urls, cfgEdit)
+	g.sims = sims
+	return g
+}
+
+// startWith runs a gateway in front of engines at urls, replicas r0, r1, …
+func startWith(t testing.TB, urls []string, cfgEdit func(*config.Config)) *gw {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Server.Listen = "127.0.0.1:0"
 	cfg.Models = []config.Model{config.NewModel(model, "sim")}
@@ -91,8 +103,8 @@ func start(t testing.TB, n int, simEdit func(*sim.Options), cfgEdit func(*config
 	cfg.Health.Timeout = 40 * time.Millisecond
 	cfg.Retry.Backoff = time.Millisecond
 	cfg.Routing.Seed = 1
-	for i, s := range sims {
-		cfg.Replicas = append(cfg.Replicas, config.NewReplica("r"+strconv.Itoa(i), s.URL(), model))
+	for i, u := range urls {
+		cfg.Replicas = append(cfg.Replicas, config.NewReplica("r"+strconv.Itoa(i), u, model))
 	}
 	if cfgEdit != nil {
 		cfgEdit(cfg)
@@ -100,8 +112,9 @@ func start(t testing.TB, n int, simEdit func(*sim.Options), cfgEdit func(*config
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	g := &gw{t: t, sims: sims, cfg: cfg, logs: &syncBuffer{}}
+	g := &gw{t: t, cfg: cfg, logs: &syncBuffer{}}
 	log := slog.New(slog.NewTextHandler(g.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var err error
 	g.fl, err = fleet.Start(cfg, fleet.Options{Prober: health.NewProber(), Resolver: net.DefaultResolver, Logger: log})
 	if err != nil {
 		t.Fatal(err)

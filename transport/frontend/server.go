@@ -37,6 +37,7 @@ type Server struct {
 	poolsMu sync.RWMutex
 	pools   map[string]*upstream.Pool // by replica base URL
 
+	shutdown sync.Once
 	// base is cancelled at shutdown's deadline, ending every attempt still
 	// running.
 	base       context.Context
@@ -89,18 +90,22 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // Shutdown stops accepting, lets requests in flight finish until ctx ends,
 // then cuts the rest, and stops the watcher and the upstream pools.
+// Calls after the first return nil at once.
 func (s *Server) Shutdown(ctx context.Context) error {
-	stop := context.AfterFunc(ctx, func() { s.cancelBase(errShutdown) })
-	defer stop()
-	err := s.srv.ShutdownWithContext(ctx)
-	s.cancelBase(errShutdown)
-	s.watcher.Close()
-	s.poolsMu.Lock()
-	for _, p := range s.pools {
-		p.Close()
-	}
-	clear(s.pools)
-	s.poolsMu.Unlock()
+	var err error
+	s.shutdown.Do(func() {
+		stop := context.AfterFunc(ctx, func() { s.cancelBase(errShutdown) })
+		defer stop()
+		err = s.srv.ShutdownWithContext(ctx)
+		s.cancelBase(errShutdown)
+		s.watcher.Close()
+		s.poolsMu.Lock()
+		for _, p := range s.pools {
+			p.Close()
+		}
+		clear(s.pools)
+		s.poolsMu.Unlock()
+	})
 	return err
 }
 
