@@ -256,26 +256,21 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 		// The actor may read it after Pick has given up waiting.
 		msg.Exclude = slices.Clone(req.Exclude)
 	}
-	fut := f.sys.Root.RequestFuture(m.routing, msg, wait)
+	// The answer comes through the message's own channel rather than a
+	// protoactor future: no registry entry, no AfterFunc per decision.
+	msg.Answered = make(chan struct{}, 1)
+	f.sys.Root.Send(m.routing, msg)
+	timer := time.NewTimer(wait)
 	var p *routing.Picked
-	// Wait, not Result: after a timeout a late answer may still be written
-	// into the future, which only Result reads (protoactor-go #1145).
-	switch err := fut.Wait(); {
-	case err == nil:
-		res, _ := fut.Result()
-		if p, ok = res.(*routing.Picked); !ok {
-			return Decision{}, fmt.Errorf("fleet: routing answered %T", res)
-		}
-	case errors.Is(err, actor.ErrTimeout):
+	select {
+	case <-msg.Answered:
+		timer.Stop()
+		p = msg.Answer()
+	case <-timer.C:
 		if msg.Abandon() {
 			return Decision{}, ErrDeadline // the actor will release what it takes
 		}
-		p = msg.Answer() // answered just as the future timed out
-	default: // the routing actor is gone: the fleet is stopping, or restarting it
-		if f.stopped.Load() {
-			return Decision{}, ErrStopped
-		}
-		return Decision{}, ErrNoReplica
+		p = msg.Answer() // answered just as the deadline passed
 	}
 	switch p.Err {
 	case nil:

@@ -45,6 +45,12 @@ type Pick struct {
 	// deadline is answered ErrDeadline without deciding.
 	Deadline time.Time
 
+	// Answered, when not nil, receives one value once the actor has
+	// answered (capacity 1, so the actor never blocks). An asker that waits
+	// on it instead of on a protoactor future saves the future's
+	// registration and timer on every decision.
+	Answered chan struct{}
+
 	answer atomic.Pointer[Picked] // nil, the actor's answer, or abandoned
 }
 
@@ -70,7 +76,15 @@ func (p *Pick) Answer() *Picked {
 
 // settle records the actor's answer, reporting false if the asker had
 // abandoned the question.
-func (p *Pick) settle(a *Picked) bool { return p.answer.CompareAndSwap(nil, a) }
+func (p *Pick) settle(a *Picked) bool {
+	if !p.answer.CompareAndSwap(nil, a) {
+		return false
+	}
+	if p.Answered != nil {
+		p.Answered <- struct{}{}
+	}
+	return true
+}
 
 // Picked answers a Pick: the chosen replica with a lease on its counters, or
 // an error. It is immutable once sent; the asker owns its lease.
