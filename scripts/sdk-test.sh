@@ -41,7 +41,7 @@ BASE_URL="$sim_url" TOKENIZE_URL="$sim_url" MODEL=sim-8b RESPONSE_MODEL=sim-8b \
   node --test --test-reporter=spec "$here/sdk/sdk.test.mjs"
 
 gwlog=$(mktemp)
-start "$gwlog" "$bin" launch --listen 127.0.0.1:0 --replicas 3 --enable-prompt-tokens-details
+start "$gwlog" "$bin" launch --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --replicas 3 --enable-prompt-tokens-details
 gw_url=$(grep -o 'gateway on http://[0-9.:]*' "$gwlog" | grep -o 'http://.*')
 one_sim=$(grep -o '  sim-0  http://[0-9.:]*' "$gwlog" | grep -o 'http://.*')
 echo "== openai SDK through inferrail launch ($gw_url)"

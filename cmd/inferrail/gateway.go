@@ -14,8 +14,10 @@ import (
 	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/sim"
+	"github.com/inferrail/inferrail/transport/admin"
 	"github.com/inferrail/inferrail/transport/frontend"
 	"github.com/inferrail/inferrail/transport/health"
+	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
 func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -54,7 +56,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // serve runs a gateway for cfg until ctx ends, then shuts it down within
 // server.shutdown_timeout. ready, when set, is called once it listens.
-func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, ready func(addr string)) error {
+func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, ready func(addr, adminAddr string)) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(cfg.Logging.Level)}))
 	fl, err := fleet.Start(cfg, fleet.Options{
 		Prober:   health.NewProber(),
@@ -69,12 +71,26 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 	if err != nil {
 		return fmt.Errorf("server.listen: %w", err)
 	}
-	fe := frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log})
+	aln, err := net.Listen("tcp", cfg.Server.AdminListen)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("server.admin_listen: %w", err)
+	}
+	met := telemetry.New(fl)
+	fe := frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met})
+	ad := admin.New(fl, met)
 	served := make(chan error, 1)
 	go func() { served <- fe.Serve(ln) }()
-	log.Info("gateway listening", "addr", ln.Addr().String(), "models", len(cfg.Models), "replicas", len(cfg.Replicas))
+	adminServed := make(chan error, 1)
+	go func() { adminServed <- ad.Serve(aln) }()
+	defer func() {
+		ad.Shutdown(context.Background())
+		<-adminServed
+	}()
+	log.Info("gateway listening", "addr", ln.Addr().String(), "admin", aln.Addr().String(),
+		"models", len(cfg.Models), "replicas", len(cfg.Replicas))
 	if ready != nil {
-		ready(ln.Addr().String())
+		ready(ln.Addr().String(), aln.Addr().String())
 	}
 	select {
 	case err = <-served:
@@ -106,6 +122,7 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("inferrail launch", flag.ContinueOnError)
 	n := fs.Int("replicas", 3, "simulated engines to start")
 	listen := fs.String("listen", "127.0.0.1:8080", "gateway client address")
+	adminListen := fs.String("admin-listen", "127.0.0.1:9090", "gateway admin address (/metrics, /admin/replicas)")
 	policy := fs.String("policy", "least_request", "routing policy")
 	simOpts := sim.DefaultOptions()
 	simOpts.RegisterFlags(fs)
@@ -128,6 +145,7 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}()
 	cfg := config.Default()
 	cfg.Server.Listen = *listen
+	cfg.Server.AdminListen = *adminListen
 	cfg.Routing.DefaultPolicy = *policy
 	cfg.Models = []config.Model{config.NewModel(simOpts.Model, "sim")}
 	for i, s := range sims {
@@ -136,8 +154,9 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	return serve(ctx, cfg, stdout, stderr, func(addr string) {
+	return serve(ctx, cfg, stdout, stderr, func(addr, adminAddr string) {
 		fmt.Fprintf(stdout, "inferrail launch: gateway on http://%s in front of %d simulated engines (%s)\n", addr, len(sims), *policy)
+		fmt.Fprintf(stdout, "  admin  http://%s/metrics  http://%s/admin/replicas\n", adminAddr, adminAddr)
 		for i, s := range sims {
 			fmt.Fprintf(stdout, "  sim-%d  %s\n", i, s.URL())
 		}

@@ -45,6 +45,21 @@ func routeError(err error, model string) *openai.Error {
 	return apiError(fasthttp.StatusBadGateway, "BadGatewayError", "Routing failed.", "")
 }
 
+// routeReason names a fleet error in inferrail_request_errors_total.
+func routeReason(err error) string {
+	switch {
+	case errors.Is(err, fleet.ErrUnknownModel):
+		return "unknown_model"
+	case errors.Is(err, fleet.ErrOverloaded):
+		return "overloaded"
+	case errors.Is(err, fleet.ErrNoReplica):
+		return "no_replica"
+	case errors.Is(err, fleet.ErrDeadline):
+		return "routing_deadline"
+	}
+	return "routing"
+}
+
 func writeError(ctx *fasthttp.RequestCtx, e *openai.Error) {
 	ctx.SetStatusCode(e.Status)
 	ctx.SetContentType("application/json")

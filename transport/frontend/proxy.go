@@ -15,6 +15,7 @@ import (
 
 	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/model/openai"
+	"github.com/inferrail/inferrail/transport/telemetry"
 	"github.com/inferrail/inferrail/transport/upstream"
 )
 
@@ -30,8 +31,10 @@ type request struct {
 	model    string
 	body     []byte // the body to send, model spliced in
 	id       string // x-request-id
+	start    time.Time
 	deadline time.Time
 	w        *watch
+	met      *telemetry.Model
 }
 
 func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
@@ -39,11 +42,13 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
 	body := ctx.PostBody()
 	f, err := openai.FindModel(body)
 	if err != nil {
+		s.met.Model("").Error("bad_request")
 		writeError(ctx, apiError(fasthttp.StatusBadRequest, "", "The request body is not a JSON object.", ""))
 		return
 	}
 	model, ok := s.fleet.Resolve(f.Name)
 	if !ok {
+		s.met.Model("").Error("unknown_model")
 		if f.Name == "" {
 			writeError(ctx, apiError(fasthttp.StatusBadRequest, openai.TypeBadRequestError,
 				"The request names no model, and the gateway serves more than one.", "model"))
@@ -55,7 +60,8 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
 	if !f.Found || !f.IsString || f.Name != model {
 		body = openai.SpliceModel(make([]byte, 0, len(body)+len(model)+12), body, f, model)
 	}
-	r := &request{ctx: ctx, model: model, body: body, deadline: start.Add(s.cfg.Server.RequestTimeout)}
+	r := &request{ctx: ctx, model: model, body: body, start: start,
+		deadline: start.Add(s.cfg.Server.RequestTimeout), met: s.met.Model(model)}
 	if id := ctx.Request.Header.Peek("X-Request-Id"); validRequestID(id) {
 		r.id = string(id)
 	} else {
@@ -89,22 +95,27 @@ func (s *Server) route(r *request) (streaming bool) {
 	var tried []string
 	var last error
 	for attempt := 1; ; attempt++ {
-		if attempt > 1 && !s.backoff(r, attempt) {
-			writeError(r.ctx, upstreamError(last, r.model))
-			return false
+		if attempt > 1 {
+			if !s.backoff(r, attempt) {
+				r.met.Error("upstream_failed")
+				writeError(r.ctx, upstreamError(last, r.model))
+				return false
+			}
+			r.met.Retries.Inc()
 		}
+		t0 := time.Now()
 		d, err := s.pick(r, tried)
 		if err != nil {
-			if last != nil && errors.Is(err, fleet.ErrNoReplica) {
-				err = last
-			}
 			if last != nil {
-				writeError(r.ctx, upstreamError(err, r.model))
+				r.met.Error("upstream_failed")
+				writeError(r.ctx, upstreamError(last, r.model))
 			} else {
+				r.met.Error(routeReason(err))
 				writeError(r.ctx, routeError(err, r.model))
 			}
 			return false
 		}
+		s.met.Decision(d.Policy, time.Since(t0))
 		tried = append(tried, d.Replica)
 		res := s.attempt(r, d, attempt < maxAttempts)
 		switch {
@@ -115,6 +126,7 @@ func (s *Server) route(r *request) (streaming bool) {
 		}
 		last = res.err
 		if attempt >= maxAttempts {
+			r.met.Error("upstream_failed")
 			writeError(r.ctx, upstreamError(last, r.model))
 			return false
 		}
@@ -166,6 +178,8 @@ type result struct {
 // that another replica might not have is returned for a retry when canRetry;
 // after it, the response is committed.
 func (s *Server) attempt(r *request, d fleet.Decision, canRetry bool) result {
+	series := s.met.Replica(d.Replica, r.model, d.Policy)
+	series.Decisions.Inc()
 	pool, err := s.pool(d.URL)
 	if err != nil {
 		s.fleet.Done(d, fleet.OutcomeFailed)
@@ -189,14 +203,18 @@ func (s *Server) attempt(r *request, d fleet.Decision, canRetry bool) result {
 		switch {
 		case errors.Is(cause, errClientGone):
 			s.fleet.Done(d, fleet.OutcomeCancelled)
+			r.met.Disconnects.Inc()
+			r.finish(series, telemetry.StatusCancelled)
 			r.ctx.SetConnectionClose()
 			return result{done: true}
 		case errors.Is(cause, errShutdown):
 			s.fleet.Done(d, fleet.OutcomeCancelled)
+			r.met.Error("shutdown")
 			writeError(r.ctx, apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError", "The gateway is shutting down.", ""))
 			return result{done: true}
 		case errors.Is(cause, errTimeout):
 			s.fleet.Done(d, fleet.OutcomeFailed)
+			r.met.Error("timeout")
 			writeError(r.ctx, apiError(fasthttp.StatusGatewayTimeout, "", "The engine did not answer within server.request_timeout.", ""))
 			return result{done: true}
 		case errors.Is(cause, errReplicaUnhealthy):
@@ -234,7 +252,17 @@ func (s *Server) attempt(r *request, d fleet.Decision, canRetry bool) result {
 		ctx.SetBodyStreamWriter(func(bw *bufio.Writer) {
 			defer s.unwatch(w)
 			defer cancel(nil)
-			s.fleet.Done(d, s.relay(bw, conn, resp, actx, cancel, outcome))
+			o := s.relay(bw, conn, resp, actx, cancel, outcome, r, series)
+			s.fleet.Done(d, o)
+			switch o {
+			case fleet.OutcomeCancelled:
+				r.met.Disconnects.Inc()
+				r.finish(series, telemetry.StatusCancelled)
+			case outcome:
+				r.finish(series, telemetry.StatusClass(status))
+			default:
+				r.finish(series, telemetry.StatusAborted)
+			}
 		})
 		return result{streaming: true}
 	}
@@ -245,8 +273,11 @@ func (s *Server) attempt(r *request, d fleet.Decision, canRetry bool) result {
 	if err != nil {
 		if errors.Is(cause, errClientGone) {
 			s.fleet.Done(d, fleet.OutcomeCancelled)
+			r.met.Disconnects.Inc()
+			r.finish(series, telemetry.StatusCancelled)
 		} else {
 			s.fleet.Done(d, fleet.OutcomeFailed)
+			r.finish(series, telemetry.StatusAborted)
 		}
 		ctx.SetConnectionClose()
 		ctx.Response.ResetBody()
@@ -254,6 +285,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, canRetry bool) result {
 	}
 	ctx.SetBody(body)
 	s.fleet.Done(d, outcome)
+	r.finish(series, telemetry.StatusClass(status))
 	return result{done: true}
 }
 
@@ -273,14 +305,19 @@ func attemptContext(base context.Context, deadline time.Time) (context.Context, 
 // every read so that each SSE event leaves as soon as the engine sent it. It
 // returns the attempt's outcome.
 func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, actx context.Context,
-	cancel context.CancelCauseFunc, ok fleet.Outcome) fleet.Outcome {
+	cancel context.CancelCauseFunc, ok fleet.Outcome, r *request, series *telemetry.Series) fleet.Outcome {
 	defer resp.Close()
 	bp := relayBufs.Get().(*[]byte)
 	defer relayBufs.Put(bp)
 	buf := *bp
+	first := true
 	for {
 		n, err := resp.Read(buf)
 		if n > 0 {
+			if first {
+				series.TTFT.Update(time.Since(r.start).Seconds())
+				first = false
+			}
 			_, werr := w.Write(buf[:n])
 			if werr == nil {
 				werr = w.Flush()
@@ -303,6 +340,12 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 			return fleet.OutcomeFailed
 		}
 	}
+}
+
+// finish records a request's end on its replica's series.
+func (r *request) finish(s *telemetry.Series, status string) {
+	s.Request(status)
+	s.Duration.Update(time.Since(r.start).Seconds())
 }
 
 // attemptError is a failed attempt that was not the client's doing.

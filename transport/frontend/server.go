@@ -15,6 +15,7 @@ import (
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/transport/conncheck"
+	"github.com/inferrail/inferrail/transport/telemetry"
 	"github.com/inferrail/inferrail/transport/upstream"
 )
 
@@ -23,6 +24,8 @@ type Options struct {
 	Config *config.Config
 	Fleet  *fleet.Fleet
 	Logger *slog.Logger // nil discards
+	// Metrics records requests; nil keeps them in a registry of its own.
+	Metrics *telemetry.Registry
 }
 
 // Server is the gateway's client port. See the package doc.
@@ -30,6 +33,7 @@ type Server struct {
 	cfg   *config.Config
 	fleet *fleet.Fleet
 	log   *slog.Logger
+	met   *telemetry.Registry
 	srv   *fasthttp.Server
 	// watcher checks clients and replicas of requests in flight.
 	watcher *conncheck.Watcher
@@ -54,7 +58,11 @@ func New(opts Options) *Server {
 		cfg:   opts.Config,
 		fleet: opts.Fleet,
 		log:   log,
+		met:   opts.Metrics,
 		pools: make(map[string]*upstream.Pool),
+	}
+	if s.met == nil {
+		s.met = telemetry.New(opts.Fleet)
 	}
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
 	s.watcher = conncheck.NewWatcher(watchEvery)
@@ -201,12 +209,15 @@ func (s *Server) readError(ctx *fasthttp.RequestCtx, err error) {
 	var ne net.Error
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		s.met.Model("").Error("body_too_large")
 		writeError(ctx, apiError(fasthttp.StatusRequestEntityTooLarge, "",
 			"The request body is larger than server.max_body_bytes ("+strconv.FormatInt(s.cfg.Server.MaxBodyBytes, 10)+" bytes).", ""))
 	case errors.As(err, &ne) && ne.Timeout():
+		s.met.Model("").Error("request_timeout")
 		writeError(ctx, apiError(fasthttp.StatusRequestTimeout, "",
 			"The request was not received within server.request_timeout.", ""))
 	default:
+		s.met.Model("").Error("bad_http")
 		writeError(ctx, apiError(fasthttp.StatusBadRequest, "", "The request is not valid HTTP/1.1.", ""))
 	}
 	ctx.SetConnectionClose()

@@ -1,0 +1,119 @@
+// Package admin serves the gateway's admin port: GET /metrics for
+// Prometheus and VictoriaMetrics, and GET /admin/replicas for operators.
+// The admin routes have no authentication; keep server.admin_listen on
+// localhost or a private network.
+//
+// A Server owns its fasthttp server; Serve and Shutdown are its lifecycle.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"sort"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/transport/telemetry"
+)
+
+// Fleet is what the admin port reads.
+type Fleet interface {
+	Replicas() []*replica.Snapshot
+}
+
+// Server is the admin HTTP server.
+type Server struct {
+	fleet Fleet
+	met   *telemetry.Registry
+	srv   *fasthttp.Server
+}
+
+// New returns an admin server for fleet and its metrics.
+func New(fleet Fleet, met *telemetry.Registry) *Server {
+	s := &Server{fleet: fleet, met: met}
+	s.srv = &fasthttp.Server{
+		Handler:     s.handle,
+		Name:        "inferrail-admin",
+		ReadTimeout: 10 * time.Second,
+		IdleTimeout: time.Minute,
+		Logger:      quiet{},
+	}
+	return s
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+// Serve serves ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	if err := s.srv.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops the server, waiting for requests in flight until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWithContext(ctx) }
+
+func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	if m := string(ctx.Method()); m != "GET" && m != "HEAD" {
+		ctx.Response.Header.Set("Allow", "GET, HEAD")
+		ctx.Error(`{"error":{"message":"Method Not Allowed","type":"Method Not Allowed","param":null,"code":405}}`, fasthttp.StatusMethodNotAllowed)
+		ctx.SetContentType("application/json")
+		return
+	}
+	switch string(ctx.Path()) {
+	case "/metrics":
+		ctx.SetContentType("text/plain; version=0.0.4; charset=utf-8")
+		s.met.WritePrometheus(ctx)
+	case "/admin/replicas":
+		s.replicas(ctx)
+	default:
+		ctx.Error(`{"error":{"message":"Not Found","type":"Not Found","param":null,"code":404}}`, fasthttp.StatusNotFound)
+		ctx.SetContentType("application/json")
+	}
+}
+
+// replicaView is one replica on /admin/replicas.
+type replicaView struct {
+	ID           string     `json:"id"`
+	URL          string     `json:"url"`
+	Models       []string   `json:"models"`
+	Healthy      bool       `json:"healthy"`
+	Ejected      bool       `json:"ejected"`
+	EjectedUntil *time.Time `json:"ejected_until"`
+	Ejections    int        `json:"ejections"`
+	InFlight     int        `json:"in_flight"`
+	Pending      int        `json:"pending"`
+	Restarts     int        `json:"restarts"`
+}
+
+func (s *Server) replicas(ctx *fasthttp.RequestCtx) {
+	now := time.Now()
+	snaps := s.fleet.Replicas()
+	sort.Slice(snaps, func(i, j int) bool { return snaps[i].ID < snaps[j].ID })
+	out := struct {
+		Replicas []replicaView `json:"replicas"`
+	}{Replicas: make([]replicaView, 0, len(snaps))}
+	for _, r := range snaps {
+		v := replicaView{ID: r.ID, URL: r.URL, Models: r.Models, Healthy: r.Healthy, Ejected: r.Ejected(now),
+			Ejections: r.Ejections, InFlight: r.Counters.InFlight(), Pending: r.Counters.Pending(), Restarts: r.Restarts}
+		if v.Ejected {
+			t := r.EjectedUntil
+			v.EjectedUntil = &t
+		}
+		out.Replicas = append(out.Replicas, v)
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		return
+	}
+	ctx.SetContentType("application/json")
+	ctx.SetBody(append(b, '\n'))
+}

@@ -1,0 +1,284 @@
+// Package telemetry owns the gateway's Prometheus metrics: the series the
+// request path records, one metrics.Set per replica so that a replica's
+// series leave with it, and the replica gauges read from the fleet when the
+// page is rendered.
+//
+// Recording is lock-free after a series' first use: handles are created once
+// per (replica, model, policy) and cached. telemetry starts no goroutines.
+// A Registry is safe for concurrent use.
+package telemetry
+
+import (
+	"bytes"
+	"io"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/inferrail/inferrail/actors/replica"
+)
+
+// latencyBuckets are the upper bounds of the gateway's latency histograms,
+// in seconds: vLLM's TTFT buckets, so the two can be set side by side.
+var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+	1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640}
+
+// decisionBuckets bound inferrail_routing_decision_seconds: microseconds
+// to milliseconds.
+var decisionBuckets = []float64{5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2}
+
+// Status classes of inferrail_requests_total.
+const (
+	Status2xx       = "2xx"
+	Status4xx       = "4xx"
+	Status5xx       = "5xx"
+	StatusAborted   = "aborted"   // the engine broke a response it had started
+	StatusCancelled = "cancelled" // the client left
+)
+
+var statuses = [...]string{Status2xx, Status4xx, Status5xx, StatusAborted, StatusCancelled}
+
+// StatusClass maps an HTTP status to its class.
+func StatusClass(code int) string {
+	switch {
+	case code >= 500:
+		return Status5xx
+	case code >= 400:
+		return Status4xx
+	}
+	return Status2xx
+}
+
+// Fleet is what the registry reads replica gauges from.
+type Fleet interface {
+	Replicas() []*replica.Snapshot
+}
+
+// Registry holds every metric of one gateway.
+type Registry struct {
+	fleet  Fleet
+	global *metrics.Set
+
+	mu       sync.RWMutex // guards replicas and models
+	replicas map[string]*Replica
+	models   map[string]*Model
+
+	decisions sync.Map // policy → *metrics.PrometheusHistogram
+	misses    *metrics.Counter
+}
+
+// New returns an empty registry reading replica gauges from fleet.
+func New(fleet Fleet) *Registry {
+	r := &Registry{
+		fleet:    fleet,
+		global:   metrics.NewSet(),
+		replicas: make(map[string]*Replica),
+		models:   make(map[string]*Model),
+	}
+	// Counted by routing actors that broadcast estimate requests (the
+	// cache-aware policies); baseline policies skip the broadcast.
+	r.misses = r.global.NewCounter("inferrail_estimate_deadline_misses_total")
+	return r
+}
+
+// Model holds the per-model series that have no replica.
+type Model struct {
+	set         *metrics.Set
+	name        string
+	Retries     *metrics.Counter // inferrail_upstream_retries_total
+	Disconnects *metrics.Counter // inferrail_client_disconnects_total
+	errMu       sync.Mutex
+	errs        map[string]*metrics.Counter
+}
+
+// Model returns the series of model name, creating them on first use.
+func (r *Registry) Model(name string) *Model {
+	r.mu.RLock()
+	m := r.models[name]
+	r.mu.RUnlock()
+	if m != nil {
+		return m
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m = r.models[name]; m != nil {
+		return m
+	}
+	l := `{model=` + strconv.Quote(name) + `}`
+	m = &Model{
+		set:         r.global,
+		name:        name,
+		Retries:     r.global.NewCounter("inferrail_upstream_retries_total" + l),
+		Disconnects: r.global.NewCounter("inferrail_client_disconnects_total" + l),
+		errs:        make(map[string]*metrics.Counter),
+	}
+	r.models[name] = m
+	return m
+}
+
+// Error counts one error the gateway answered itself, by reason.
+func (m *Model) Error(reason string) {
+	m.errMu.Lock()
+	c := m.errs[reason]
+	if c == nil {
+		c = m.set.GetOrCreateCounter(`inferrail_request_errors_total{model=` + strconv.Quote(m.name) +
+			`,reason=` + strconv.Quote(reason) + `}`)
+		m.errs[reason] = c
+	}
+	m.errMu.Unlock()
+	c.Inc()
+}
+
+// Decision records the time one routing decision took, by policy.
+func (r *Registry) Decision(policy string, d time.Duration) {
+	h, ok := r.decisions.Load(policy)
+	if !ok {
+		h, _ = r.decisions.LoadOrStore(policy, r.global.GetOrCreatePrometheusHistogramExt(
+			`inferrail_routing_decision_seconds{policy=`+strconv.Quote(policy)+`}`, decisionBuckets))
+	}
+	h.(*metrics.PrometheusHistogram).Update(d.Seconds())
+}
+
+// DeadlineMisses counts replicas that missed an estimate gather deadline.
+func (r *Registry) DeadlineMisses(n int) { r.misses.Add(n) }
+
+// Replica holds one replica's request series, in a set of its own.
+type Replica struct {
+	id   string
+	set  *metrics.Set
+	mu   sync.RWMutex
+	byMP map[[2]string]*Series
+}
+
+// Series are the series of one (replica, model, policy).
+type Series struct {
+	Requests  [len(statuses)]*metrics.Counter // inferrail_requests_total by status class
+	TTFT      *metrics.PrometheusHistogram    // inferrail_ttft_seconds
+	Duration  *metrics.PrometheusHistogram    // inferrail_request_duration_seconds
+	Decisions *metrics.Counter                // inferrail_routing_decisions_total
+}
+
+// Request counts one finished request by status class.
+func (s *Series) Request(status string) {
+	for i, st := range statuses {
+		if st == status {
+			s.Requests[i].Inc()
+			return
+		}
+	}
+}
+
+// Replica returns the series of (replica, model, policy), creating them on
+// first use.
+func (r *Registry) Replica(id, model, policy string) *Series {
+	r.mu.RLock()
+	rep := r.replicas[id]
+	r.mu.RUnlock()
+	if rep == nil {
+		r.mu.Lock()
+		if rep = r.replicas[id]; rep == nil {
+			rep = &Replica{id: id, set: metrics.NewSet(), byMP: make(map[[2]string]*Series)}
+			r.replicas[id] = rep
+		}
+		r.mu.Unlock()
+	}
+	key := [2]string{model, policy}
+	rep.mu.RLock()
+	s := rep.byMP[key]
+	rep.mu.RUnlock()
+	if s != nil {
+		return s
+	}
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	if s = rep.byMP[key]; s != nil {
+		return s
+	}
+	lm := `model=` + strconv.Quote(model)
+	lr := `replica=` + strconv.Quote(id)
+	lp := `policy=` + strconv.Quote(policy)
+	s = &Series{
+		TTFT:      rep.set.NewPrometheusHistogramExt(`inferrail_ttft_seconds{`+lm+`,`+lp+`,`+lr+`}`, latencyBuckets),
+		Duration:  rep.set.NewPrometheusHistogramExt(`inferrail_request_duration_seconds{`+lm+`,`+lp+`,`+lr+`}`, latencyBuckets),
+		Decisions: rep.set.NewCounter(`inferrail_routing_decisions_total{` + lm + `,` + lp + `,` + lr + `}`),
+	}
+	for i, st := range statuses {
+		s.Requests[i] = rep.set.GetOrCreateCounter(`inferrail_requests_total{` + lm + `,` + lr + `,status="` + st + `"}`)
+	}
+	rep.byMP[key] = s
+	return s
+}
+
+// WritePrometheus renders the page: gateway-wide series, the series of
+// replicas still in the fleet (the sets of replicas that left are dropped
+// first, so a departed replica never outlives its departure on the page),
+// and the replica gauges read from the fleet now.
+func (r *Registry) WritePrometheus(w io.Writer) {
+	snaps := r.fleet.Replicas()
+	live := make(map[string]*replica.Snapshot, len(snaps))
+	for _, s := range snaps {
+		live[s.ID] = s
+	}
+	r.mu.Lock()
+	reps := make([]*Replica, 0, len(r.replicas))
+	for id, rep := range r.replicas {
+		if _, ok := live[id]; !ok {
+			delete(r.replicas, id)
+			rep.set.UnregisterAllMetrics()
+			continue
+		}
+		reps = append(reps, rep)
+	}
+	r.mu.Unlock()
+	sort.Slice(reps, func(i, j int) bool { return reps[i].id < reps[j].id })
+
+	var b bytes.Buffer
+	r.global.WritePrometheus(&b)
+	for _, rep := range reps {
+		rep.set.WritePrometheus(&b)
+	}
+	writeGauges(&b, snaps, time.Now())
+	metrics.WriteProcessMetrics(&b)
+	w.Write(b.Bytes())
+}
+
+// writeGauges writes the inferrail_replica_* gauges of every replica.
+func writeGauges(b *bytes.Buffer, snaps []*replica.Snapshot, now time.Time) {
+	sort.Slice(snaps, func(i, j int) bool { return snaps[i].ID < snaps[j].ID })
+	gauge := func(name string, f func(*replica.Snapshot) float64) {
+		metrics.WriteMetadataIfNeeded(b, name, "gauge")
+		for _, s := range snaps {
+			b.WriteString(name)
+			b.WriteString(`{replica=`)
+			b.WriteString(strconv.Quote(s.ID))
+			b.WriteString(`} `)
+			b.WriteString(strconv.FormatFloat(f(s), 'g', -1, 64))
+			b.WriteByte('\n')
+		}
+	}
+	counter := func(name string, f func(*replica.Snapshot) float64) {
+		metrics.WriteMetadataIfNeeded(b, name, "counter")
+		for _, s := range snaps {
+			b.WriteString(name + `{replica=` + strconv.Quote(s.ID) + `} ` + strconv.FormatFloat(f(s), 'g', -1, 64) + "\n")
+		}
+	}
+	if len(snaps) == 0 {
+		return
+	}
+	gauge("inferrail_replica_healthy", func(s *replica.Snapshot) float64 { return b2f(s.Healthy) })
+	gauge("inferrail_replica_ejected", func(s *replica.Snapshot) float64 { return b2f(s.Ejected(now)) })
+	gauge("inferrail_replica_in_flight", func(s *replica.Snapshot) float64 { return float64(s.Counters.InFlight()) })
+	gauge("inferrail_replica_pending", func(s *replica.Snapshot) float64 { return float64(s.Counters.Pending()) })
+	counter("inferrail_ejections_total", func(s *replica.Snapshot) float64 { return float64(s.Ejections) })
+	counter("inferrail_replica_restarts_total", func(s *replica.Snapshot) float64 { return float64(s.Restarts) })
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,213 @@
+package telemetry
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/inferrail/inferrail/actors/replica"
+)
+
+type fakeFleet struct {
+	mu    sync.Mutex
+	snaps []*replica.Snapshot
+}
+
+func (f *fakeFleet) Replicas() []*replica.Snapshot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*replica.Snapshot(nil), f.snaps...)
+}
+
+func (f *fakeFleet) set(ids ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.snaps = f.snaps[:0]
+	for _, id := range ids {
+		f.snaps = append(f.snaps, &replica.Snapshot{ID: id, Healthy: true, Counters: replica.NewCounters(0, 0)})
+	}
+}
+
+func page(r *Registry) string {
+	var b bytes.Buffer
+	r.WritePrometheus(&b)
+	return b.String()
+}
+
+// series lists the page's series without values: name and labels, with
+// histogram buckets folded into one line.
+func series(p string) []string {
+	le := regexp.MustCompile(`,?le="[^"]*"`)
+	seen := map[string]bool{}
+	var out []string
+	for _, line := range strings.Split(p, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "go_") || strings.HasPrefix(line, "process_") {
+			continue
+		}
+		key := le.ReplaceAllString(line[:strings.LastIndexByte(line, ' ')], "")
+		key = strings.Replace(key, "{}", "", 1)
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, key)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestSnapshot pins every metric name and label set the gateway exports
+// today. A change here is a change to every dashboard: update on purpose.
+func TestSnapshot(t *testing.T) {
+	f := &fakeFleet{}
+	f.set("r0")
+	r := New(f)
+	m := r.Model("m")
+	m.Retries.Inc()
+	m.Disconnects.Inc()
+	m.Error("no_replica")
+	r.Decision("least_request", 10*time.Microsecond)
+	s := r.Replica("r0", "m", "least_request")
+	s.Decisions.Inc()
+	s.Request(Status2xx)
+	s.TTFT.Update(0.1)
+	s.Duration.Update(0.2)
+	want := []string{
+		`inferrail_client_disconnects_total{model="m"}`,
+		`inferrail_ejections_total{replica="r0"}`,
+		`inferrail_estimate_deadline_misses_total`,
+		`inferrail_replica_ejected{replica="r0"}`,
+		`inferrail_replica_healthy{replica="r0"}`,
+		`inferrail_replica_in_flight{replica="r0"}`,
+		`inferrail_replica_pending{replica="r0"}`,
+		`inferrail_replica_restarts_total{replica="r0"}`,
+		`inferrail_request_duration_seconds_bucket{model="m",policy="least_request",replica="r0"}`,
+		`inferrail_request_duration_seconds_count{model="m",policy="least_request",replica="r0"}`,
+		`inferrail_request_duration_seconds_sum{model="m",policy="least_request",replica="r0"}`,
+		`inferrail_request_errors_total{model="m",reason="no_replica"}`,
+		`inferrail_requests_total{model="m",replica="r0",status="2xx"}`,
+		`inferrail_requests_total{model="m",replica="r0",status="4xx"}`,
+		`inferrail_requests_total{model="m",replica="r0",status="5xx"}`,
+		`inferrail_requests_total{model="m",replica="r0",status="aborted"}`,
+		`inferrail_requests_total{model="m",replica="r0",status="cancelled"}`,
+		`inferrail_routing_decision_seconds_bucket{policy="least_request"}`,
+		`inferrail_routing_decision_seconds_count{policy="least_request"}`,
+		`inferrail_routing_decision_seconds_sum{policy="least_request"}`,
+		`inferrail_routing_decisions_total{model="m",policy="least_request",replica="r0"}`,
+		`inferrail_ttft_seconds_bucket{model="m",policy="least_request",replica="r0"}`,
+		`inferrail_ttft_seconds_count{model="m",policy="least_request",replica="r0"}`,
+		`inferrail_ttft_seconds_sum{model="m",policy="least_request",replica="r0"}`,
+		`inferrail_upstream_retries_total{model="m"}`,
+	}
+	got := series(page(r))
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("series changed:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// TestDepartedReplicasLeave: a replica that leaves the fleet leaves the
+// page, even if a request records into it after it left.
+func TestDepartedReplicasLeave(t *testing.T) {
+	f := &fakeFleet{}
+	f.set("a", "b")
+	r := New(f)
+	r.Replica("a", "m", "p").Request(Status2xx)
+	r.Replica("b", "m", "p").Request(Status2xx)
+	f.set("a")
+	r.Replica("b", "m", "p").Request(Status2xx) // a request racing the removal
+	if p := page(r); strings.Contains(p, `replica="b"`) {
+		t.Fatalf("departed replica on the page:\n%s", p)
+	}
+	if p := page(r); !strings.Contains(p, `replica="a"`) {
+		t.Fatal("live replica missing")
+	}
+}
+
+// TestChurnBounded: 8,000 replicas churned through the fleet, three at a
+// time, leave no series behind.
+func TestChurnBounded(t *testing.T) {
+	f := &fakeFleet{}
+	r := New(f)
+	var max int
+	for i := 0; i < 8000; i += 3 {
+		ids := []string{fmt.Sprint("dns-", i), fmt.Sprint("dns-", i+1), fmt.Sprint("dns-", i+2)}
+		f.set(ids...)
+		for _, id := range ids {
+			r.Replica(id, "m", "p").Request(Status2xx)
+		}
+		if i%300 == 0 {
+			max = maxInt(max, len(page(r)))
+		}
+	}
+	p := page(r)
+	max = maxInt(max, len(p))
+	live := map[string]bool{}
+	for _, s := range f.Replicas() {
+		live[s.ID] = true
+	}
+	for _, m := range regexp.MustCompile(`replica="([^"]*)"`).FindAllStringSubmatch(p, -1) {
+		if !live[m[1]] {
+			t.Fatalf("departed replica %s on the page", m[1])
+		}
+	}
+	t.Logf("largest page %d bytes", max)
+	if max > 40<<10+16<<10 { // live series plus process metrics, never the departed
+		t.Fatalf("page grew to %d bytes", max)
+	}
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// Sink keeps benchmark results alive.
+var Sink *Series
+
+// BenchmarkRecordStreamedRequest is what one streamed request costs in
+// metrics: its decision, its series lookup, TTFT, duration and outcome.
+func BenchmarkRecordStreamedRequest(b *testing.B) {
+	f := &fakeFleet{}
+	f.set("r0", "r1", "r2")
+	r := New(f)
+	ids := []string{"r0", "r1", "r2"}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			s := r.Replica(ids[i%3], "inferrail/sim-8b", "least_request")
+			r.Decision("least_request", 5*time.Microsecond)
+			s.Decisions.Inc()
+			s.TTFT.Update(0.05)
+			s.Duration.Update(0.5)
+			s.Request(Status2xx)
+			Sink = s
+			i++
+		}
+	})
+}
+
+// BenchmarkRenderAfterChurn renders the page after 8,000 replicas came and
+// went, with three live.
+func BenchmarkRenderAfterChurn(b *testing.B) {
+	f := &fakeFleet{}
+	r := New(f)
+	for i := 0; i < 8000; i++ {
+		f.set(fmt.Sprint("dns-", i))
+		r.Replica(fmt.Sprint("dns-", i), "m", "p").Request(Status2xx)
+	}
+	f.set("dns-7997", "dns-7998", "dns-7999")
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		r.WritePrometheus(&buf)
+	}
+	b.ReportMetric(float64(buf.Len()), "page-bytes")
+}
