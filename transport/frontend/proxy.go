@@ -133,11 +133,15 @@ func (s *Server) route(r *request) (streaming bool) {
 	}
 }
 
+// pickWait bounds how long a request waits for its routing actor. A decision
+// takes microseconds, but a burst queues decisions behind each other; the
+// bound is for an actor that is stuck, not one that is busy.
+const pickWait = time.Second
+
 // pick asks the fleet for a replica, preferring ones this request has not
 // tried; when every candidate has been tried, a tried one may serve again.
 func (s *Server) pick(r *request, tried []string) (fleet.Decision, error) {
-	budget := max(4*s.cfg.Routing.EstimateDeadline, 50*time.Millisecond)
-	dl := time.Now().Add(budget)
+	dl := time.Now().Add(pickWait)
 	if dl.After(r.deadline) {
 		dl = r.deadline
 	}
