@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 RACE_PKGS := ./sim/... ./actors/... ./transport/... ./cmd/...
 PURE_PKGS := ./model/... ./config/...
 
-.PHONY: build run test test-go test-sdk bench bench-sim fuzz lint tools clean
+.PHONY: build run test test-go test-sdk test-scrapers bench bench-sim fuzz lint tools clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/inferrail
@@ -19,7 +19,7 @@ build:
 run: build
 	$(BIN) launch --listen 127.0.0.1:8080 --replicas 3
 
-test: test-go test-sdk
+test: test-go test-sdk test-scrapers
 
 test-go:
 	$(GO) vet ./...
@@ -29,6 +29,10 @@ test-go:
 ## test-sdk: the official openai npm SDK against the simulator binary
 test-sdk: build
 	./scripts/sdk-test.sh $(BIN)
+
+## test-scrapers: Debian's prometheus and victoria-metrics scrape the gateway (installs them when missing)
+test-scrapers: build
+	./scripts/scrapers-test.sh $(BIN)
 
 ## bench: micro-benchmarks beside the code, then the simulator load benchmarks
 bench:
