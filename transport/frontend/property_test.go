@@ -87,12 +87,6 @@ func (e *fakeEngine) handle(ctx *fasthttp.RequestCtx) {
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { write(w, w.Flush) })
 }
 
-// gatewayOver runs a gateway in front of the given engine URLs.
-func gatewayOver(t testing.TB, urls []string, edit func(*config.Config)) *gw {
-	t.Helper()
-	return startWith(t, urls, edit)
-}
-
 // TestBytesUnchanged: whatever the engine sends, under any chunking, reaches
 // the client byte for byte; whatever the client sends reaches the engine
 // byte for byte but for the model splice.
@@ -102,11 +96,10 @@ func TestBytesUnchanged(t *testing.T) {
 	eng := newFakeEngine(t, func(body []byte) ([]byte, bool, uint64) {
 		pmu.Lock()
 		defer pmu.Unlock()
-		key := string(body)
 		seed := uint64(len(body))
-		return payloads[key], seed%2 == 0, seed
+		return payloads[string(body)], seed%2 == 0, seed
 	})
-	g := gatewayOver(t, []string{eng.url()}, nil)
+	g := startWith(t, []string{eng.url()}, nil)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 60; i++ {
 		// A random body with odd but valid JSON around the model field.
