@@ -30,6 +30,9 @@ type Options struct {
 	// active health checks off: replicas are healthy as far as probes go,
 	// and no model cards are fetched.
 	Prober Prober
+	// Scraper reads the engines' /metrics pages (transport/scrape). Nil
+	// turns load scraping off.
+	Scraper replica.Scraper
 	// Resolver resolves the DNS groups. Required when the config has any.
 	Resolver Resolver
 	// Logger gets membership, health and ejection changes. Nil discards.
@@ -121,6 +124,10 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	}
 	if opts.Prober != nil {
 		st.replicaCfg.Prober = opts.Prober
+	}
+	if opts.Scraper != nil {
+		st.replicaCfg.Scraper = opts.Scraper
+		st.replicaCfg.Load = cfg.Load
 	}
 
 	f := &Fleet{byName: make(map[string]*model), view: st.view, st: st, goroutines: st.goroutines}

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/load"
 )
 
 // Config is what every replica actor of a fleet shares. It is read-only once
@@ -35,6 +36,11 @@ type Config struct {
 	// Metrics are the counters the actors update. Nil counts into a set of
 	// their own.
 	Metrics *Metrics
+	// Scraper reads the engines' /metrics pages. Nil turns scraping off:
+	// snapshots then carry no load report.
+	Scraper Scraper
+	// Load holds the scrape interval and timeout.
+	Load config.LoadSignals
 }
 
 // Metrics are the counters replica actors update; safe for concurrent use.
@@ -88,12 +94,18 @@ func Props(h *Handle, cfg Config) *actor.Props {
 	if cfg.Health.Timeout <= 0 {
 		cfg.Health.Timeout = cfg.Health.Interval
 	}
+	if cfg.Scraper != nil && cfg.Load.ScrapeInterval <= 0 {
+		panic("BUG: replica.Props: load.scrape_interval is not positive")
+	}
+	if cfg.Load.ScrapeTimeout <= 0 {
+		cfg.Load.ScrapeTimeout = cfg.Load.ScrapeInterval
+	}
 	shared := &cfg
 	return actor.PropsFromProducer(func() actor.Actor {
 		s := h.Snapshot()
 		return &replicaActor{
 			cfg: shared, h: h, id: s.ID, url: s.URL, models: s.Models, counters: s.Counters,
-			log: shared.Logger.With("replica", s.ID),
+			scrapes: s.Scrapes, log: shared.Logger.With("replica", s.ID),
 		}
 	})
 }
@@ -120,6 +132,14 @@ type replicaActor struct {
 	restarts     int
 
 	probe *probeRun // the running prober; nil when none
+
+	// The engine's own view, from its /metrics page.
+	scrape         *scrapeRun // the running scrape loop; nil when none
+	scrapes        *ScrapeCounts
+	load           load.Report
+	loadAt         time.Time // when the last good scrape began; zero before one
+	scrapeFailing  bool
+	engineRestarts int
 }
 
 // Receive handles one message. It never blocks.
@@ -129,10 +149,13 @@ func (a *replicaActor) Receive(ctx actor.Context) {
 		a.requestDone(m)
 	case *probed:
 		a.probed(m)
+	case *scraped:
+		a.scraped(m)
 	case *actor.Started:
 		a.started(ctx)
 	case *actor.Stopping:
 		a.stopProber()
+		a.stopScraper()
 	case *actor.Restarting:
 		a.restarting()
 	case *actor.Stopped:
@@ -153,10 +176,12 @@ func (a *replicaActor) Receive(ctx actor.Context) {
 func (a *replicaActor) started(ctx actor.Context) {
 	prev := a.h.Snapshot()
 	a.restarts, a.cards = prev.Restarts, prev.Cards
+	a.load, a.loadAt, a.engineRestarts = prev.Load, prev.LoadAt, prev.EngineRestarts
 	a.healthy = true
 	a.backoff = a.cfg.Health.EjectionBackoff
 	a.cfg.Budget.Join(a.id, a.models)
 	a.publish()
+	a.startScraper(ctx)
 	if a.cfg.Prober == nil {
 		return
 	}
@@ -178,6 +203,7 @@ func (a *replicaActor) stopProber() {
 // restarting runs on the failed incarnation before its replacement starts.
 func (a *replicaActor) restarting() {
 	a.stopProber()
+	a.stopScraper()
 	a.restarts++
 	a.cfg.Metrics.Restarts.Inc()
 	a.log.Warn("replica actor restarted after a panic", "restarts", a.restarts)
@@ -188,6 +214,7 @@ func (a *replicaActor) restarting() {
 // fleet, the fleet stopped, or its supervisor gave up on it.
 func (a *replicaActor) stopped() {
 	a.stopProber()
+	a.stopScraper()
 	a.cfg.Budget.Leave(a.id)
 	a.healthy = false
 	a.publish()
@@ -279,5 +306,10 @@ func (a *replicaActor) publish() {
 		Cards:           a.cards,
 		Restarts:        a.restarts,
 		Counters:        a.counters,
+		Load:            a.load,
+		LoadAt:          a.loadAt,
+		LoadFailing:     a.scrapeFailing,
+		EngineRestarts:  a.engineRestarts,
+		Scrapes:         a.scrapes,
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/inferrail/inferrail/model/load"
 )
 
 // Snapshot is a replica's state as its actor last published it. It is
@@ -42,6 +44,17 @@ type Snapshot struct {
 	// Counters are the replica's live request counts, shared by every
 	// snapshot of the replica and by every lease on it.
 	Counters *Counters
+
+	// Load is the engine's last readable /metrics report, taken at LoadAt
+	// (zero before the first); see FreshLoad for the max_age rule.
+	Load   load.Report
+	LoadAt time.Time
+	// LoadFailing is set while the engine's page cannot be scraped or read.
+	LoadFailing bool
+	// EngineRestarts counts the engine restarts its counters revealed.
+	EngineRestarts int
+	// Scrapes count the scrapes by result; shared by every snapshot.
+	Scrapes *ScrapeCounts
 }
 
 // Serves reports whether the replica serves the configured model.
@@ -70,7 +83,8 @@ type Handle struct {
 // healthy, not ejected, no cards, with counters c. models is copied.
 func NewHandle(id, url string, models []string, c *Counters) *Handle {
 	h := &Handle{}
-	h.snap.Store(&Snapshot{ID: id, URL: url, Models: slices.Clone(models), Healthy: true, Counters: c})
+	h.snap.Store(&Snapshot{ID: id, URL: url, Models: slices.Clone(models), Healthy: true, Counters: c,
+		Scrapes: &ScrapeCounts{}})
 	return h
 }
 

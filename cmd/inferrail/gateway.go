@@ -17,6 +17,7 @@ import (
 	"github.com/inferrail/inferrail/transport/admin"
 	"github.com/inferrail/inferrail/transport/frontend"
 	"github.com/inferrail/inferrail/transport/health"
+	"github.com/inferrail/inferrail/transport/scrape"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
@@ -58,8 +59,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // server.shutdown_timeout. ready, when set, is called once it listens.
 func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, ready func(addr, adminAddr string)) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(cfg.Logging.Level)}))
+	scraper := scrape.New(scrape.Options{})
+	defer scraper.Close()
 	fl, err := fleet.Start(cfg, fleet.Options{
 		Prober:   health.NewProber(),
+		Scraper:  scraper,
 		Resolver: net.DefaultResolver,
 		Logger:   log,
 	})

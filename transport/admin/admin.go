@@ -91,6 +91,23 @@ type replicaView struct {
 	InFlight     int        `json:"in_flight"`
 	Pending      int        `json:"pending"`
 	Restarts     int        `json:"restarts"`
+	// Engine is the engine's last /metrics report, with its age; null
+	// before the first readable scrape.
+	Engine *engineView `json:"engine"`
+}
+
+type engineView struct {
+	Kind          string  `json:"kind"`
+	Running       float64 `json:"running"`
+	Waiting       float64 `json:"waiting"`
+	KVUsage       float64 `json:"kv_usage"`
+	PrefixQueries float64 `json:"prefix_cache_queries"`
+	PrefixHits    float64 `json:"prefix_cache_hits"`
+	Preemptions   float64 `json:"preemptions"`
+	KVCapacity    int     `json:"kv_capacity_blocks"`
+	AgeMillis     float64 `json:"age_ms"`
+	Failing       bool    `json:"scrape_failing"`
+	Restarts      int     `json:"engine_restarts"`
 }
 
 func (s *Server) replicas(ctx *fasthttp.RequestCtx) {
@@ -106,6 +123,13 @@ func (s *Server) replicas(ctx *fasthttp.RequestCtx) {
 		if v.Ejected {
 			t := r.EjectedUntil
 			v.EjectedUntil = &t
+		}
+		if !r.LoadAt.IsZero() {
+			l := r.Load
+			v.Engine = &engineView{Kind: l.Engine, Running: l.Running, Waiting: l.Waiting, KVUsage: l.KVUsage,
+				PrefixQueries: l.PrefixQueries, PrefixHits: l.PrefixHits, Preemptions: l.Preemptions,
+				KVCapacity: l.KVCapacityBlocks, AgeMillis: float64(now.Sub(r.LoadAt).Microseconds()) / 1000,
+				Failing: r.LoadFailing, Restarts: r.EngineRestarts}
 		}
 		out.Replicas = append(out.Replicas, v)
 	}

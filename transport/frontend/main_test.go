@@ -20,6 +20,7 @@ import (
 	"github.com/inferrail/inferrail/sim"
 	"github.com/inferrail/inferrail/sim/engine"
 	"github.com/inferrail/inferrail/transport/health"
+	"github.com/inferrail/inferrail/transport/scrape"
 )
 
 // TestMain fails the package on leaked goroutines; see sim's for the
@@ -99,8 +100,8 @@ func startWith(t testing.TB, urls []string, cfgEdit func(*config.Config)) *gw {
 	cfg := config.Default()
 	cfg.Server.Listen = "127.0.0.1:0"
 	cfg.Models = []config.Model{config.NewModel(model, "sim")}
-	cfg.Health.Interval = 50 * time.Millisecond
-	cfg.Health.Timeout = 40 * time.Millisecond
+	cfg.Health.Interval = 100 * time.Millisecond
+	cfg.Health.Timeout = 100 * time.Millisecond
 	cfg.Retry.Backoff = time.Millisecond
 	cfg.Routing.Seed = 1
 	for i, u := range urls {
@@ -115,7 +116,10 @@ func startWith(t testing.TB, urls []string, cfgEdit func(*config.Config)) *gw {
 	g := &gw{t: t, cfg: cfg, logs: &syncBuffer{}}
 	log := slog.New(slog.NewTextHandler(g.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var err error
-	g.fl, err = fleet.Start(cfg, fleet.Options{Prober: health.NewProber(), Resolver: net.DefaultResolver, Logger: log})
+	scraper := scrape.New(scrape.Options{})
+	t.Cleanup(scraper.Close)
+	g.fl, err = fleet.Start(cfg, fleet.Options{Prober: health.NewProber(), Scraper: scraper,
+		Resolver: net.DefaultResolver, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

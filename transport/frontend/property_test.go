@@ -59,6 +59,9 @@ func (e *fakeEngine) handle(ctx *fasthttp.RequestCtx) {
 	case "/v1/models":
 		ctx.SetBodyString(`{"object":"list","data":[]}`)
 		return
+	case "/metrics":
+		ctx.SetStatusCode(fasthttp.StatusNotFound)
+		return
 	}
 	body := append([]byte(nil), ctx.PostBody()...)
 	e.mu.Lock()

@@ -274,6 +274,40 @@ func writeGauges(b *bytes.Buffer, snaps []*replica.Snapshot, now time.Time) {
 	gauge("inferrail_replica_pending", func(s *replica.Snapshot) float64 { return float64(s.Counters.Pending()) })
 	counter("inferrail_ejections_total", func(s *replica.Snapshot) float64 { return float64(s.Ejections) })
 	counter("inferrail_replica_restarts_total", func(s *replica.Snapshot) float64 { return float64(s.Restarts) })
+	counter("inferrail_replica_engine_restarts_total", func(s *replica.Snapshot) float64 { return float64(s.EngineRestarts) })
+
+	// inferrail_load_scrapes_total{replica,result}
+	metrics.WriteMetadataIfNeeded(b, "inferrail_load_scrapes_total", "counter")
+	for _, s := range snaps {
+		if s.Scrapes == nil {
+			continue
+		}
+		for _, rc := range [...]struct {
+			result string
+			n      uint64
+		}{{"ok", s.Scrapes.OK.Load()}, {"unreadable", s.Scrapes.Unreadable.Load()}, {"error", s.Scrapes.Failed.Load()}} {
+			b.WriteString(`inferrail_load_scrapes_total{replica=` + strconv.Quote(s.ID) + `,result="` + rc.result + `"} ` +
+				strconv.FormatUint(rc.n, 10) + "\n")
+		}
+	}
+
+	// The engine's own view, for replicas whose page has been read.
+	var read []*replica.Snapshot
+	for _, s := range snaps {
+		if !s.LoadAt.IsZero() {
+			read = append(read, s)
+		}
+	}
+	snaps = read
+	if len(snaps) == 0 {
+		return
+	}
+	gauge("inferrail_replica_engine_running", func(s *replica.Snapshot) float64 { return s.Load.Running })
+	gauge("inferrail_replica_engine_waiting", func(s *replica.Snapshot) float64 { return s.Load.Waiting })
+	gauge("inferrail_replica_engine_kv_usage", func(s *replica.Snapshot) float64 { return s.Load.KVUsage })
+	gauge("inferrail_replica_engine_prefix_cache_queries", func(s *replica.Snapshot) float64 { return s.Load.PrefixQueries })
+	gauge("inferrail_replica_engine_prefix_cache_hits", func(s *replica.Snapshot) float64 { return s.Load.PrefixHits })
+	gauge("inferrail_replica_report_age_seconds", func(s *replica.Snapshot) float64 { return now.Sub(s.LoadAt).Seconds() })
 }
 
 func b2f(b bool) float64 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/model/load"
 )
 
 type fakeFleet struct {
@@ -29,7 +30,8 @@ func (f *fakeFleet) set(ids ...string) {
 	defer f.mu.Unlock()
 	f.snaps = f.snaps[:0]
 	for _, id := range ids {
-		f.snaps = append(f.snaps, &replica.Snapshot{ID: id, Healthy: true, Counters: replica.NewCounters(0, 0)})
+		f.snaps = append(f.snaps, &replica.Snapshot{ID: id, Healthy: true, Counters: replica.NewCounters(0, 0),
+			Scrapes: &replica.ScrapeCounts{}, Load: load.Report{Running: 1}, LoadAt: time.Now()})
 	}
 }
 
@@ -79,11 +81,21 @@ func TestSnapshot(t *testing.T) {
 	want := []string{
 		`inferrail_client_disconnects_total{model="m"}`,
 		`inferrail_ejections_total{replica="r0"}`,
+		`inferrail_load_scrapes_total{replica="r0",result="error"}`,
+		`inferrail_load_scrapes_total{replica="r0",result="ok"}`,
+		`inferrail_load_scrapes_total{replica="r0",result="unreadable"}`,
 		`inferrail_estimate_deadline_misses_total`,
 		`inferrail_replica_ejected{replica="r0"}`,
+		`inferrail_replica_engine_kv_usage{replica="r0"}`,
+		`inferrail_replica_engine_prefix_cache_hits{replica="r0"}`,
+		`inferrail_replica_engine_prefix_cache_queries{replica="r0"}`,
+		`inferrail_replica_engine_restarts_total{replica="r0"}`,
+		`inferrail_replica_engine_running{replica="r0"}`,
+		`inferrail_replica_engine_waiting{replica="r0"}`,
 		`inferrail_replica_healthy{replica="r0"}`,
 		`inferrail_replica_in_flight{replica="r0"}`,
 		`inferrail_replica_pending{replica="r0"}`,
+		`inferrail_replica_report_age_seconds{replica="r0"}`,
 		`inferrail_replica_restarts_total{replica="r0"}`,
 		`inferrail_request_duration_seconds_bucket{model="m",policy="least_request",replica="r0"}`,
 		`inferrail_request_duration_seconds_count{model="m",policy="least_request",replica="r0"}`,
@@ -103,6 +115,7 @@ func TestSnapshot(t *testing.T) {
 		`inferrail_ttft_seconds_sum{model="m",policy="least_request",replica="r0"}`,
 		`inferrail_upstream_retries_total{model="m"}`,
 	}
+	sort.Strings(want)
 	got := series(page(r))
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("series changed:\n%s", strings.Join(got, "\n"))

@@ -1,0 +1,140 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/inferrail/inferrail/model/load"
+)
+
+// Scraper reads an engine's load report from GET {url}/metrics within ctx.
+// transport/scrape implements it; tests use fakes.
+type Scraper interface {
+	Scrape(ctx context.Context, url string) (load.Report, error)
+}
+
+// ScrapeCounts count a replica's engine scrapes by result, for
+// inferrail_load_scrapes_total. Shared by pointer across the replica's
+// snapshots; safe for concurrent use.
+type ScrapeCounts struct {
+	OK, Unreadable, Failed atomic.Uint64
+}
+
+// scrapeRun is one incarnation's scrape goroutine, like probeRun.
+type scrapeRun struct {
+	cancel context.CancelFunc
+}
+
+// scraped is one scrape's result, sent by the actor's scrape goroutine.
+type scraped struct {
+	run    *scrapeRun
+	report load.Report
+	at     time.Time // when the scrape began, so that its age is never understated
+	err    error
+}
+
+func (*scraped) replicaMsg()              {}
+func (*scraped) IgnoreDeadLetterLogging() {}
+
+var _ Message = (*scraped)(nil)
+
+// scrapeLoop scrapes url every interval until ctx ends, each scrape bounded
+// by timeout, sending each result to the actor at self. The first scrape
+// comes at a random point of the first interval, so that a fleet's replicas
+// do not all scrape in the same instant. A slow or hostile engine delays
+// only its own loop.
+func scrapeLoop(ctx context.Context, run *scrapeRun, send actor.SenderContext, self *actor.PID,
+	s Scraper, url string, interval, timeout time.Duration) {
+	first := time.NewTimer(rand.N(interval))
+	select {
+	case <-ctx.Done():
+		first.Stop()
+		return
+	case <-first.C:
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		at := time.Now()
+		sctx, cancel := context.WithTimeout(ctx, timeout)
+		rep, err := s.Scrape(sctx, url)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		send.Send(self, &scraped{run: run, report: rep, at: at, err: err})
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// scraped records one scrape. A failing engine is logged once when it stops
+// answering and once when it recovers; an engine whose prefix cache counters
+// went backwards is counted as restarted.
+func (a *replicaActor) scraped(m *scraped) {
+	if m.run != a.scrape {
+		return // from a scrape loop that was stopped
+	}
+	if m.err != nil {
+		if errors.Is(m.err, load.ErrUnreadable) {
+			a.scrapes.Unreadable.Add(1)
+		} else {
+			a.scrapes.Failed.Add(1)
+		}
+		if !a.scrapeFailing {
+			a.scrapeFailing = true
+			a.log.Warn("engine metrics unavailable; routing falls back to the gateway's own counts", "err", m.err)
+			a.publish()
+		}
+		return
+	}
+	a.scrapes.OK.Add(1)
+	if a.scrapeFailing {
+		a.scrapeFailing = false
+		a.log.Info("engine metrics available again")
+	}
+	if !a.loadAt.IsZero() && load.Restarted(a.load, m.report) {
+		a.engineRestarts++
+		a.log.Info("engine restarted: its prefix cache counters went backwards")
+	}
+	a.load, a.loadAt = m.report, m.at
+	a.publish()
+}
+
+// startScraper starts this incarnation's scrape loop, when scraping is on.
+func (a *replicaActor) startScraper(ctx actor.Context) {
+	if a.cfg.Scraper == nil {
+		return
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	run := &scrapeRun{cancel: cancel}
+	a.scrape = run
+	send, self := actor.SenderContext(ctx.ActorSystem().Root), ctx.Self()
+	s, url, lc := a.cfg.Scraper, a.url, a.cfg.Load
+	a.cfg.Goroutines.Go(func() { scrapeLoop(sctx, run, send, self, s, url, lc.ScrapeInterval, lc.ScrapeTimeout) })
+}
+
+func (a *replicaActor) stopScraper() {
+	if a.scrape != nil {
+		a.scrape.cancel()
+		a.scrape = nil
+	}
+}
+
+// FreshLoad returns the engine's last load report while it is at most
+// maxAge old at now (load.max_age); otherwise ok is false and readers fall
+// back to the gateway's own counts.
+func (s *Snapshot) FreshLoad(now time.Time, maxAge time.Duration) (r load.Report, ok bool) {
+	if s.LoadAt.IsZero() || !load.Fresh(s.LoadAt, now, maxAge) {
+		return load.Report{}, false
+	}
+	return s.Load, true
+}
