@@ -208,6 +208,15 @@ func modelPolicy(cfg *config.Config, m *config.Model) (policy.Policy, error) {
 	var name string
 	for name = range r.Split {
 	}
+	switch name {
+	case "prefix_hash", "kv_aware", "cost_model":
+		// The policies exist (model/policy), but the routing actor does not
+		// yet fill in what they price: predicted cached tokens, queued
+		// prefill, the engine's load and the prompt's blocks. Routing with
+		// them now would quietly be least_request under a cap.
+		return nil, fmt.Errorf("fleet: model %s: policy %s needs the KV index and estimate gather: %w",
+			m.Name, name, policy.ErrNotImplemented)
+	}
 	p, err := policy.New(name)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: model %s: %w", m.Name, err)

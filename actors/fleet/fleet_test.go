@@ -391,8 +391,11 @@ func TestPickNeverLate(t *testing.T) {
 	// Pick checks the clock after the answer arrives and releases a late
 	// one, so a decision is never handed over after its deadline. What the
 	// caller observes afterwards can only be off by the few instructions
-	// between that check and its own clock read, plus any preemption there.
-	if time.Duration(worst.Load()) > 2*time.Millisecond {
+	// between that check and its own clock read, plus any preemption there:
+	// with 16 callers on two busy cores that is several 10 ms scheduler
+	// slices at worst, while a Pick that did not check would be late by up
+	// to the routing actor's whole queue.
+	if time.Duration(worst.Load()) > 50*time.Millisecond {
 		t.Fatalf("a decision came back %v after its deadline", time.Duration(worst.Load()))
 	}
 	if ok.Load() == 0 || missed.Load() == 0 {
