@@ -5,14 +5,16 @@ import (
 	"fmt"
 )
 
-// ErrNotImplemented is returned by New for a policy the configuration knows
-// but this build does not route with yet.
+// ErrNotImplemented is returned for a policy or feature the configuration
+// knows but this build does not route with yet. New no longer returns it;
+// callers (the fleet) keep it for what they cannot wire yet.
 var ErrNotImplemented = errors.New("not implemented yet")
 
 // New returns a fresh policy for its config name (routing.default_policy, a
 // model's policy, a split's key). Every call returns a new value with its own
-// state. Unknown names are an error; the cache-aware policies prefix_hash,
-// kv_aware and cost_model return an error wrapping ErrNotImplemented.
+// state. The cache-aware policies prefix_hash, kv_aware and cost_model get
+// the routing section's defaults; NewPrefixHash, NewKVAware and
+// NewCostModel take configured params. Unknown names are an error.
 func New(name string) (Policy, error) {
 	switch name {
 	case "round_robin":
@@ -23,8 +25,12 @@ func New(name string) (Policy, error) {
 		return LeastRequest{}, nil
 	case "p2c":
 		return P2C{}, nil
-	case "prefix_hash", "kv_aware", "cost_model":
-		return nil, fmt.Errorf("policy %s: %w", name, ErrNotImplemented)
+	case "prefix_hash":
+		return NewPrefixHash(DefaultPrefixHashParams()), nil
+	case "kv_aware":
+		return NewKVAware(DefaultKVAwareParams()), nil
+	case "cost_model":
+		return NewCostModel(DefaultCostModelParams()), nil
 	default:
 		return nil, fmt.Errorf("policy: unknown policy %q", name)
 	}

@@ -2,14 +2,17 @@
 // request and an immutable view of its candidates.
 //
 // policy starts no goroutines, does no I/O and keeps no globals: callers pass
-// in the randomness (and, for later policies, the time). A policy value with
-// state (a round-robin position) is owned by one routing actor and is not safe
-// for concurrent use.
+// in the randomness and the time (Request.Now). A policy value with state (a
+// round-robin position, cost_model's hot-prefix sketch and session table) is
+// owned by one routing actor and is not safe for concurrent use.
 package policy
 
 import (
 	"errors"
 	"math/rand/v2"
+	"time"
+
+	"github.com/inferrail/inferrail/model/prefix"
 )
 
 // Candidate is one replica a request may go to, as the routing actor saw it
@@ -23,6 +26,34 @@ type Candidate struct {
 	InFlight int
 	// Pending is how many of those still wait for a response head.
 	Pending int
+
+	// The fields below feed the cache-aware policies (prefix_hash, kv_aware,
+	// cost_model); the baselines ignore them, and zero values are safe.
+
+	// Key is a stable hash of the replica's id, the same across config
+	// reloads and gateways: prefix_hash and hot-prefix ownership hash on it,
+	// and session affinity remembers it. Zero means unknown: Replica is
+	// used instead, which is stable only while the replica set is.
+	Key uint64
+	// CachedTokens is how many of the prompt's leading tokens the KV index
+	// predicts the replica holds.
+	CachedTokens int
+	// QueuedPrefill is the replica's virtual prefill queue: the estimated
+	// prefill of the requests routed there that still await their first
+	// byte, drained in real time (the raw part of cost_model's W).
+	QueuedPrefill time.Duration
+	// Running is how many requests the engine reports running (decoding),
+	// else the gateway's count of those past their first byte.
+	Running int
+	// KVUsage is the engine's reported share of its KV cache in use, in
+	// [0, 1]; meaningful only when Fresh.
+	KVUsage float64
+	// Fresh reports whether the engine's load report is recent enough
+	// (load.max_age) to trust KVUsage.
+	Fresh bool
+	// Session reports that the caller knows this replica as the last one
+	// of the request's conversation (besides cost_model's own table).
+	Session bool
 }
 
 // Request is what a policy may know about the request being routed.
@@ -30,6 +61,22 @@ type Request struct {
 	// Key is a hash of the request's conversation key (x-session-id or
 	// user) or, when it names none, of its request id.
 	Key uint64
+
+	// PromptTokens is the prompt's length in tokens; 0 when not tokenized.
+	PromptTokens int
+	// Blocks are the chained hashes of the prompt's full blocks
+	// (model/prefix), so Blocks[i] names the whole prefix of i+1 blocks.
+	// Read only; a policy never keeps it.
+	Blocks []prefix.Hash
+	// BlockSize is tokens per block, as the engines' --block-size; 0 is
+	// taken as 16, vLLM's default.
+	BlockSize int
+	// SessionKey is a hash of the conversation the request names
+	// (x-session-id or the user field), or 0 when it names none.
+	SessionKey uint64
+	// Now is the decision's time, for the policies that measure demand over
+	// time. The caller's clock: policies never read one.
+	Now time.Time
 }
 
 // Policy chooses one of the candidates for a request.

@@ -1,0 +1,490 @@
+package kvindex
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/inferrail/inferrail/model/prefix"
+)
+
+// naive is the reference model: a slice in recency order (most recent first)
+// and, per block, the Record that inserted it while no later Record touched it.
+type naive struct {
+	order []prefix.Hash
+	owner map[prefix.Hash]int // attempt that inserted it; -1 once touched since
+	cap   int
+}
+
+func newNaive(capacity int) *naive {
+	return &naive{owner: map[prefix.Hash]int{}, cap: max(capacity, 0)}
+}
+
+func (n *naive) present(h prefix.Hash) bool { return slices.Contains(n.order, h) }
+
+// record returns how many blocks it inserted.
+func (n *naive) record(chain []prefix.Hash, attempt int) int {
+	chain = chain[:min(len(chain), n.cap)]
+	inserted := 0
+	for _, h := range chain {
+		if n.present(h) {
+			n.owner[h] = -1
+		} else {
+			n.owner[h] = attempt
+			inserted++
+		}
+	}
+	order := slices.Clone(chain)
+	for _, h := range n.order {
+		if !slices.Contains(chain, h) {
+			order = append(order, h)
+		}
+	}
+	n.order = order
+	n.truncate()
+	return inserted
+}
+
+func (n *naive) truncate() {
+	for len(n.order) > n.cap {
+		h := n.order[len(n.order)-1]
+		n.order = n.order[:len(n.order)-1]
+		delete(n.owner, h)
+	}
+}
+
+func (n *naive) takeBack(attempt int) int {
+	removed := 0
+	n.order = slices.DeleteFunc(n.order, func(h prefix.Hash) bool {
+		if n.owner[h] == attempt {
+			delete(n.owner, h)
+			removed++
+			return true
+		}
+		return false
+	})
+	return removed
+}
+
+func (n *naive) clear() { n.order = nil; clear(n.owner) }
+
+func (n *naive) setCapacity(c int) { n.cap = max(c, 0); n.truncate() }
+
+func (n *naive) lookup(chain []prefix.Hash) int {
+	for i, h := range chain {
+		if !n.present(h) {
+			return i
+		}
+	}
+	return len(chain)
+}
+
+// tree generates block chains that share prefixes, as real prompts do.
+type tree struct {
+	hasher   prefix.Hasher
+	roots    []prefix.Hash
+	children map[prefix.Hash][]prefix.Hash
+	parent   map[prefix.Hash]prefix.Hash // absent for a chain's first block
+	next     uint32
+}
+
+func newTree() *tree {
+	return &tree{
+		roots:    []prefix.Hash{prefix.Root("m", "", ""), prefix.Root("m", "lora", ""), prefix.Root("n", "", "")},
+		children: map[prefix.Hash][]prefix.Hash{},
+		parent:   map[prefix.Hash]prefix.Hash{},
+	}
+}
+
+// chain walks down from a random root for up to maxLen blocks, following an
+// existing child most of the time.
+func (t *tree) chain(r intner, maxLen int) []prefix.Hash {
+	at := t.roots[r.IntN(len(t.roots))]
+	n := r.IntN(maxLen + 1)
+	out := make([]prefix.Hash, 0, n)
+	for range n {
+		kids := t.children[at]
+		var h prefix.Hash
+		if len(kids) > 0 && r.IntN(4) != 0 {
+			h = kids[r.IntN(len(kids))]
+		} else {
+			t.next++
+			h = t.hasher.Next(at, []uint32{t.next})
+			t.children[at] = append(t.children[at], h)
+			if len(out) > 0 {
+				t.parent[h] = at
+			}
+		}
+		out = append(out, h)
+		at = h
+	}
+	return out
+}
+
+type intner interface{ IntN(n int) int }
+
+// bytesIntn draws choices from fuzz input, then zeros.
+type bytesIntn struct{ b []byte }
+
+func (s *bytesIntn) IntN(n int) int {
+	if len(s.b) == 0 {
+		return 0
+	}
+	v := int(s.b[0])
+	s.b = s.b[1:]
+	return v % n
+}
+
+// order lists x's blocks, most recent first, checking the list and the map
+// against each other.
+func (x *Index) order(t *testing.T) []prefix.Hash {
+	t.Helper()
+	var out []prefix.Hash
+	prev := int32(0)
+	for j := x.nodes[0].next; j != 0; j = x.nodes[j].next {
+		if x.nodes[j].prev != prev {
+			t.Fatalf("node %d: prev %d, want %d", j, x.nodes[j].prev, prev)
+		}
+		if x.m[x.nodes[j].h] != j {
+			t.Fatalf("node %d not mapped to itself", j)
+		}
+		out = append(out, x.nodes[j].h)
+		prev = j
+		if len(out) > len(x.nodes) {
+			t.Fatal("cycle in the list")
+		}
+	}
+	if x.nodes[0].prev != prev {
+		t.Fatalf("sentinel prev %d, want %d", x.nodes[0].prev, prev)
+	}
+	free := 0
+	for j := x.free; j != 0; j = x.nodes[j].next {
+		free++
+	}
+	if len(out) != x.n || len(x.m) != x.n || 1+x.n+free != len(x.nodes) {
+		t.Fatalf("list %d, n %d, map %d, free %d, nodes %d", len(out), x.n, len(x.m), free, len(x.nodes))
+	}
+	return out
+}
+
+type attempt struct {
+	id int
+	r  Receipt
+}
+
+// run applies a random sequence of operations to an Index and the naive model
+// and checks after each that they agree and that the index is prefix-closed,
+// with every parent more recent than its children.
+func run(t *testing.T, r intner, steps int) {
+	t.Helper()
+	capacity := 1 + r.IntN(40)
+	x, ref, tr := New(capacity), newNaive(capacity), newTree()
+	var open []attempt
+	ids := 0
+	for step := range steps {
+		var op string
+		switch k := r.IntN(100); {
+		case k < 55:
+			op = "record"
+			c := tr.chain(r, 12)
+			ids++
+			rc := x.Record(c)
+			want := ref.record(c, ids)
+			if rc.Inserted() != want {
+				t.Fatalf("step %d: record inserted %d, want %d", step, rc.Inserted(), want)
+			}
+			open = append(open, attempt{ids, rc})
+		case k < 80:
+			op = "takeback"
+			if len(open) == 0 {
+				continue
+			}
+			i := r.IntN(len(open))
+			a := open[i]
+			// Now and then take back the same receipt twice.
+			if r.IntN(5) != 0 {
+				open = slices.Delete(open, i, i+1)
+			}
+			got, want := x.TakeBack(a.r), ref.takeBack(a.id)
+			if got != want {
+				t.Fatalf("step %d: takeback removed %d, want %d", step, got, want)
+			}
+		case k < 83:
+			op = "clear"
+			x.Clear()
+			ref.clear()
+		case k < 90:
+			op = "capacity"
+			c := r.IntN(45)
+			x.SetCapacity(c)
+			ref.setCapacity(c)
+		default:
+			op = "lookup"
+		}
+		got := x.order(t)
+		if !slices.Equal(got, ref.order) {
+			t.Fatalf("step %d after %s: order\n%v\nwant\n%v", step, op, got, ref.order)
+		}
+		if x.Len() > x.Capacity() {
+			t.Fatalf("step %d: len %d over capacity %d", step, x.Len(), x.Capacity())
+		}
+		pos := make(map[prefix.Hash]int, len(got))
+		for i, h := range got {
+			pos[h] = i
+		}
+		for i, h := range got {
+			if p, ok := tr.parent[h]; ok {
+				pp, ok := pos[p]
+				if !ok {
+					t.Fatalf("step %d after %s: block present without its parent", step, op)
+				}
+				if pp >= i {
+					t.Fatalf("step %d after %s: parent at %d less recent than child at %d", step, op, pp, i)
+				}
+			}
+		}
+		for range 3 {
+			c := tr.chain(r, 14)
+			if g, w := x.Lookup(c), ref.lookup(c); g != w {
+				t.Fatalf("step %d: lookup %d, want %d", step, g, w)
+			}
+			bs := 1 + r.IntN(4)
+			tokens := len(c)*bs + r.IntN(bs+1) - r.IntN(2)
+			hit := min(ref.lookup(c), max(tokens-1, 0)/bs)
+			if g := x.Predict(c, tokens, bs); g != hit*bs {
+				t.Fatalf("step %d: predict(%d blocks, %d tokens, bs %d) %d, want %d", step, len(c), tokens, bs, g, hit*bs)
+			}
+		}
+	}
+}
+
+func TestAgainstNaive(t *testing.T) {
+	for seed := range uint64(300) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			run(t, rand.New(rand.NewPCG(seed, 7)), 300)
+		})
+	}
+}
+
+func FuzzAgainstNaive(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{3, 0, 0, 5, 1, 2, 3, 4, 60, 0, 10, 10, 85, 1, 81, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		run(t, &bytesIntn{b}, len(b)/2+1)
+	})
+}
+
+func hashes(n int) []prefix.Hash { return chainOf("m", n) }
+
+// chainOf is a chain of n blocks under model's root.
+func chainOf(model string, n int) []prefix.Hash {
+	var h prefix.Hasher
+	c := make([]prefix.Hash, n)
+	at := prefix.Root(model, "", "")
+	for i := range c {
+		at = h.Next(at, []uint32{uint32(i)})
+		c[i] = at
+	}
+	return c
+}
+
+func TestPredict(t *testing.T) {
+	c := hashes(4)
+	x := New(100)
+	x.Record(c[:3]) // blocks 0..2 present, 3 absent
+	for _, tc := range []struct {
+		name               string
+		blocks, tokens, bs int
+		want               int
+	}{
+		{"no blocks, no tokens", 0, 0, 16, 0},
+		{"partial block only", 0, 15, 16, 0},
+		{"one full block, fully cached", 1, 16, 16, 0},
+		{"one full block plus one token", 1, 17, 16, 16},
+		{"two blocks, fully cached multiple", 2, 32, 16, 16},
+		{"two blocks plus one token", 2, 33, 16, 32},
+		{"two blocks plus partial", 2, 40, 16, 32},
+		{"two blocks, one short of the third", 2, 47, 16, 32},
+		{"three cached, fully cached multiple", 3, 48, 16, 32},
+		{"three cached plus partial", 3, 50, 16, 48},
+		{"fourth block absent", 4, 64, 16, 48},
+		{"fourth block absent plus partial", 4, 70, 16, 48},
+		{"more hashes than tokens cover", 3, 20, 16, 16},
+		{"fewer hashes than tokens cover", 2, 100, 16, 32},
+		{"block size 1", 3, 3, 1, 2},
+		{"zero block size", 3, 48, 0, 0},
+		{"negative tokens", 3, -1, 16, 0},
+	} {
+		if got := x.Predict(c[:tc.blocks], tc.tokens, tc.bs); got != tc.want {
+			t.Errorf("%s: Predict(%d blocks, %d tokens, bs %d) = %d, want %d", tc.name, tc.blocks, tc.tokens, tc.bs, got, tc.want)
+		}
+	}
+	if got := New(100).Predict(c, 100, 16); got != 0 {
+		t.Errorf("empty index predicts %d", got)
+	}
+}
+
+func TestTakeBack(t *testing.T) {
+	c := hashes(6)
+	a, b := c[:2], c[:4]
+	f := func(name string, x *Index, want []prefix.Hash) {
+		t.Helper()
+		if got := x.order(t); !slices.Equal(got, want) {
+			t.Fatalf("%s: order %v, want %v", name, got, want)
+		}
+	}
+
+	// Only what the attempt inserted goes; the present prefix stays and keeps
+	// the recency the attempt gave it.
+	x := New(10)
+	other := chainOf("other", 1)
+	x.Record(a)
+	x.Record(other)
+	r := x.Record(b)
+	if r.Inserted() != 2 {
+		t.Fatalf("inserted %d, want 2", r.Inserted())
+	}
+	if n := x.TakeBack(r); n != 2 {
+		t.Fatalf("took back %d, want 2", n)
+	}
+	f("prefix stays", x, []prefix.Hash{c[0], c[1], other[0]})
+	if n := x.TakeBack(r); n != 0 {
+		t.Fatalf("second take back removed %d", n)
+	}
+
+	// A block a later attempt touched stays; untouched ones go.
+	x = New(10)
+	r = x.Record(c[:3])
+	x.Record(c[:2])
+	if n := x.TakeBack(r); n != 1 {
+		t.Fatalf("took back %d, want 1", n)
+	}
+	f("touched stays", x, []prefix.Hash{c[0], c[1]})
+
+	// A block evicted and inserted again since is not the attempt's.
+	x = New(2)
+	r = x.Record(c[:2])
+	x.Record(chainOf("other", 2))
+	x.Record(c[:2])
+	if n := x.TakeBack(r); n != 0 {
+		t.Fatalf("took back %d after re-insert", n)
+	}
+
+	// Clear, another index's receipt and the zero receipt take back nothing.
+	x = New(10)
+	r = x.Record(c[:2])
+	x.Clear()
+	x.Record(c[:2])
+	if n := x.TakeBack(r); n != 0 {
+		t.Fatalf("took back %d across Clear", n)
+	}
+	y := New(10)
+	y.Record(c[:2])
+	if n := y.TakeBack(x.Record(c[:3])); n != 0 {
+		t.Fatalf("took back %d with another index's receipt", n)
+	}
+	if n := y.TakeBack(Receipt{}); n != 0 {
+		t.Fatalf("zero receipt took back %d", n)
+	}
+	if n := x.TakeBack(x.Record(c[:2])); n != 0 {
+		t.Fatalf("took back %d of a record that inserted nothing", n)
+	}
+}
+
+func TestCapacity(t *testing.T) {
+	c := hashes(8)
+	x := New(0)
+	if r := x.Record(c); r.Inserted() != 0 || x.Len() != 0 {
+		t.Fatal("capacity 0 recorded blocks")
+	}
+	x.SetCapacity(3)
+	x.Record(c) // only the first 3 blocks fit
+	if x.Lookup(c) != 3 || x.Len() != 3 {
+		t.Fatalf("lookup %d len %d, want 3", x.Lookup(c), x.Len())
+	}
+	x.SetCapacity(1)
+	if x.Lookup(c) != 1 {
+		t.Fatalf("shrink kept %d blocks, want the first", x.Lookup(c))
+	}
+	// Shrinking far releases memory.
+	big := hashes(5000)
+	x.SetCapacity(5000)
+	x.Record(big)
+	before := x.Bytes()
+	x.SetCapacity(100)
+	x.order(t)
+	if x.Lookup(big) != 100 || x.Bytes() >= before/4 {
+		t.Fatalf("lookup %d, bytes %d from %d", x.Lookup(big), x.Bytes(), before)
+	}
+	x.Record(big[:200])
+	x.order(t)
+	if x.Lookup(big) != 100 {
+		t.Fatalf("after compaction lookup %d", x.Lookup(big))
+	}
+}
+
+func TestAllocs(t *testing.T) {
+	c := hashes(512)
+	x := New(1 << 14)
+	x.Record(c)
+	if n := testing.AllocsPerRun(100, func() { x.Lookup(c) }); n != 0 {
+		t.Errorf("Lookup: %v allocs", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { x.Predict(c, 512*16, 16) }); n != 0 {
+		t.Errorf("Predict: %v allocs", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { x.Record(c) }); n != 0 {
+		t.Errorf("Record of present blocks: %v allocs", n)
+	}
+	// Steady churn at capacity: new blocks evict old ones.
+	chains := make([][]prefix.Hash, 64)
+	for i := range chains {
+		chains[i] = chainOf(fmt.Sprint(i), 512)
+	}
+	for range 3 {
+		for _, ch := range chains {
+			x.TakeBack(x.Record(ch))
+			x.Record(ch)
+		}
+	}
+	i := 0
+	if n := testing.AllocsPerRun(200, func() {
+		x.Record(chains[i%len(chains)])
+		i++
+	}); n > 0.05 {
+		t.Errorf("Record under churn: %v allocs", n)
+	}
+}
+
+// TestArbitraryHashes feeds sequences that are not chains (repeated and
+// unrelated hashes): predictions may be off, but the index must stay
+// consistent and within capacity.
+func TestArbitraryHashes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	x := New(8)
+	var open []Receipt
+	for range 5000 {
+		c := make([]prefix.Hash, rng.IntN(12))
+		for i := range c {
+			c[i] = prefix.Hash{Lo: uint64(rng.IntN(16)) + 1}
+		}
+		switch rng.IntN(10) {
+		case 0:
+			x.SetCapacity(rng.IntN(12))
+		case 1, 2, 3:
+			if len(open) > 0 {
+				x.TakeBack(open[rng.IntN(len(open))])
+			}
+		default:
+			r := x.Record(c)
+			open = append(open, r)
+			if l := x.Lookup(c); l > len(c) {
+				t.Fatalf("lookup %d of %d", l, len(c))
+			}
+		}
+		if got := x.order(t); len(got) > x.Capacity() {
+			t.Fatalf("len %d over capacity %d", len(got), x.Capacity())
+		}
+	}
+}

@@ -1,0 +1,351 @@
+package policy
+
+import (
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/inferrail/inferrail/model/cost"
+)
+
+var _ Explainer = (*CostModel)(nil)
+
+// HotPrefixParams configures hot-prefix replication (routing.hot_prefix).
+type HotPrefixParams struct {
+	// Enabled turns replication on.
+	Enabled bool
+	// Blocks is how many leading blocks make a root prefix (fewer when the
+	// prompt has fewer). At most 0 takes 16.
+	Blocks int
+	// Window is the sketch's decay window. At most 0 takes 10s.
+	Window time.Duration
+	// Utilization is the share of one replica's time a root prefix may need
+	// before it gets another owner. At most 0 takes 0.5.
+	Utilization float64
+	// SketchDepth and SketchWidth size the count-min sketch; at most 0
+	// takes 4 rows of 2048 counters (64 KiB).
+	SketchDepth, SketchWidth int
+}
+
+// CostModelParams configures cost_model: the routing section's epsilon,
+// kappa, short_prompt_tokens, session_affinity, cost_model and hot_prefix.
+type CostModelParams struct {
+	// Model prices prefill: cost.Model(cfg.CostModel) converts.
+	Model cost.Model
+	// Epsilon bounds load: no replica gets more than
+	// ceil((1 + Epsilon) * (in_flight + 1) / n) requests. Negative is 0.
+	Epsilon float64
+	// Kappa is the KV usage above which a replica is set aside for prompts
+	// with more than ShortPromptTokens to compute there, unless all are.
+	Kappa             float64
+	ShortPromptTokens int
+	// SessionAffinity sends a conversation back to its last replica while
+	// the guards allow it.
+	SessionAffinity bool
+	// SessionSlots sizes the session table (rounded up to a power of two);
+	// at most 0 takes 16384. Conversations that collide in it forget their
+	// replica, which only costs affinity.
+	SessionSlots int
+	// HotPrefix configures hot-prefix replication.
+	HotPrefix HotPrefixParams
+}
+
+// DefaultCostModelParams returns the routing section's defaults.
+func DefaultCostModelParams() CostModelParams {
+	return CostModelParams{
+		Model:             cost.Default(),
+		Epsilon:           1.0,
+		Kappa:             0.92,
+		ShortPromptTokens: 256,
+		HotPrefix: HotPrefixParams{
+			Enabled:     true,
+			Blocks:      16,
+			Window:      10 * time.Second,
+			Utilization: 0.5,
+		},
+	}
+}
+
+// CostModel picks the candidate with the lowest estimated time to first
+// token (cost.Model.Estimate) among those the load guards allow:
+//
+//   - bounded load: none that would hold more than cost.Cap requests;
+//   - KV pressure: none whose fresh KV usage exceeds Kappa for a prompt with
+//     more than ShortPromptTokens to compute there, unless every candidate
+//     within the cap does (the guard is then waived).
+//
+// A root prefix (the first HotPrefix.Blocks blocks) whose prefill demand,
+// measured in a decaying count-min sketch, needs more than
+// HotPrefix.Utilization of a replica gets cost.Owners owners, the highest
+// rendezvous weights for the root; each owner is priced as holding the
+// longest part of the root any owner holds, so the estimate shares a hot
+// prefix among its owners by their queues. With SessionAffinity, a request
+// naming its conversation goes back to the conversation's last replica
+// (from the policy's table, or Candidate.Session) while the guards allow.
+// Ties go to fewer in flight, then to chance.
+//
+// Each Pick adds the winner's estimated prefill to the sketch under the
+// prompt's root and records the winner for the conversation; Explain does
+// neither. A CostModel is owned by one routing actor and is not safe for
+// concurrent use.
+type CostModel struct {
+	p        CostModelParams
+	sketch   *cost.Sketch
+	sessions []sessionSlot
+	scratch  []uint64
+	last     Decision
+}
+
+type sessionSlot struct{ session, key uint64 }
+
+// NewCostModel returns a cost_model policy with params p, zero values
+// taking the defaults noted on the fields.
+func NewCostModel(p CostModelParams) *CostModel {
+	d := DefaultCostModelParams().HotPrefix
+	hp := &p.HotPrefix
+	if hp.Blocks <= 0 {
+		hp.Blocks = d.Blocks
+	}
+	if hp.Window <= 0 {
+		hp.Window = d.Window
+	}
+	if !(hp.Utilization > 0) {
+		hp.Utilization = d.Utilization
+	}
+	if hp.SketchDepth <= 0 {
+		hp.SketchDepth = 4
+	}
+	if hp.SketchWidth <= 0 {
+		hp.SketchWidth = 2048
+	}
+	if p.SessionSlots <= 0 {
+		p.SessionSlots = 1 << 14
+	}
+	slots := 1
+	for slots < p.SessionSlots {
+		slots <<= 1
+	}
+	p.SessionSlots = slots
+	m := &CostModel{p: p, last: Decision{Winner: -1}}
+	if hp.Enabled {
+		m.sketch = cost.NewSketch(hp.SketchDepth, hp.SketchWidth, hp.Window)
+	}
+	if p.SessionAffinity {
+		m.sessions = make([]sessionSlot, slots)
+	}
+	return m
+}
+
+// Name returns "cost_model".
+func (*CostModel) Name() string { return "cost_model" }
+
+// Params returns the policy's params, defaults filled in.
+func (p *CostModel) Params() CostModelParams { return p.p }
+
+// Last returns the decision of the latest Pick, for metrics
+// (routing_guards_total, routing_steered_total).
+func (p *CostModel) Last() Decision { return p.last }
+
+// Pick returns the candidate with the lowest estimate the guards allow,
+// and records the decision. It draws one rng.Uint64().
+func (p *CostModel) Pick(req *Request, cands []Candidate, rng *rand.Rand) (int, error) {
+	if len(cands) == 0 {
+		p.last = Decision{Winner: -1}
+		return -1, ErrNoCandidate
+	}
+	d, root, ok := p.decide(req, cands, rng.Uint64(), &p.scratch, nil)
+	p.last = d
+	w := &cands[d.Winner]
+	if ok && p.sketch != nil {
+		c := min(max(w.CachedTokens, 0), max(req.PromptTokens, 0))
+		p.sketch.Add(req.Now, root, p.p.Model.PrefillSecs(req.PromptTokens-c, c))
+	}
+	if p.sessions != nil && req.SessionKey != 0 {
+		p.sessions[p.slot(req.SessionKey)] = sessionSlot{req.SessionKey, candKey(w)}
+	}
+	return d.Winner, nil
+}
+
+// Explain returns what Pick would decide with draw, changing nothing.
+func (p *CostModel) Explain(req *Request, cands []Candidate, draw uint64) (Explanation, error) {
+	ex := Explanation{Policy: p.Name(), Decision: Decision{Winner: -1}}
+	if len(cands) == 0 {
+		return ex, ErrNoCandidate
+	}
+	ex.Cands = explainBase(cands)
+	var scratch []uint64
+	ex.Decision, _, _ = p.decide(req, cands, draw, &scratch, ex.Cands)
+	return ex, nil
+}
+
+func (p *CostModel) slot(session uint64) int { return int(mix(session) & uint64(len(p.sessions)-1)) }
+
+// session returns the replica key remembered for the request's
+// conversation.
+func (p *CostModel) session(req *Request) (uint64, bool) {
+	if p.sessions == nil || req.SessionKey == 0 {
+		return 0, false
+	}
+	s := p.sessions[p.slot(req.SessionKey)]
+	return s.key, s.session == req.SessionKey
+}
+
+// rank is one candidate's place in the order: estimate, then fewer in
+// flight, then chance.
+type rank struct {
+	i     int
+	total time.Duration
+	est   cost.Estimate
+}
+
+// ahead reports whether candidate a (with total ta) comes before b.
+func ahead(cands []Candidate, draw uint64, a int, ta time.Duration, b int, tb time.Duration) bool {
+	if ta != tb {
+		return ta < tb
+	}
+	return fewerThenChance(cands, a, b, draw)
+}
+
+// decide is the decision, a pure function of its inputs and the policy's
+// state (read only); scratch is working memory. It returns the prompt's
+// root key when it has one.
+func (p *CostModel) decide(req *Request, cands []Candidate, draw uint64, scratch *[]uint64, ex []Explained) (Decision, uint64, bool) {
+	n := len(cands)
+	m := p.p.Model
+	prompt := max(req.PromptTokens, 0)
+	total := 0
+	for i := range cands {
+		total += max(cands[i].InFlight, 0)
+	}
+	d := Decision{Winner: -1, Cap: cost.Cap(total, n, p.p.Epsilon)}
+
+	// Hot prefix: the owners are the k highest rendezvous weights for the
+	// root, at or above threshold, credited with the most of the root any
+	// of them holds.
+	var root, threshold uint64
+	hasRoot := p.sketch != nil && len(req.Blocks) > 0
+	credit := 0
+	if hasRoot {
+		rb := min(len(req.Blocks), p.p.HotPrefix.Blocks)
+		root = hashKey(req.Blocks[rb-1])
+		if k := cost.Owners(p.sketch.Rate(req.Now, root), p.p.HotPrefix.Utilization, n); k > 1 {
+			d.Owners = k
+			rootTokens := min(rb*blockSize(req), prompt)
+			w := (*scratch)[:0]
+			for i := range cands {
+				w = append(w, hrw(root, candKey(&cands[i])))
+			}
+			slices.Sort(w)
+			threshold = w[n-k]
+			*scratch = w
+			for i := range cands {
+				if hrw(root, candKey(&cands[i])) >= threshold {
+					credit = max(credit, min(cands[i].CachedTokens, rootTokens))
+				}
+			}
+		}
+	}
+	owner := func(c *Candidate) bool { return d.Owners > 0 && hrw(root, candKey(c)) >= threshold }
+	cached := func(c *Candidate) int { return min(max(c.CachedTokens, 0), prompt) }
+
+	// The KV pressure guard is waived when every candidate within the cap
+	// is under pressure.
+	within, pressured := 0, 0
+	for i := range cands {
+		c := &cands[i]
+		if !cost.WithinCap(c.InFlight, d.Cap) {
+			continue
+		}
+		within++
+		if cost.Pressured(c.KVUsage, c.Fresh, p.p.Kappa, prompt-cached(c), p.p.ShortPromptTokens) {
+			pressured++
+		}
+	}
+	d.KVWaived = within > 0 && pressured == within
+
+	sessKey, sessOK := p.session(req)
+	best, second, raw, sess := rank{i: -1}, rank{i: -1}, rank{i: -1}, rank{i: -1}
+	for i := range cands {
+		c := &cands[i]
+		own := cached(c)
+		priced := own
+		isOwner := owner(c)
+		if isOwner {
+			priced = max(own, min(credit, prompt))
+		}
+		est := m.Estimate(prompt, priced, c.QueuedPrefill, c.Running)
+		t := est.Total()
+		guard := GuardNone
+		switch {
+		case !cost.WithinCap(c.InFlight, d.Cap):
+			guard = GuardBoundedLoad
+			d.BoundedLoad++
+		case !d.KVWaived && cost.Pressured(c.KVUsage, c.Fresh, p.p.Kappa, prompt-own, p.p.ShortPromptTokens):
+			guard = GuardKVPressure
+			d.KVPressure++
+		}
+		isSess := p.p.SessionAffinity && (c.Session || sessOK && candKey(c) == sessKey)
+		if ex != nil {
+			e := &ex[i]
+			e.PricedTokens, e.Owner, e.Estimate, e.Guard = priced, isOwner, est, guard
+			e.Session = isSess
+		}
+		if guard != GuardNone {
+			continue
+		}
+		r := rank{i, t, est}
+		switch {
+		case best.i < 0 || ahead(cands, draw, i, t, best.i, best.total):
+			best, second = r, best
+		case second.i < 0 || ahead(cands, draw, i, t, second.i, second.total):
+			second = r
+		}
+		if isSess && (sess.i < 0 || ahead(cands, draw, i, t, sess.i, sess.total)) {
+			sess = r
+		}
+		if d.Owners > 0 {
+			rt := t
+			if priced != own {
+				rt = m.Estimate(prompt, own, c.QueuedPrefill, c.Running).Total()
+			}
+			if raw.i < 0 || ahead(cands, draw, i, rt, raw.i, raw.total) {
+				raw = rank{i: i, total: rt}
+			}
+		}
+	}
+	if best.i < 0 {
+		// Unreachable: the least loaded candidate is always within the cap,
+		// and the KV guard is waived when it would set all aside.
+		panic("BUG: policy: cost_model: no candidate within the guards")
+	}
+	win, runner := best, second
+	switch {
+	case sess.i >= 0:
+		d.Steer = SteerSession
+		if sess.i != best.i {
+			win, runner = sess, best
+		}
+	case d.Owners > 0 && raw.i != best.i && cached(&cands[best.i]) < min(credit, prompt):
+		d.Steer = SteerHotPrefix
+	}
+	d.Winner = win.i
+	if runner.i >= 0 {
+		d.Term = term(win.est, runner.est)
+	}
+	return d, root, hasRoot
+}
+
+// term returns the term on which w leads r the most, TermNone if on none.
+func term(w, r cost.Estimate) Term {
+	t, lead := TermNone, time.Duration(0)
+	if x := r.Queue - w.Queue; x > lead {
+		t, lead = TermQueue, x
+	}
+	if x := r.Prefill - w.Prefill; x > lead {
+		t, lead = TermPrefill, x
+	}
+	if x := r.Tier - w.Tier; x > lead {
+		t = TermTierLoad
+	}
+	return t
+}
