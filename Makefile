@@ -8,9 +8,9 @@ FUZZTIME ?= 10s
 
 # Packages that run goroutines get the race detector; the pure ones do not need it.
 RACE_PKGS := ./sim/... ./actors/... ./transport/... ./cmd/...
-PURE_PKGS := ./model/... ./config/...
+PURE_PKGS := ./model/... ./config/... ./bench/...
 
-.PHONY: build run test test-go test-sdk test-scrapers bench bench-sim fuzz lint tools clean
+.PHONY: build run test test-go test-sdk test-scrapers bench bench-sim bench-gateway bench-tokenizer fuzz lint tools clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/inferrail
@@ -40,6 +40,14 @@ bench:
 
 bench-sim: build
 	./scripts/bench-sim.sh $(BIN)
+
+## bench-gateway: added latency against direct access and nginx, decision latency
+bench-gateway: build
+	./scripts/bench-gateway.sh $(BIN)
+
+## bench-tokenizer: the pure-Go tokenizer against Hugging Face's Rust one, side by side
+bench-tokenizer:
+	./scripts/bench-tokenizer.sh
 
 ## fuzz: each fuzz target for FUZZTIME (short by default)
 fuzz:

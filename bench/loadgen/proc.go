@@ -1,0 +1,151 @@
+package loadgen
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// ClockTick is USER_HZ, the unit of utime and stime in /proc/<pid>/stat. The
+// kernel reports it as 100 on every architecture Go supports (it is fixed in
+// the ABI, whatever CONFIG_HZ is), and Go cannot call sysconf without cgo.
+const ClockTick = 10 * time.Millisecond
+
+// ProcSample is what the benchmarks read about a process at one moment.
+type ProcSample struct {
+	CPU     time.Duration // utime + stime, in ClockTick steps
+	RSSKiB  int64         // VmRSS
+	HWMKiB  int64         // VmHWM, the peak RSS so far
+	Threads int
+	FDs     int // open file descriptors
+}
+
+// ReadProc samples process pid from /proc.
+func ReadProc(pid int) (ProcSample, error) {
+	var s ProcSample
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return s, err
+	}
+	if s.CPU, err = ParseStatCPU(stat); err != nil {
+		return s, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return s, err
+	}
+	if s.RSSKiB, s.HWMKiB, s.Threads, err = ParseStatus(status); err != nil {
+		return s, fmt.Errorf("/proc/%d/status: %w", pid, err)
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return s, err
+	}
+	s.FDs = len(fds)
+	return s, nil
+}
+
+// ParseStatCPU returns utime+stime from the text of /proc/<pid>/stat. The
+// command name (field 2) is in parentheses and may hold spaces and ')', so
+// fields are counted from the last ')': utime and stime are fields 14 and 15.
+func ParseStatCPU(stat []byte) (time.Duration, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("no command name")
+	}
+	f := bytes.Fields(stat[i+1:])
+	// f[0] is field 3 (state), so field n is f[n-3].
+	if len(f) < 13 {
+		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(f))
+	}
+	utime, err := strconv.ParseUint(string(f[11]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("utime: %w", err)
+	}
+	stime, err := strconv.ParseUint(string(f[12]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("stime: %w", err)
+	}
+	return time.Duration(utime+stime) * ClockTick, nil
+}
+
+// ParseStatus reads VmRSS, VmHWM (both kB, which the kernel means as KiB) and
+// Threads from the text of /proc/<pid>/status.
+func ParseStatus(status []byte) (rssKiB, hwmKiB int64, threads int, err error) {
+	seen := 0
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		k, v, ok := bytes.Cut(sc.Bytes(), []byte(":"))
+		if !ok {
+			continue
+		}
+		f := bytes.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		n, perr := strconv.ParseInt(string(f[0]), 10, 64)
+		switch string(k) {
+		case "VmRSS":
+			rssKiB, seen = n, seen|1
+		case "VmHWM":
+			hwmKiB, seen = n, seen|2
+		case "Threads":
+			threads, seen = int(n), seen|4
+		default:
+			continue
+		}
+		if perr != nil {
+			return 0, 0, 0, fmt.Errorf("%s: %w", k, perr)
+		}
+	}
+	if seen != 7 {
+		return 0, 0, 0, errors.New("missing VmRSS, VmHWM or Threads")
+	}
+	return rssKiB, hwmKiB, threads, nil
+}
+
+// MachineCPU is the CPU time all processes have used, summed over CPUs,
+// from the first line of /proc/stat: user, nice, system, irq, softirq and
+// steal (guest time is already inside user).
+func MachineCPU() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	return ParseMachineCPU(b)
+}
+
+// ParseMachineCPU is MachineCPU on the text of /proc/stat.
+func ParseMachineCPU(stat []byte) (time.Duration, error) {
+	line, _, _ := bytes.Cut(stat, []byte("\n"))
+	f := bytes.Fields(line)
+	if len(f) < 9 || string(f[0]) != "cpu" {
+		return 0, errors.New("/proc/stat: no cpu line")
+	}
+	var busy uint64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} { // user nice system (idle iowait) irq softirq steal
+		n, err := strconv.ParseUint(string(f[i]), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		busy += n
+	}
+	return time.Duration(busy) * ClockTick, nil
+}
+
+// SelfCPU is the CPU time this process has used.
+func SelfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// MiB converts KiB to MiB.
+func MiB(kib int64) float64 { return float64(kib) / 1024 }

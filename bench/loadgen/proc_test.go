@@ -1,0 +1,59 @@
+package loadgen
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+func TestParseStatCPU(t *testing.T) {
+	f := func(stat string, want time.Duration, wantErr bool) {
+		t.Helper()
+		got, err := ParseStatCPU([]byte(stat))
+		if (err != nil) != wantErr || got != want {
+			t.Errorf("ParseStatCPU(%q) = %v, %v; want %v, error %v", stat, got, err, want, wantErr)
+		}
+	}
+	// utime 250 and stime 17 ticks: 2.67 s.
+	f("13219 (inferrail) S 13176 13176 27106 0 -1 4194304 98 0 0 0 250 17 0 0 20 0 1 0 188500 3133440 394 1", 2670*time.Millisecond, false)
+	// The command name may hold spaces and parentheses.
+	f("7 (a) b (c)) R 1 1 1 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 1 1 1", 70*time.Millisecond, false)
+	f("7 (x) R 1 1", 0, true)
+	f("no command name", 0, true)
+	f("7 (x) R 1 1 1 0 -1 0 0 0 0 0 u 4 0", 0, true)
+}
+
+func TestParseStatus(t *testing.T) {
+	status := "Name:\tinferrail\nVmPeak:\t 1300000 kB\nVmHWM:\t  150000 kB\nVmRSS:\t  147000 kB\nThreads:\t9\n"
+	rss, hwm, threads, err := ParseStatus([]byte(status))
+	if err != nil || rss != 147000 || hwm != 150000 || threads != 9 {
+		t.Fatalf("ParseStatus = %d, %d, %d, %v", rss, hwm, threads, err)
+	}
+	if _, _, _, err := ParseStatus([]byte("Name:\tx\nThreads:\t1\n")); err == nil {
+		t.Fatal("ParseStatus without VmRSS: no error")
+	}
+}
+
+func TestReadProcSelf(t *testing.T) {
+	s, err := ReadProc(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.RSSKiB <= 0 || s.HWMKiB < s.RSSKiB || s.Threads <= 0 || s.FDs <= 0 {
+		t.Fatalf("ReadProc(self) = %+v", s)
+	}
+}
+
+func TestParseMachineCPU(t *testing.T) {
+	got, err := ParseMachineCPU([]byte("cpu  100 2 30 5000 7 1 4 3 9 0\ncpu0 50 1 15 2500 3 0 2 1 0 0\n"))
+	// user 100 + nice 2 + system 30 + irq 1 + softirq 4 + steal 3 = 140 ticks.
+	if err != nil || got != 1400*time.Millisecond {
+		t.Fatalf("ParseMachineCPU = %v, %v", got, err)
+	}
+	if _, err := ParseMachineCPU([]byte("intr 1 2 3\n")); err == nil {
+		t.Fatal("no cpu line: no error")
+	}
+	if _, err := MachineCPU(); err != nil {
+		t.Fatal(err)
+	}
+}
