@@ -320,6 +320,15 @@ func (f *Fleet) Done(d Decision, o Outcome) {
 	var ro replica.Outcome
 	switch o {
 	case OutcomeOK:
+		// A success only matters to the actor when it ends a failure
+		// streak or forgives an earlier ejection. Most requests are neither,
+		// and skipping their message saves the request path an actor send
+		// (a goroutine wake-up) per request. A failure still in flight when
+		// the snapshot was read can make one success go unreported; failure
+		// streaks across concurrent requests have no order to keep anyway.
+		if s := m.h.Snapshot(); s.RequestFailures == 0 && s.Ejections == 0 {
+			return
+		}
 		ro = replica.OutcomeOK
 	case OutcomeFailed:
 		ro = replica.OutcomeFailed
