@@ -28,6 +28,7 @@ func commands() []command {
 		{"launch", "run a gateway in front of simulated engines, to try Inferrail", runLaunch},
 		{"check", "validate a config file and exit", runCheck},
 		{"sim", "run a simulated vLLM engine", runSim},
+		{"tokenize", "print a request's rendered prompt, token ids and block hashes", runTokenize},
 		{"version", "print the version", func(_ context.Context, _ []string, out, _ io.Writer) error {
 			fmt.Fprintln(out, "inferrail", version)
 			return nil
