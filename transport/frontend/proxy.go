@@ -78,14 +78,18 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
 	}
 }
 
-func newRequestID() string {
-	var b [16]byte
-	const hex = "0123456789abcdef"
-	v := rand.Uint64()
-	for i := range b {
-		b[i] = hex[v>>(60-4*uint(i))&0xf]
-	}
-	return string(b[:])
+// runtimeRand draws from the runtime's random source, which is safe for
+// concurrent use.
+type runtimeRand struct{}
+
+func (runtimeRand) Uint64() uint64 { return rand.Uint64() }
+
+func newRequestID() string { return openai.RandomID(runtimeRand{}) }
+
+// failUpstream answers a request whose every attempt failed.
+func (s *Server) failUpstream(r *request, last error) {
+	r.met.Error("upstream_failed")
+	writeError(r.ctx, upstreamError(last, r.model))
 }
 
 // route runs the attempts of r until one commits a response or none is
@@ -97,8 +101,7 @@ func (s *Server) route(r *request) (streaming bool) {
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
 			if !s.backoff(r, attempt) {
-				r.met.Error("upstream_failed")
-				writeError(r.ctx, upstreamError(last, r.model))
+				s.failUpstream(r, last)
 				return false
 			}
 			r.met.Retries.Inc()
@@ -107,8 +110,7 @@ func (s *Server) route(r *request) (streaming bool) {
 		d, err := s.pick(r, tried)
 		if err != nil {
 			if last != nil {
-				r.met.Error("upstream_failed")
-				writeError(r.ctx, upstreamError(last, r.model))
+				s.failUpstream(r, last)
 			} else {
 				r.met.Error(routeReason(err))
 				writeError(r.ctx, routeError(err, r.model))
@@ -126,8 +128,7 @@ func (s *Server) route(r *request) (streaming bool) {
 		}
 		last = res.err
 		if attempt >= maxAttempts {
-			r.met.Error("upstream_failed")
-			writeError(r.ctx, upstreamError(last, r.model))
+			s.failUpstream(r, last)
 			return false
 		}
 	}

@@ -248,7 +248,7 @@ func (s *Server) models(ctx *fasthttp.RequestCtx) {
 			continue
 		}
 		b = openai.AppendModelCard(b, &openai.ModelCard{ID: m.ID, Created: now, Root: m.Model,
-			PermissionID: "modelperm-" + strconv.FormatUint(uint64(now), 16)})
+			PermissionID: openai.PermissionID(runtimeRand{})})
 	}
 	b = append(b, "]}"...)
 	ctx.SetStatusCode(fasthttp.StatusOK)
