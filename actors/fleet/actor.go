@@ -16,6 +16,7 @@ import (
 
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/actors/routing"
+	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
 )
 
@@ -24,6 +25,12 @@ type member struct {
 	h   *replica.Handle
 	pid *actor.PID
 }
+
+// Snapshot returns the member's latest snapshot (routing.Replica).
+func (m *member) Snapshot() *replica.Snapshot { return m.h.Snapshot() }
+
+// PID returns the member's actor (routing.Estimator).
+func (m *member) PID() *actor.PID { return m.pid }
 
 // view is the fleet's membership as published: immutable once stored.
 type view struct {
@@ -40,10 +47,13 @@ type entry struct {
 
 // modelState is one configured model as the fleet actor routes it.
 type modelState struct {
-	name   string
-	policy policy.Policy // owned by the model's routing actor once spawned
-	rng    *rand.Rand    // likewise
-	pid    *actor.PID    // the routing actor
+	name      string
+	policy    policy.Policy // owned by the model's routing actor once spawned
+	rng       *rand.Rand    // likewise
+	src       *rand.PCG     // rng's source, which Explain peeks at
+	pid       *actor.PID    // the routing actor
+	estimates bool
+	costModel cost.Model
 }
 
 // state is what outlives the fleet actor's restarts: a restarted fleet actor
@@ -57,6 +67,10 @@ type state struct {
 	replicaCfg replica.Config
 	unhandled  *metrics.Counter // the fleet actor's
 	routingCnt *metrics.Counter // the routing actors'
+	set        *metrics.Set
+	maxAge     time.Duration // load.max_age
+	// estimateDeadline is routing.estimate_deadline; Fleet reads it too.
+	estimateDeadline time.Duration
 
 	models  []*modelState
 	static  []string // static replica ids in config order
@@ -122,6 +136,11 @@ func (a *fleetActor) started(ctx actor.Context) {
 			Now:       st.now,
 			Logger:    st.log,
 			Unhandled: st.routingCnt,
+			Estimates: m.estimates,
+			CostModel: m.costModel,
+			MaxAge:    st.maxAge,
+			Source:    m.src,
+			Metrics:   st.set,
 		}), "routing-"+strconv.Itoa(i))
 		if err != nil {
 			// Names are free once the previous incarnation's children
@@ -191,7 +210,7 @@ func (a *fleetActor) publish(ctx actor.Context, models []string) {
 		var reps []routing.Replica
 		for _, m := range v.order {
 			if m.h.Snapshot().Serves(ms.name) {
-				reps = append(reps, m.h)
+				reps = append(reps, m)
 			}
 		}
 		ctx.Send(ms.pid, &routing.ReplicasChanged{Replicas: reps})

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/model/policy"
 )
@@ -29,9 +31,19 @@ type Decision struct {
 	URL     string // the replica's base URL, such as http://10.0.0.7:8000
 	Policy  string // the policy that chose it, for x-inferrail-policy
 	// Lease holds the replica's in-flight and pending slots for this
-	// attempt. The caller calls Lease.FirstByte when the response head
+	// attempt. The caller calls Fleet.FirstByte when the response head
 	// arrives and Fleet.Done exactly once when the attempt ends.
 	Lease *replica.Lease
+
+	// Predicted reports that the KV index priced the replica: CachedTokens
+	// is how many prompt tokens it predicts the replica holds, and Estimate
+	// the cost model's time to first token there.
+	Predicted    bool
+	CachedTokens int
+	Estimate     time.Duration
+
+	attempt *replica.Attempt // the shadow record, when Predicted
+	pid     *actor.PID       // the replica actor, when Predicted
 }
 
 // Outcome is how an attempt ended, as the replica actor counts it for

@@ -17,6 +17,7 @@ import (
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/actors/routing"
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
 )
 
@@ -66,9 +67,10 @@ type Fleet struct {
 
 // model is a configured model as Fleet sees it. Immutable.
 type model struct {
-	name    string
-	aliases []string
-	routing *actor.PID
+	name      string
+	aliases   []string
+	routing   *actor.PID
+	estimates bool // the policy routes on the estimate broadcast
 }
 
 // Start starts the actors for cfg: a routing actor per model, and a replica
@@ -121,7 +123,10 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 		Logger:     log,
 		Goroutines: st.goroutines,
 		Metrics:    replica.NewMetrics(set),
+
+		IndexCapacity: cfg.Index.DefaultCapacityBlocks,
 	}
+	st.set, st.maxAge, st.estimateDeadline = set, cfg.Load.MaxAge, cfg.Routing.EstimateDeadline
 	if opts.Prober != nil {
 		st.replicaCfg.Prober = opts.Prober
 	}
@@ -140,8 +145,10 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 		if r := cfg.RoutingFor(m); len(r.Shadow) > 0 {
 			log.Warn("fleet: shadow policies are not implemented yet; ignored", "model", m.Name, "shadow", r.Shadow)
 		}
-		st.models = append(st.models, &modelState{name: m.Name, policy: p, rng: rand.New(rand.NewPCG(seed, uint64(i)))})
-		fm := &model{name: m.Name, aliases: slices.Clone(m.Aliases)}
+		src := rand.NewPCG(seed, uint64(i))
+		st.models = append(st.models, &modelState{name: m.Name, policy: p, rng: rand.New(src), src: src,
+			estimates: cacheAware(p), costModel: cost.Model(cfg.RoutingFor(m).CostModel)})
+		fm := &model{name: m.Name, aliases: slices.Clone(m.Aliases), estimates: cacheAware(p)}
 		f.models = append(f.models, fm)
 		f.byName[m.Name] = fm
 		for _, a := range m.Aliases {
@@ -153,7 +160,9 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 			return nil, fmt.Errorf("fleet: replica id %q is used twice", r.ID)
 		}
 		c := replica.NewCounters(r.MaxConcurrency, r.MaxPending)
-		st.entries[r.ID] = &entry{h: replica.NewHandle(r.ID, r.URL, r.Models, c), group: -1}
+		h := replica.NewHandle(r.ID, r.URL, r.Models, c)
+		h.Shadow().SetConfiguredCapacity(r.KVCapacityBlocks)
+		st.entries[r.ID] = &entry{h: h, group: -1}
 		st.static = append(st.static, r.ID)
 	}
 	for i := range cfg.Discovery.DNS {
@@ -199,7 +208,8 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 }
 
 // modelPolicy returns a fresh policy for model m: its own policy, else the
-// routing section's default (a split with one policy is that policy).
+// routing section's default (a split with one policy is that policy), with
+// its parameters from the routing section.
 func modelPolicy(cfg *config.Config, m *config.Model) (policy.Policy, error) {
 	r := cfg.RoutingFor(m)
 	if len(r.Split) != 1 {
@@ -208,20 +218,37 @@ func modelPolicy(cfg *config.Config, m *config.Model) (policy.Policy, error) {
 	var name string
 	for name = range r.Split {
 	}
+	rt := &cfg.Routing
 	switch name {
-	case "prefix_hash", "kv_aware", "cost_model":
-		// The policies exist (model/policy), but the routing actor does not
-		// yet fill in what they price: predicted cached tokens, queued
-		// prefill, the engine's load and the prompt's blocks. Routing with
-		// them now would quietly be least_request under a cap.
-		return nil, fmt.Errorf("fleet: model %s: policy %s needs the KV index and estimate gather: %w",
-			m.Name, name, policy.ErrNotImplemented)
+	case "prefix_hash":
+		return policy.NewPrefixHash(policy.PrefixHashParams{Blocks: rt.PrefixHash.Blocks}), nil
+	case "kv_aware":
+		return policy.NewKVAware(policy.KVAwareParams{CacheWeight: rt.KVAware.CacheWeight, LoadWeight: rt.KVAware.LoadWeight}), nil
+	case "cost_model":
+		p := policy.DefaultCostModelParams()
+		p.Model = cost.Model(r.CostModel)
+		p.Epsilon, p.Kappa, p.ShortPromptTokens = rt.Epsilon, rt.Kappa, rt.ShortPromptTokens
+		p.SessionAffinity = rt.SessionAffinity
+		p.HotPrefix = policy.HotPrefixParams{
+			Enabled: rt.HotPrefix.Enabled, Blocks: rt.HotPrefix.Blocks,
+			Window: rt.HotPrefix.Window, Utilization: rt.HotPrefix.Utilization,
+		}
+		return policy.NewCostModel(p), nil
 	}
 	p, err := policy.New(name)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: model %s: %w", m.Name, err)
 	}
 	return p, nil
+}
+
+// cacheAware reports whether a policy routes on the estimate broadcast.
+func cacheAware(p policy.Policy) bool {
+	switch p.Name() {
+	case "prefix_hash", "kv_aware", "cost_model":
+		return true
+	}
+	return false
 }
 
 // resolveFirst looks every DNS group up once, in parallel, before any actor
@@ -278,15 +305,29 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 	f.sys.Root.Send(m.routing, msg)
 	timer := time.NewTimer(wait)
 	var p *routing.Picked
-	select {
-	case <-msg.Answered:
-		timer.Stop()
-		p = msg.Answer()
-	case <-timer.C:
-		if msg.Abandon() {
-			return Decision{}, ErrDeadline // the actor will release what it takes
+	var gather <-chan time.Time
+	if m.estimates && len(req.Policy.Blocks) > 0 {
+		// The actor broadcasts estimate requests and decides when the last
+		// replica answers; past routing.estimate_deadline this asker tells
+		// it to decide with what it has.
+		g := time.NewTimer(max(f.st.estimateDeadline, time.Microsecond))
+		defer g.Stop()
+		gather = g.C
+	}
+	for p == nil {
+		select {
+		case <-msg.Answered:
+			timer.Stop()
+			p = msg.Answer()
+		case <-gather:
+			gather = nil
+			f.sys.Root.Send(m.routing, &routing.Gathered{Pick: msg})
+		case <-timer.C:
+			if msg.Abandon() {
+				return Decision{}, ErrDeadline // the actor will release what it takes
+			}
+			p = msg.Answer() // answered just as the deadline passed
 		}
-		p = msg.Answer() // answered just as the deadline passed
 	}
 	switch p.Err {
 	case nil:
@@ -301,9 +342,66 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 	}
 	if !time.Now().Before(req.Deadline) {
 		p.Lease.Release()
+		if p.Attempt != nil {
+			// The routing actor counted it as assigned: tell the replica
+			// it came and went, so its queue stays right.
+			if mem, ok := f.view.Load().byID[p.Replica.ID]; ok {
+				f.sys.Root.Send(mem.pid, &replica.Assign{Attempt: p.Attempt})
+				f.sys.Root.Send(mem.pid, &replica.RequestDone{Outcome: replica.OutcomeCancelled, Attempt: p.Attempt})
+			}
+		}
 		return Decision{}, ErrDeadline
 	}
-	return Decision{Replica: p.Replica.ID, URL: p.Replica.URL, Policy: p.Policy, Lease: p.Lease}, nil
+	d := Decision{Replica: p.Replica.ID, URL: p.Replica.URL, Policy: p.Policy, Lease: p.Lease}
+	if p.Attempt != nil {
+		if mem, ok := f.view.Load().byID[p.Replica.ID]; ok && mem.pid != nil {
+			d.attempt, d.pid = p.Attempt, mem.pid
+			f.sys.Root.Send(mem.pid, &replica.Assign{Attempt: p.Attempt})
+		}
+		d.Predicted, d.CachedTokens, d.Estimate = true, p.CachedTokens, p.Estimate.Total()
+	}
+	return d, nil
+}
+
+// FirstByte records that an attempt's response head arrived: it gives back
+// the lease's pending slot and takes the attempt off its replica's prefill
+// queue.
+func (f *Fleet) FirstByte(d Decision) {
+	if d.Lease != nil {
+		d.Lease.FirstByte()
+	}
+	if d.attempt != nil {
+		f.sys.Root.Send(d.pid, &replica.FirstByte{Attempt: d.attempt})
+	}
+}
+
+// Explain asks the model's routing actor what it would decide for req now,
+// routing nothing. It waits until deadline at the latest.
+func (f *Fleet) Explain(model string, req policy.Request, deadline time.Time) (*routing.Explanation, error) {
+	m, ok := f.byName[model]
+	if !ok {
+		return nil, ErrUnknownModel
+	}
+	if f.stopped.Load() {
+		return nil, ErrStopped
+	}
+	msg := &routing.Explain{Request: req, Deadline: deadline, Answered: make(chan *routing.Explanation, 1)}
+	f.sys.Root.Send(m.routing, msg)
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case ex := <-msg.Answered:
+		return ex, nil
+	case <-timer.C:
+		return nil, ErrDeadline
+	}
+}
+
+// UsesEstimates reports whether the model's policy routes on predicted
+// cache, so its requests are worth tokenizing.
+func (f *Fleet) UsesEstimates(model string) bool {
+	m, ok := f.byName[model]
+	return ok && m.estimates
 }
 
 // Done ends an attempt: it releases the decision's lease (if the caller has
@@ -312,6 +410,10 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 func (f *Fleet) Done(d Decision, o Outcome) {
 	if d.Lease != nil {
 		d.Lease.Release()
+	}
+	if d.attempt != nil {
+		f.doneAttempt(d, o)
+		return
 	}
 	m, ok := f.view.Load().byID[d.Replica]
 	if !ok {
@@ -336,6 +438,19 @@ func (f *Fleet) Done(d Decision, o Outcome) {
 		return // says nothing of the replica
 	}
 	f.sys.Root.Send(m.pid, &replica.RequestDone{Outcome: ro})
+}
+
+// doneAttempt reports the end of an attempt that was assigned to its
+// replica's shadow index: always, since the index and queue need to know.
+func (f *Fleet) doneAttempt(d Decision, o Outcome) {
+	ro := replica.OutcomeOK
+	switch o {
+	case OutcomeFailed:
+		ro = replica.OutcomeFailed
+	case OutcomeCancelled:
+		ro = replica.OutcomeCancelled
+	}
+	f.sys.Root.Send(d.pid, &replica.RequestDone{Outcome: ro, Attempt: d.attempt})
 }
 
 // Resolve returns the configured model a client's model name means: the

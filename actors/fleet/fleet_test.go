@@ -469,7 +469,6 @@ func TestStartErrors(t *testing.T) {
 		}
 		t.Logf("%s: %v", what, err)
 	}
-	f("cost_model", func(c *config.Config) { c.Models[0].Policy = "cost_model" }, Options{}, policy.ErrNotImplemented)
 	f("split", func(c *config.Config) { c.Models[0].Split = map[string]int{"random": 50, "p2c": 50} }, Options{}, policy.ErrNotImplemented)
 	f("unknown policy", func(c *config.Config) { c.Routing.DefaultPolicy = "fastest" }, Options{}, nil)
 	f("dns without resolver", func(c *config.Config) {

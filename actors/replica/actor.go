@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/estimate"
 	"github.com/inferrail/inferrail/model/load"
 )
 
@@ -41,6 +42,10 @@ type Config struct {
 	Scraper Scraper
 	// Load holds the scrape interval and timeout.
 	Load config.LoadSignals
+	// IndexCapacity is index.default_capacity_blocks: the shadow index's
+	// size for a replica without kv_capacity_blocks whose engine reports no
+	// KV capacity. At most 0 takes 16384.
+	IndexCapacity int
 }
 
 // Metrics are the counters replica actors update; safe for concurrent use.
@@ -97,6 +102,9 @@ func Props(h *Handle, cfg Config) *actor.Props {
 	if cfg.Scraper != nil && cfg.Load.ScrapeInterval <= 0 {
 		panic("BUG: replica.Props: load.scrape_interval is not positive")
 	}
+	if cfg.IndexCapacity <= 0 {
+		cfg.IndexCapacity = 16384
+	}
 	if cfg.Load.ScrapeTimeout <= 0 {
 		cfg.Load.ScrapeTimeout = cfg.Load.ScrapeInterval
 	}
@@ -105,7 +113,7 @@ func Props(h *Handle, cfg Config) *actor.Props {
 		s := h.Snapshot()
 		return &replicaActor{
 			cfg: shared, h: h, id: s.ID, url: s.URL, models: s.Models, counters: s.Counters,
-			scrapes: s.Scrapes, log: shared.Logger.With("replica", s.ID),
+			scrapes: s.Scrapes, shadow: s.Shadow, log: shared.Logger.With("replica", s.ID),
 		}
 	})
 }
@@ -140,12 +148,24 @@ type replicaActor struct {
 	loadAt         time.Time // when the last good scrape began; zero before one
 	scrapeFailing  bool
 	engineRestarts int
+
+	// The shadow state: what was routed here, for cost estimates. A new
+	// incarnation starts it empty.
+	est    *estimate.Replica
+	shadow *Shadow
 }
 
 // Receive handles one message. It never blocks.
 func (a *replicaActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
+	case *Estimate:
+		a.estimate(m)
+	case *Assign:
+		a.assign(m)
+	case *FirstByte:
+		a.firstByte(m)
 	case *RequestDone:
+		a.attemptEnded(m.Attempt, m.Outcome)
 		a.requestDone(m)
 	case *probed:
 		a.probed(m)
@@ -179,6 +199,8 @@ func (a *replicaActor) started(ctx actor.Context) {
 	a.load, a.loadAt, a.engineRestarts = prev.Load, prev.LoadAt, prev.EngineRestarts
 	a.healthy = true
 	a.backoff = a.cfg.Health.EjectionBackoff
+	a.est = estimate.New(a.capacity())
+	a.publishShadow()
 	a.cfg.Budget.Join(a.id, a.models)
 	a.publish()
 	a.startScraper(ctx)
@@ -311,5 +333,6 @@ func (a *replicaActor) publish() {
 		LoadFailing:     a.scrapeFailing,
 		EngineRestarts:  a.engineRestarts,
 		Scrapes:         a.scrapes,
+		Shadow:          a.shadow,
 	})
 }

@@ -103,9 +103,14 @@ func (a *replicaActor) scraped(m *scraped) {
 	}
 	if !a.loadAt.IsZero() && load.Restarted(a.load, m.report) {
 		a.engineRestarts++
-		a.log.Info("engine restarted: its prefix cache counters went backwards")
+		a.log.Info("engine restarted: its prefix cache counters went backwards; its shadow index is cleared")
+		a.engineRestarted()
 	}
 	a.load, a.loadAt = m.report, m.at
+	if c := a.capacity(); c != a.est.Index.Capacity() {
+		a.est.Index.SetCapacity(c)
+		a.publishShadow()
+	}
 	a.publish()
 }
 

@@ -25,6 +25,9 @@ const (
 // released.
 type RequestDone struct {
 	Outcome Outcome
+	// Attempt is the attempt's shadow record when it was assigned (a
+	// cache-aware policy routed it), else nil.
+	Attempt *Attempt
 }
 
 // probed is one probe's result, sent by the actor's own prober goroutine.

@@ -55,6 +55,9 @@ type Snapshot struct {
 	EngineRestarts int
 	// Scrapes count the scrapes by result; shared by every snapshot.
 	Scrapes *ScrapeCounts
+	// Shadow is the published part of the shadow index and prefill queue;
+	// shared by every snapshot.
+	Shadow *Shadow
 }
 
 // Serves reports whether the replica serves the configured model.
@@ -84,7 +87,7 @@ type Handle struct {
 func NewHandle(id, url string, models []string, c *Counters) *Handle {
 	h := &Handle{}
 	h.snap.Store(&Snapshot{ID: id, URL: url, Models: slices.Clone(models), Healthy: true, Counters: c,
-		Scrapes: &ScrapeCounts{}})
+		Scrapes: &ScrapeCounts{}, Shadow: &Shadow{}})
 	return h
 }
 
@@ -93,6 +96,9 @@ func (h *Handle) Snapshot() *Snapshot { return h.snap.Load() }
 
 // ID returns the replica id.
 func (h *Handle) ID() string { return h.snap.Load().ID }
+
+// Shadow returns the replica's published shadow state.
+func (h *Handle) Shadow() *Shadow { return h.snap.Load().Shadow }
 
 // Counters returns the replica's live counters.
 func (h *Handle) Counters() *Counters { return h.snap.Load().Counters }

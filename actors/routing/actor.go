@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
 )
 
@@ -31,6 +32,26 @@ type Config struct {
 	// Unhandled counts messages the actor does not handle. Nil counts into
 	// a counter of its own.
 	Unhandled *metrics.Counter
+
+	// Estimates turns on the estimate broadcast: for a prompt with blocks,
+	// the actor asks every candidate's replica actor for its predicted cache
+	// and queue before the policy decides, and the winner's attempt is
+	// recorded in its shadow index. The cache-aware policies need it; the
+	// baselines skip it.
+	Estimates bool
+	// CostModel prices the winner's prefill for its prefill queue.
+	CostModel cost.Model
+	// MaxAge is load.max_age: an engine report older than that is not
+	// trusted for KV usage and running requests.
+	MaxAge time.Duration
+	// Source, when not nil, is the PCG behind Rand. Explain copies it to
+	// peek at the next draw, so that an explanation names the replica the
+	// next decision on the same state picks. Without it Explain draws from
+	// a copy of nothing and may name another replica on a tie.
+	Source *rand.PCG
+	// Metrics counts deadline misses, guards and steering, labelled with
+	// the model. Nil counts into a set of its own.
+	Metrics *metrics.Set
 }
 
 // Props returns the props of the routing actor for cfg. A restarted actor
@@ -48,7 +69,11 @@ func Props(cfg Config) *actor.Props {
 	if cfg.Unhandled == nil {
 		cfg.Unhandled = metrics.NewSet().NewCounter(`inferrail_actor_unhandled_messages_total{actor="routing"}`)
 	}
-	st := &state{Config: cfg, name: cfg.Policy.Name(), log: cfg.Logger.With("model", cfg.Model)}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.NewSet()
+	}
+	st := &state{Config: cfg, name: cfg.Policy.Name(), log: cfg.Logger.With("model", cfg.Model),
+		m: newActorMetrics(cfg.Metrics, cfg.Model), unapplied: make(map[*replica.Shadow][]assigned)}
 	return actor.PropsFromProducer(func() actor.Actor { return &routingActor{st: st} })
 }
 
@@ -59,6 +84,10 @@ type state struct {
 	name     string // Policy.Name()
 	log      *slog.Logger
 	replicas []Replica
+	m        *actorMetrics
+	// unapplied holds, per replica, the assignments this actor made that the
+	// replica had not applied when it last answered.
+	unapplied map[*replica.Shadow][]assigned
 }
 
 // routingActor answers Pick for one model.
@@ -75,6 +104,10 @@ func (a *routingActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *Pick:
 		a.pick(ctx, m)
+	case *Gathered:
+		a.gathered(ctx, m)
+	case *Explain:
+		a.explain(ctx, m)
 	case *ReplicasChanged:
 		a.st.replicas = m.Replicas
 	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
@@ -90,11 +123,21 @@ func (a *routingActor) Receive(ctx actor.Context) {
 
 func (a *routingActor) pick(ctx actor.Context, m *Pick) {
 	var p *Picked
-	if time.Now().Before(m.Deadline) {
+	if !time.Now().Before(m.Deadline) {
+		p = &Picked{Err: ErrDeadline, Policy: a.st.name}
+	} else if a.st.Estimates && len(m.Request.Blocks) > 0 {
+		if a.broadcast(ctx, m) {
+			return // decided once the replies are in (gathered)
+		}
 		p = a.decide(m)
 	} else {
-		p = &Picked{Err: ErrDeadline, Policy: a.st.name}
+		p = a.decide(m)
 	}
+	a.answer(ctx, m, p)
+}
+
+// answer hands p to m's asker, or releases its lease if the asker left.
+func (a *routingActor) answer(ctx actor.Context, m *Pick, p *Picked) {
 	if !m.settle(p) {
 		// The asker stopped waiting: give the slots back, say nothing.
 		if p.Lease != nil {
@@ -118,8 +161,21 @@ func (a *routingActor) decide(m *Pick) *Picked {
 		// pool never empties.
 		offered, _ = a.collect(m, now, true)
 	}
-	cands, snaps := a.cands, a.snaps
 	defer clear(a.snaps) // let old snapshots go
+	if a.st.Estimates {
+		for i := range a.cands {
+			a.price(&a.cands[i], a.snaps[i], &m.Request, nil, now)
+		}
+	}
+	return a.choose(m, a.cands, a.snaps, offered, now)
+}
+
+// choose runs the policy over cands (built from snaps) and takes a lease on
+// its choice, choosing again without a candidate that filled up meanwhile.
+func (a *routingActor) choose(m *Pick, cands []policy.Candidate, snaps []*replica.Snapshot, offered int, now time.Time) *Picked {
+	if m.Request.Now.IsZero() {
+		m.Request.Now = now
+	}
 	for len(cands) > 0 {
 		k, err := a.st.Policy.Pick(&m.Request, cands, a.st.Rand)
 		if err != nil || k < 0 || k >= len(cands) {
@@ -127,7 +183,11 @@ func (a *routingActor) decide(m *Pick) *Picked {
 		}
 		s := snaps[k]
 		if lease, ok := s.Counters.TryAcquire(); ok {
-			return &Picked{Replica: s, Lease: lease, Policy: a.st.name}
+			p := &Picked{Replica: s, Lease: lease, Policy: a.st.name}
+			if a.st.Estimates {
+				a.assign(p, &cands[k], &m.Request, now)
+			}
+			return p
 		}
 		// Another model's routing actor filled it since collect looked:
 		// drop it and choose again among the rest.
@@ -165,7 +225,7 @@ func (a *routingActor) collect(m *Pick, now time.Time, ejected bool) (offered, l
 		if !c.HasRoom() {
 			continue
 		}
-		a.cands = append(a.cands, policy.Candidate{Replica: i, InFlight: c.InFlight(), Pending: c.Pending()})
+		a.cands = append(a.cands, a.candidate(i, s, now))
 		a.snaps = append(a.snaps, s)
 	}
 	return offered, live

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
 )
 
@@ -52,6 +53,7 @@ type Pick struct {
 	Answered chan struct{}
 
 	answer atomic.Pointer[Picked] // nil, the actor's answer, or abandoned
+	pend   *pending               // the actor's, while it gathers estimates
 }
 
 // abandoned marks a Pick whose asker stopped waiting. It is never modified.
@@ -98,6 +100,16 @@ type Picked struct {
 	Policy string
 	// Err is ErrNoReplica, ErrOverloaded or ErrDeadline.
 	Err error
+
+	// With the estimate broadcast (cache-aware policies and a prompt with
+	// blocks): Attempt is what the asker sends the replica actor in
+	// replica.Assign, FirstByte and RequestDone; CachedTokens is the
+	// winner's predicted cache and Estimate its estimated time to first
+	// token. Estimated reports that they are set.
+	Attempt      *replica.Attempt
+	CachedTokens int
+	Estimate     cost.Estimate
+	Estimated    bool
 }
 
 // An answer can reach its future after it timed out: the asker then reads

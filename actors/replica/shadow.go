@@ -1,0 +1,251 @@
+package replica
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/inferrail/inferrail/model/estimate"
+	"github.com/inferrail/inferrail/model/kvindex"
+	"github.com/inferrail/inferrail/model/prefix"
+)
+
+// Shadow is what a replica actor publishes of its shadow state (its KV
+// index and virtual prefill queue) for readers outside the actor: routing
+// actors pricing a replica that missed the estimate deadline, and metrics.
+// It is shared by pointer between every snapshot of the replica and its
+// Handle, outlives actor restarts, and is safe for concurrent use.
+type Shadow struct {
+	// Capacity configured for the index: the replica's kv_capacity_blocks,
+	// 0 for "what the engine reports, else the default". Set before the
+	// actor starts.
+	configured atomic.Int64
+
+	// Assignment numbers: routing actors take the next one with Next as
+	// they assign a request to the replica; the actor publishes the last one
+	// it applied. A routing actor adds what it assigned past Applied to a
+	// reply, so a burst of decisions between an estimate and its
+	// assignment does not herd onto the replica that looked idle.
+	assigned atomic.Uint64
+	applied  atomic.Uint64
+
+	busyUntil atomic.Int64 // the prefill queue's end, Unix ns; 0 when empty
+	waiting   atomic.Int64 // requests in the queue
+
+	blocks   atomic.Int64 // blocks the index holds
+	capacity atomic.Int64 // the index's capacity in blocks
+	bytes    atomic.Int64 // the index's memory
+	resets   atomic.Int64 // engines found restarted, so the index was cleared
+}
+
+// SetConfiguredCapacity sets kv_capacity_blocks for the replica (0: ask the
+// engine, else the fleet default). Call it before the actor starts.
+func (s *Shadow) SetConfiguredCapacity(blocks int) { s.configured.Store(int64(max(blocks, 0))) }
+
+// Next takes the next assignment number.
+func (s *Shadow) Next() uint64 { return s.assigned.Add(1) }
+
+// Applied returns the last assignment number the actor applied.
+func (s *Shadow) Applied() uint64 { return s.applied.Load() }
+
+// Queued returns the virtual prefill queue at now, as last published.
+func (s *Shadow) Queued(now time.Time) time.Duration {
+	if s.waiting.Load() == 0 {
+		return 0
+	}
+	end := s.busyUntil.Load()
+	if d := end - now.UnixNano(); d > 0 {
+		return time.Duration(d)
+	}
+	return 0
+}
+
+// Index returns the blocks the index holds, its capacity and its bytes.
+func (s *Shadow) Index() (blocks, capacity, bytes int) {
+	return int(s.blocks.Load()), int(s.capacity.Load()), int(s.bytes.Load())
+}
+
+// Resets returns how many times the index was cleared for a restarted
+// engine.
+func (s *Shadow) Resets() int { return int(s.resets.Load()) }
+
+// Gather collects the replies of one estimate broadcast. The routing actor
+// makes one per decision and reads a slot only once Got reports it filled;
+// each replica fills its own slot at most once. Safe for concurrent use in
+// that pattern.
+type Gather struct {
+	Query   estimate.Query
+	replies []Reply
+	got     []atomic.Bool
+	left    atomic.Int32
+	// Done, when not nil, is called once by the replica that fills the
+	// last slot. It must not block.
+	Done func()
+}
+
+// Reply is one replica's estimate with the last assignment it had applied.
+type Reply struct {
+	estimate.Reply
+	Applied uint64
+}
+
+// NewGather returns a gather for n replies to q.
+func NewGather(q estimate.Query, n int) *Gather {
+	g := &Gather{Query: q, replies: make([]Reply, n), got: make([]atomic.Bool, n)}
+	g.left.Store(int32(n))
+	return g
+}
+
+// Reply returns slot i's reply and whether it has arrived.
+func (g *Gather) Reply(i int) (Reply, bool) {
+	if !g.got[i].Load() {
+		return Reply{}, false
+	}
+	return g.replies[i], true
+}
+
+// Missing reports how many replies have not arrived.
+func (g *Gather) Missing() int { return int(g.left.Load()) }
+
+func (g *Gather) fill(i int, r Reply) {
+	if i < 0 || i >= len(g.replies) || g.got[i].Load() {
+		return
+	}
+	g.replies[i] = r
+	g.got[i].Store(true)
+	if g.left.Add(-1) == 0 && g.Done != nil {
+		g.Done()
+	}
+}
+
+// Attempt is one request attempt assigned to a replica, from its
+// assignment to its end. The request path creates it and sends it in
+// Assign, FirstByte and RequestDone, always from one goroutine, so the actor
+// sees them in that order; only the actor touches its unexported fields.
+type Attempt struct {
+	// Blocks are the prompt's block hashes, recorded in the index.
+	Blocks []prefix.Hash
+	// Prefill is the prompt's estimated prefill on the replica, added to
+	// its queue.
+	Prefill time.Duration
+	// Seq is the assignment number Shadow.Next gave it.
+	Seq uint64
+
+	receipt   kvindex.Receipt
+	firstByte bool
+	ended     bool
+}
+
+// Estimate asks the replica for its estimate of a query: the actor fills
+// slot Slot of Gather. It never answers through protoactor.
+type Estimate struct {
+	Gather *Gather
+	Slot   int
+}
+
+// Assign tells the replica that an attempt was routed to it.
+type Assign struct{ Attempt *Attempt }
+
+// FirstByte tells the replica that an attempt got its response head.
+type FirstByte struct{ Attempt *Attempt }
+
+func (*Estimate) replicaMsg()  {}
+func (*Assign) replicaMsg()    {}
+func (*FirstByte) replicaMsg() {}
+
+// A replica that left may still get a late message; not worth a log line.
+func (*Estimate) IgnoreDeadLetterLogging()  {}
+func (*Assign) IgnoreDeadLetterLogging()    {}
+func (*FirstByte) IgnoreDeadLetterLogging() {}
+
+var (
+	_ Message = (*Estimate)(nil)
+	_ Message = (*Assign)(nil)
+	_ Message = (*FirstByte)(nil)
+)
+
+// capacity is the index capacity the actor uses: the configured one, else
+// the engine's reported KV capacity, else the fleet default.
+func (a *replicaActor) capacity() int {
+	if c := int(a.shadow.configured.Load()); c > 0 {
+		return c
+	}
+	if a.load.KVCapacityBlocks > 0 {
+		return a.load.KVCapacityBlocks
+	}
+	return max(a.cfg.IndexCapacity, 1)
+}
+
+func (a *replicaActor) estimate(m *Estimate) {
+	g := m.Gather
+	r := a.est.Estimate(&g.Query, a.cfg.Now())
+	g.fill(m.Slot, Reply{Reply: r, Applied: a.shadow.applied.Load()})
+}
+
+func (a *replicaActor) assign(m *Assign) {
+	at := m.Attempt
+	now := a.cfg.Now()
+	at.receipt = a.est.Assign(at.Blocks, at.Prefill, now)
+	if at.Seq > a.shadow.applied.Load() {
+		a.shadow.applied.Store(at.Seq)
+	}
+	a.publishShadow()
+}
+
+func (a *replicaActor) firstByte(m *FirstByte) {
+	at := m.Attempt
+	if at.firstByte || at.ended {
+		return
+	}
+	at.firstByte = true
+	a.est.FirstByte(a.cfg.Now())
+	a.publishQueue()
+}
+
+// attemptEnded settles an attempt's shadow state: a failed attempt's blocks
+// are taken back, and one that ends before its first byte leaves the queue.
+func (a *replicaActor) attemptEnded(at *Attempt, o Outcome) {
+	if at == nil || at.ended {
+		return
+	}
+	at.ended = true
+	now := a.cfg.Now()
+	switch o {
+	case OutcomeFailed:
+		a.est.Failed(at.receipt, at.firstByte, now)
+		a.publishShadow()
+	case OutcomeCancelled:
+		a.est.Cancelled(at.firstByte, now)
+		a.publishQueue()
+	default:
+		if !at.firstByte {
+			a.est.FirstByte(now)
+			a.publishQueue()
+		}
+	}
+}
+
+// engineRestarted clears the shadow state of an engine found restarted.
+func (a *replicaActor) engineRestarted() {
+	a.est.Restarted()
+	a.shadow.resets.Add(1)
+	a.publishShadow()
+}
+
+func (a *replicaActor) publishQueue() {
+	s := a.shadow
+	now := a.cfg.Now()
+	if q := a.est.Queue.Queued(now); q > 0 {
+		s.busyUntil.Store(now.Add(q).UnixNano())
+	} else {
+		s.busyUntil.Store(0)
+	}
+	s.waiting.Store(int64(a.est.Queue.Waiting()))
+}
+
+func (a *replicaActor) publishShadow() {
+	a.publishQueue()
+	x := a.est.Index
+	a.shadow.blocks.Store(int64(x.Len()))
+	a.shadow.capacity.Store(int64(x.Capacity()))
+	a.shadow.bytes.Store(x.Bytes())
+}
