@@ -45,6 +45,13 @@ type Options struct {
 	// (inferrail_replica_restarts_total, inferrail_ejections_total,
 	// inferrail_actor_unhandled_messages_total). Nil keeps them private.
 	Metrics *metrics.Set
+	// RoutingMetrics is where the routing actors count, per model, the
+	// replicas that missed the estimate deadline
+	// (inferrail_estimate_deadline_misses_total), the broadcasts
+	// (inferrail_estimate_gathers_total), guards
+	// (inferrail_routing_guards_total) and steering
+	// (inferrail_routing_steered_total). Nil keeps them private.
+	RoutingMetrics *metrics.Set
 }
 
 // Fleet is the running set of gateway actors for one config. Its methods are
@@ -126,7 +133,11 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 
 		IndexCapacity: cfg.Index.DefaultCapacityBlocks,
 	}
-	st.set, st.maxAge, st.estimateDeadline = set, cfg.Load.MaxAge, cfg.Routing.EstimateDeadline
+	st.set = opts.RoutingMetrics
+	if st.set == nil {
+		st.set = metrics.NewSet()
+	}
+	st.maxAge, st.estimateDeadline = cfg.Load.MaxAge, cfg.Routing.EstimateDeadline
 	if opts.Prober != nil {
 		st.replicaCfg.Prober = opts.Prober
 	}

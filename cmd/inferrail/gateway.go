@@ -11,6 +11,8 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/VictoriaMetrics/metrics"
+
 	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/sim"
@@ -61,11 +63,13 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(cfg.Logging.Level)}))
 	scraper := scrape.New(scrape.Options{})
 	defer scraper.Close()
+	routingMetrics := metrics.NewSet()
 	fl, err := fleet.Start(cfg, fleet.Options{
-		Prober:   health.NewProber(),
-		Scraper:  scraper,
-		Resolver: net.DefaultResolver,
-		Logger:   log,
+		Prober:         health.NewProber(),
+		Scraper:        scraper,
+		Resolver:       net.DefaultResolver,
+		Logger:         log,
+		RoutingMetrics: routingMetrics,
 	})
 	if err != nil {
 		return err
@@ -81,8 +85,10 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 		return fmt.Errorf("server.admin_listen: %w", err)
 	}
 	met := telemetry.New(fl)
+	met.Include(routingMetrics)
 	fe := frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met})
-	ad := admin.New(fl, met)
+	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{
+		Fleet: fl, Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)})
 	served := make(chan error, 1)
 	go func() { served <- fe.Serve(ln) }()
 	adminServed := make(chan error, 1)

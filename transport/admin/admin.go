@@ -1,5 +1,7 @@
 // Package admin serves the gateway's admin port: GET /metrics for
-// Prometheus and VictoriaMetrics, and GET /admin/replicas for operators.
+// Prometheus and VictoriaMetrics, GET /admin/replicas for operators, and
+// POST /admin/explain/v1/chat/completions (or /v1/completions), which
+// answers what the routing policy would do with a request, routing nothing.
 // The admin routes have no authentication; keep server.admin_listen on
 // localhost or a private network.
 //
@@ -12,6 +14,7 @@ import (
 	"errors"
 	"net"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -29,7 +32,21 @@ type Fleet interface {
 type Server struct {
 	fleet Fleet
 	met   *telemetry.Registry
+	ex    *ExplainOptions
 	srv   *fasthttp.Server
+}
+
+// WithExplain turns on /admin/explain; call it before Serve.
+func (s *Server) WithExplain(o ExplainOptions) *Server {
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	s.ex = &o
+	s.srv.ReadTimeout = o.Timeout
+	if o.MaxBody > 0 {
+		s.srv.MaxRequestBodySize = o.MaxBody
+	}
+	return s
 }
 
 // New returns an admin server for fleet and its metrics.
@@ -61,6 +78,10 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWithContext(ctx) }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	if p := string(ctx.Path()); strings.HasPrefix(p, explainPrefix+"/") {
+		s.explain(ctx, p[len(explainPrefix):])
+		return
+	}
 	if m := string(ctx.Method()); m != "GET" && m != "HEAD" {
 		ctx.Response.Header.Set("Allow", "GET, HEAD")
 		ctx.Error(`{"error":{"message":"Method Not Allowed","type":"Method Not Allowed","param":null,"code":405}}`, fasthttp.StatusMethodNotAllowed)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/model/openai"
+	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/transport/telemetry"
 	"github.com/inferrail/inferrail/transport/upstream"
 )
@@ -35,6 +36,10 @@ type request struct {
 	deadline time.Time
 	w        *watch
 	met      *telemetry.Model
+	// policy is what the policy may know of the request; tokenized
+	// reports that its prompt was prepared.
+	policy    policy.Request
+	tokenized bool
 }
 
 func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
@@ -68,6 +73,7 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
 		r.id = newRequestID()
 	}
 	ctx.Response.Header.Set("X-Request-Id", r.id)
+	s.policyRequest(r, ctx.Path())
 	if s.cfg.Logging.LogPrompts {
 		s.log.Debug("request", "id", r.id, "model", model, "body", string(body))
 	}
@@ -146,9 +152,12 @@ func (s *Server) pick(r *request, tried []string) (fleet.Decision, error) {
 	if dl.After(r.deadline) {
 		dl = r.deadline
 	}
-	d, err := s.fleet.Pick(fleet.PickRequest{Model: r.model, Exclude: tried, Deadline: dl})
+	d, err := s.fleet.Pick(fleet.PickRequest{Model: r.model, Policy: r.policy, Exclude: tried, Deadline: dl})
 	if errors.Is(err, fleet.ErrNoReplica) && len(tried) > 0 {
-		d, err = s.fleet.Pick(fleet.PickRequest{Model: r.model, Deadline: dl})
+		d, err = s.fleet.Pick(fleet.PickRequest{Model: r.model, Policy: r.policy, Deadline: dl})
+	}
+	if err == nil && d.Predicted {
+		r.met.Estimated(d.Policy, d.Estimate)
 	}
 	return d, err
 }
@@ -238,7 +247,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, canRetry bool) result {
 	}
 
 	// The response is committed: nothing is retried from here on.
-	d.Lease.FirstByte()
+	s.fleet.FirstByte(d)
 	r.w.headArrived()
 	outcome := fleet.OutcomeOK
 	if status >= 500 {
@@ -250,6 +259,9 @@ func (s *Server) attempt(r *request, d fleet.Decision, canRetry bool) result {
 	ctx.Response.Header.Set("X-Request-Id", r.id)
 	ctx.Response.Header.Set("X-Inferrail-Replica", d.Replica)
 	ctx.Response.Header.Set("X-Inferrail-Policy", d.Policy)
+	if d.Predicted {
+		r.predicted(ctx, r.policy.PromptTokens, d.CachedTokens)
+	}
 
 	if resp.ContentLength() < 0 || resp.ContentLength() > maxBufferedBody {
 		conn := ctx.Conn()

@@ -26,6 +26,9 @@ type Options struct {
 	Logger *slog.Logger // nil discards
 	// Metrics records requests; nil keeps them in a registry of its own.
 	Metrics *telemetry.Registry
+	// Tokenizer prepares prompts for the KV index; nil routes every
+	// request without a prediction.
+	Tokenizer Tokenizer
 }
 
 // Server is the gateway's client port. See the package doc.
@@ -34,6 +37,7 @@ type Server struct {
 	fleet *fleet.Fleet
 	log   *slog.Logger
 	met   *telemetry.Registry
+	tok   Tokenizer
 	srv   *fasthttp.Server
 	// watcher checks clients and replicas of requests in flight.
 	watcher *conncheck.Watcher
@@ -59,6 +63,7 @@ func New(opts Options) *Server {
 		fleet: opts.Fleet,
 		log:   log,
 		met:   opts.Metrics,
+		tok:   opts.Tokenizer,
 		pools: make(map[string]*upstream.Pool),
 	}
 	if s.met == nil {

@@ -67,7 +67,7 @@ type Registry struct {
 	models   map[string]*Model
 
 	decisions sync.Map // policy → *metrics.PrometheusHistogram
-	misses    *metrics.Counter
+	extra     []*metrics.Set
 }
 
 // New returns an empty registry reading replica gauges from fleet.
@@ -78,11 +78,13 @@ func New(fleet Fleet) *Registry {
 		replicas: make(map[string]*Replica),
 		models:   make(map[string]*Model),
 	}
-	// Counted by routing actors that broadcast estimate requests (the
-	// cache-aware policies); baseline policies skip the broadcast.
-	r.misses = r.global.NewCounter("inferrail_estimate_deadline_misses_total")
 	return r
 }
+
+// Include adds a set written with the registry's own, such as the routing
+// actors' counters (fleet.Options.RoutingMetrics) or the tokenizer pool's.
+// Call it before the registry is first written.
+func (r *Registry) Include(set *metrics.Set) { r.extra = append(r.extra, set) }
 
 // Model holds the per-model series that have no replica.
 type Model struct {
@@ -90,8 +92,26 @@ type Model struct {
 	name        string
 	Retries     *metrics.Counter // inferrail_upstream_retries_total
 	Disconnects *metrics.Counter // inferrail_client_disconnects_total
-	errMu       sync.Mutex
-	errs        map[string]*metrics.Counter
+	// PromptTokens and PredictedCached count, per decision the KV index
+	// priced, the prompt's tokens and the cached tokens predicted on the
+	// chosen replica (inferrail_prompt_tokens_total,
+	// inferrail_predicted_cached_tokens_total).
+	PromptTokens    *metrics.Counter
+	PredictedCached *metrics.Counter
+	errMu           sync.Mutex
+	errs            map[string]*metrics.Counter
+	estimated       sync.Map // policy → *metrics.PrometheusHistogram
+}
+
+// Estimated records the cost model's estimated time to first token for the
+// chosen replica (inferrail_estimated_ttft_seconds), by policy.
+func (m *Model) Estimated(policy string, d time.Duration) {
+	h, ok := m.estimated.Load(policy)
+	if !ok {
+		h, _ = m.estimated.LoadOrStore(policy, m.set.GetOrCreatePrometheusHistogramExt(
+			`inferrail_estimated_ttft_seconds{model=`+strconv.Quote(m.name)+`,policy=`+strconv.Quote(policy)+`}`, latencyBuckets))
+	}
+	h.(*metrics.PrometheusHistogram).Update(d.Seconds())
 }
 
 // Model returns the series of model name, creating them on first use.
@@ -109,11 +129,13 @@ func (r *Registry) Model(name string) *Model {
 	}
 	l := `{model=` + strconv.Quote(name) + `}`
 	m = &Model{
-		set:         r.global,
-		name:        name,
-		Retries:     r.global.NewCounter("inferrail_upstream_retries_total" + l),
-		Disconnects: r.global.NewCounter("inferrail_client_disconnects_total" + l),
-		errs:        make(map[string]*metrics.Counter),
+		set:             r.global,
+		name:            name,
+		Retries:         r.global.NewCounter("inferrail_upstream_retries_total" + l),
+		Disconnects:     r.global.NewCounter("inferrail_client_disconnects_total" + l),
+		PromptTokens:    r.global.NewCounter("inferrail_prompt_tokens_total" + l),
+		PredictedCached: r.global.NewCounter("inferrail_predicted_cached_tokens_total" + l),
+		errs:            make(map[string]*metrics.Counter),
 	}
 	r.models[name] = m
 	return m
@@ -141,9 +163,6 @@ func (r *Registry) Decision(policy string, d time.Duration) {
 	}
 	h.(*metrics.PrometheusHistogram).Update(d.Seconds())
 }
-
-// DeadlineMisses counts replicas that missed an estimate gather deadline.
-func (r *Registry) DeadlineMisses(n int) { r.misses.Add(n) }
 
 // Replica holds one replica's request series, in a set of its own.
 type Replica struct {
@@ -237,6 +256,9 @@ func (r *Registry) WritePrometheus(w io.Writer) {
 
 	var b bytes.Buffer
 	r.global.WritePrometheus(&b)
+	for _, set := range r.extra {
+		set.WritePrometheus(&b)
+	}
 	for _, rep := range reps {
 		rep.set.WritePrometheus(&b)
 	}
@@ -275,6 +297,22 @@ func writeGauges(b *bytes.Buffer, snaps []*replica.Snapshot, now time.Time) {
 	counter("inferrail_ejections_total", func(s *replica.Snapshot) float64 { return float64(s.Ejections) })
 	counter("inferrail_replica_restarts_total", func(s *replica.Snapshot) float64 { return float64(s.Restarts) })
 	counter("inferrail_replica_engine_restarts_total", func(s *replica.Snapshot) float64 { return float64(s.EngineRestarts) })
+	var shadowed []*replica.Snapshot
+	for _, s := range snaps {
+		if s.Shadow != nil {
+			shadowed = append(shadowed, s)
+		}
+	}
+	if all := snaps; len(shadowed) > 0 {
+		snaps = shadowed
+		index := func(s *replica.Snapshot) (blocks, capacity, bytes int) { return s.Shadow.Index() }
+		gauge("inferrail_index_entries", func(s *replica.Snapshot) float64 { b, _, _ := index(s); return float64(b) })
+		gauge("inferrail_index_bytes", func(s *replica.Snapshot) float64 { _, _, n := index(s); return float64(n) })
+		gauge("inferrail_replica_index_capacity_blocks", func(s *replica.Snapshot) float64 { _, c, _ := index(s); return float64(c) })
+		counter("inferrail_index_resets_total", func(s *replica.Snapshot) float64 { return float64(s.Shadow.Resets()) })
+		gauge("inferrail_replica_queued_prefill_seconds", func(s *replica.Snapshot) float64 { return s.Shadow.Queued(now).Seconds() })
+		snaps = all
+	}
 
 	// inferrail_load_scrapes_total{replica,result}
 	metrics.WriteMetadataIfNeeded(b, "inferrail_load_scrapes_total", "counter")

@@ -31,7 +31,7 @@ func (f *fakeFleet) set(ids ...string) {
 	f.snaps = f.snaps[:0]
 	for _, id := range ids {
 		f.snaps = append(f.snaps, &replica.Snapshot{ID: id, Healthy: true, Counters: replica.NewCounters(0, 0),
-			Scrapes: &replica.ScrapeCounts{}, Load: load.Report{Running: 1}, LoadAt: time.Now()})
+			Scrapes: &replica.ScrapeCounts{}, Shadow: &replica.Shadow{}, Load: load.Report{Running: 1}, LoadAt: time.Now()})
 	}
 }
 
@@ -84,7 +84,13 @@ func TestSnapshot(t *testing.T) {
 		`inferrail_load_scrapes_total{replica="r0",result="error"}`,
 		`inferrail_load_scrapes_total{replica="r0",result="ok"}`,
 		`inferrail_load_scrapes_total{replica="r0",result="unreadable"}`,
-		`inferrail_estimate_deadline_misses_total`,
+		`inferrail_index_bytes{replica="r0"}`,
+		`inferrail_index_entries{replica="r0"}`,
+		`inferrail_index_resets_total{replica="r0"}`,
+		`inferrail_prompt_tokens_total{model="m"}`,
+		`inferrail_predicted_cached_tokens_total{model="m"}`,
+		`inferrail_replica_index_capacity_blocks{replica="r0"}`,
+		`inferrail_replica_queued_prefill_seconds{replica="r0"}`,
 		`inferrail_replica_ejected{replica="r0"}`,
 		`inferrail_replica_engine_kv_usage{replica="r0"}`,
 		`inferrail_replica_engine_prefix_cache_hits{replica="r0"}`,
