@@ -234,6 +234,13 @@ type Routing struct {
 	// decision; a replica that misses it is priced from its last published
 	// state. Default 2ms.
 	EstimateDeadline time.Duration `koanf:"estimate_deadline"`
+	// EstimateFanout caps the replicas asked for an estimate per decision.
+	// In a larger fleet the routing actor asks a shortlist: the replicas
+	// it recently sent the prompt's root prefix to, the conversation's, and
+	// the least loaded by their published queues; the rest are priced from
+	// their published state without a cache prediction. 0 asks every
+	// replica. Default 16.
+	EstimateFanout int `koanf:"estimate_fanout"`
 	// Epsilon bounds load for cost_model: no replica gets more than
 	// ceil((1 + epsilon) * (in_flight + 1) / n) requests. At least 0.
 	// Default 1.0, twice a replica's share.
@@ -436,6 +443,7 @@ func Default() *Config {
 		Routing: Routing{
 			DefaultPolicy:     "least_request",
 			EstimateDeadline:  2 * time.Millisecond,
+			EstimateFanout:    16,
 			Epsilon:           1.0,
 			Kappa:             0.92,
 			ShortPromptTokens: 256,

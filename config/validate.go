@@ -266,6 +266,7 @@ func (v *validator) routing(r *Routing) {
 	v.split("routing.split", r.Split)
 	v.policies("routing.shadow", r.Shadow)
 	v.positive("routing.estimate_deadline", r.EstimateDeadline)
+	v.atLeast("routing.estimate_fanout", r.EstimateFanout, 0)
 	v.nonNegativeNumber("routing.epsilon", r.Epsilon)
 	v.fraction("routing.kappa", r.Kappa, false)
 	v.atLeast("routing.short_prompt_tokens", r.ShortPromptTokens, 0)

@@ -69,6 +69,7 @@ type state struct {
 	routingCnt *metrics.Counter // the routing actors'
 	set        *metrics.Set
 	maxAge     time.Duration // load.max_age
+	fanout     int           // routing.estimate_fanout
 	// estimateDeadline is routing.estimate_deadline; Fleet reads it too.
 	estimateDeadline time.Duration
 
@@ -139,6 +140,7 @@ func (a *fleetActor) started(ctx actor.Context) {
 			Estimates: m.estimates,
 			CostModel: m.costModel,
 			MaxAge:    st.maxAge,
+			Fanout:    st.fanout,
 			Source:    m.src,
 			Metrics:   st.set,
 		}), "routing-"+strconv.Itoa(i))

@@ -49,10 +49,26 @@ func benchState(n int) (policy.Request, [][][]prefix.Hash) {
 // policy and the lease. late-% is the share of decisions that took longer
 // than the deadline; misses/op the replicas priced from published state.
 func BenchmarkCostModelActor(b *testing.B) {
-	for _, n := range benchSizes {
-		b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) {
+	for _, fanout := range []int{0, 16} {
+		for _, n := range benchSizes {
+			if fanout > 0 && n <= fanout {
+				continue
+			}
+			b.Run(fmt.Sprintf("fanout=%d/replicas=%d", fanout, n), func(b *testing.B) {
+				benchCostModelActor(b, n, fanout)
+			})
+		}
+	}
+}
+
+func benchCostModelActor(b *testing.B, n, fanout int) {
+	{
+		{
 			set := metrics.NewSet()
-			cfg := testConfig(n, func(c *config.Config) { c.Models[0].Policy = "cost_model" })
+			cfg := testConfig(n, func(c *config.Config) {
+				c.Models[0].Policy = "cost_model"
+				c.Routing.EstimateFanout = fanout
+			})
 			f := start(b, cfg, Options{Logger: discard(), RoutingMetrics: set})
 			req, held := benchState(n)
 			v := f.view.Load()
@@ -97,7 +113,7 @@ func BenchmarkCostModelActor(b *testing.B) {
 			reportLatency(b, lat)
 			b.ReportMetric(100*float64(late)/float64(b.N), "late-%")
 			b.ReportMetric(float64(misses.Get()-m0)/float64(b.N), "misses/op")
-		})
+		}
 	}
 }
 

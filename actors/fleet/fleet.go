@@ -137,7 +137,7 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	if st.set == nil {
 		st.set = metrics.NewSet()
 	}
-	st.maxAge, st.estimateDeadline = cfg.Load.MaxAge, cfg.Routing.EstimateDeadline
+	st.maxAge, st.estimateDeadline, st.fanout = cfg.Load.MaxAge, cfg.Routing.EstimateDeadline, cfg.Routing.EstimateFanout
 	if opts.Prober != nil {
 		st.replicaCfg.Prober = opts.Prober
 	}

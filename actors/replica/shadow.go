@@ -95,6 +95,10 @@ func NewGather(q estimate.Query, n int) *Gather {
 	return g
 }
 
+// Expect sets how many replies the gather waits for, when fewer than its
+// slots are asked. Call it before sending any request.
+func (g *Gather) Expect(n int) { g.left.Store(int32(n)) }
+
 // Reply returns slot i's reply and whether it has arrived.
 func (g *Gather) Reply(i int) (Reply, bool) {
 	if !g.got[i].Load() {

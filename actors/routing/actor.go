@@ -12,6 +12,7 @@ import (
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/prefix"
 )
 
 // Config is one routing actor's setup. The actor owns Policy and Rand from
@@ -41,6 +42,9 @@ type Config struct {
 	Estimates bool
 	// CostModel prices the winner's prefill for its prefill queue.
 	CostModel cost.Model
+	// Fanout is routing.estimate_fanout: at most this many replicas are
+	// asked per decision (policy.Shortlist); 0 asks all.
+	Fanout int
 	// MaxAge is load.max_age: an engine report older than that is not
 	// trusted for KV usage and running requests.
 	MaxAge time.Duration
@@ -73,7 +77,8 @@ func Props(cfg Config) *actor.Props {
 		cfg.Metrics = metrics.NewSet()
 	}
 	st := &state{Config: cfg, name: cfg.Policy.Name(), log: cfg.Logger.With("model", cfg.Model),
-		m: newActorMetrics(cfg.Metrics, cfg.Model), unapplied: make(map[*replica.Shadow][]assigned)}
+		m: newActorMetrics(cfg.Metrics, cfg.Model), unapplied: make(map[*replica.Shadow][]assigned),
+		recent: make(map[prefix.Hash][recentOwners]uint64)}
 	return actor.PropsFromProducer(func() actor.Actor { return &routingActor{st: st} })
 }
 
@@ -88,6 +93,9 @@ type state struct {
 	// unapplied holds, per replica, the assignments this actor made that the
 	// replica had not applied when it last answered.
 	unapplied map[*replica.Shadow][]assigned
+	// recent maps a root prefix (see roots) to the keys of the replicas
+	// this actor last sent it to, most recent first: the shortlist's hints.
+	recent map[prefix.Hash][recentOwners]uint64
 }
 
 // routingActor answers Pick for one model.

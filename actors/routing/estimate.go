@@ -38,6 +38,65 @@ type pending struct {
 	gather  *replica.Gather
 	offered int
 	explain *Explain // set for an explanation rather than a decision
+	asked   []bool   // which candidates were asked, when not all were
+}
+
+// recentOwners is how many recent replicas are remembered per root prefix,
+// and maxRecent how many root prefixes, before the memory starts over.
+const (
+	recentOwners = 4
+	maxRecent    = 1 << 16
+)
+
+// roots returns the root prefixes a prompt's blocks are remembered under:
+// its first 2 and its first 16 blocks (fewer when it has fewer).
+func roots(blocks []prefix.Hash) (short, long prefix.Hash) {
+	return blocks[min(len(blocks), 2)-1], blocks[min(len(blocks), 16)-1]
+}
+
+// remember records that a prompt with blocks went to the replica with key.
+func (a *routingActor) remember(blocks []prefix.Hash, key uint64) {
+	if a.st.Fanout <= 0 || len(blocks) == 0 {
+		return
+	}
+	if len(a.st.recent) >= maxRecent {
+		clear(a.st.recent)
+	}
+	short, long := roots(blocks)
+	for _, r := range [...]prefix.Hash{short, long} {
+		old := a.st.recent[r]
+		next := [recentOwners]uint64{key}
+		k := 1
+		for _, o := range old {
+			if o != 0 && o != key && k < recentOwners {
+				next[k] = o
+				k++
+			}
+		}
+		a.st.recent[r] = next
+	}
+}
+
+// hints marks the candidates that recently got the prompt's root prefix or
+// are the conversation's.
+func (a *routingActor) hints(cands []policy.Candidate, blocks []prefix.Hash) []bool {
+	short, long := roots(blocks)
+	s, l := a.st.recent[short], a.st.recent[long]
+	h := make([]bool, len(cands))
+	for i := range cands {
+		c := &cands[i]
+		if c.Session {
+			h[i] = true
+			continue
+		}
+		for k := range recentOwners {
+			if s[k] != 0 && s[k] == c.Key || l[k] != 0 && l[k] == c.Key {
+				h[i] = true
+				break
+			}
+		}
+	}
+	return h
 }
 
 // assigned is one assignment the actor made that its replica had not applied
@@ -177,6 +236,7 @@ func (a *routingActor) assign(p *Picked, w *policy.Candidate, req *policy.Reques
 	p.CachedTokens, p.Estimate, p.Estimated = min(w.CachedTokens, req.PromptTokens), est, true
 	at := &replica.Attempt{Blocks: req.Blocks, Prefill: est.Prefill, Seq: sh.Next()}
 	p.Attempt = at
+	a.remember(req.Blocks, w.Key)
 	if recs := a.st.unapplied[sh]; len(recs) < maxUnapplied {
 		a.st.unapplied[sh] = append(recs, assigned{seq: at.Seq, prefill: est.Prefill, chain: req.Blocks})
 	}
@@ -241,8 +301,9 @@ func (a *routingActor) park(ctx actor.Context, m *Pick, offered int, ex *Explain
 	pd.gather.Done = func() { root.Send(self, &Gathered{Pick: m}) }
 	m.pend = pd
 	a.st.m.decisions.Inc()
+	ask := a.ask(pd, req)
 	asked := 0
-	for i := range pd.snaps {
+	for _, i := range ask {
 		e, ok := a.st.replicas[pd.cands[i].Replica].(Estimator)
 		if !ok || e.PID() == nil {
 			continue
@@ -255,6 +316,33 @@ func (a *routingActor) park(ctx actor.Context, m *Pick, offered int, ex *Explain
 		a.finish(ctx, m, pd)
 	}
 	return true
+}
+
+// ask returns the positions in pd.cands to ask: all of them, or a shortlist
+// when there are more than the fanout. With a shortlist it sizes the
+// gather to the asked ones and marks them in pd.asked.
+func (a *routingActor) ask(pd *pending, req *policy.Request) []int {
+	n := len(pd.cands)
+	if a.st.Fanout <= 0 || n <= a.st.Fanout {
+		all := make([]int, n)
+		for i := range all {
+			all[i] = i
+		}
+		return all
+	}
+	now := a.st.Now()
+	for i := range pd.cands {
+		if sh := pd.snaps[i].Shadow; sh != nil {
+			pd.cands[i].QueuedPrefill = sh.Queued(now)
+		}
+	}
+	list := policy.Shortlist(nil, pd.cands, a.hints(pd.cands, req.Blocks), a.st.Fanout, a.st.CostModel)
+	pd.asked = make([]bool, n)
+	for _, i := range list {
+		pd.asked[i] = true
+	}
+	pd.gather.Expect(len(list))
+	return list
 }
 
 // gathered decides a parked Pick with the replies that arrived.
@@ -274,7 +362,7 @@ func (a *routingActor) finish(ctx actor.Context, m *Pick, pd *pending) {
 		var rp *replica.Reply
 		if r, ok := pd.gather.Reply(i); ok {
 			rp = &r
-		} else {
+		} else if pd.asked == nil || pd.asked[i] {
 			a.st.m.misses.Inc()
 		}
 		a.price(&pd.cands[i], pd.snaps[i], &m.Request, rp, now)
