@@ -1,6 +1,7 @@
 // Package cost holds cost_model's estimate of time to first token and the
 // load guards that bound it, as pure functions, plus the count-min sketch
-// that measures prefill demand per root prefix.
+// that measures prefill demand per root prefix, and the fit of the prefill
+// parameters to measured prefills that inferrail calibrate runs (fit.go).
 //
 // cost starts no goroutines, does no I/O and keeps no globals: callers pass
 // in the time. A Sketch has state; it is owned by one routing actor (through

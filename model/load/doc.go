@@ -48,7 +48,8 @@
 // the suffix. Where vLLM renamed a family the new name wins and the legacy
 // one is read only when the new one is absent, since v0.10 and v0.11 served
 // both. _created samples, histograms, comments and every other family are
-// skipped.
+// skipped. Histogram reads one histogram's _sum and _count totals from a
+// whole page, for inferrail calibrate.
 //
 // # The text format
 //
