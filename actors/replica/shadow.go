@@ -167,6 +167,11 @@ var (
 	_ Message = (*FirstByte)(nil)
 )
 
+// maxReportedCapacity bounds the index capacity taken from an engine's
+// report: 4M blocks, 64M tokens at block size 16, far above any one engine's
+// cache today. kv_capacity_blocks in the config is taken as it is.
+const maxReportedCapacity = 1 << 22
+
 // capacity is the index capacity the actor uses: the configured one, else
 // the engine's reported KV capacity, else the fleet default.
 func (a *replicaActor) capacity() int {
@@ -174,7 +179,9 @@ func (a *replicaActor) capacity() int {
 		return c
 	}
 	if a.load.KVCapacityBlocks > 0 {
-		return a.load.KVCapacityBlocks
+		// The index takes its memory up front (about 40 bytes a block),
+		// so a page reporting an absurd capacity must not size it.
+		return min(a.load.KVCapacityBlocks, maxReportedCapacity)
 	}
 	return max(a.cfg.IndexCapacity, 1)
 }

@@ -12,7 +12,19 @@
 // block first, which then has no child present, so the index stays closed
 // under prefixes: a present block implies its parent is present. For any
 // prompt the present blocks are therefore a prefix of its chain, and Lookup
-// finds the longest one by binary search, O(log n) map probes, exactly.
+// finds the longest one by binary search, O(log n) table probes, exactly.
+//
+// # Memory
+//
+// A million blocks spread over 64 replicas must cost at most 64 bytes a block
+// (the index's memory target; a Go map of the same blocks took 86 to 92). An
+// Index allocates its arrays once, for its capacity, and never grows them
+// while the capacity stays: a 32-byte list entry per block (the hash, two
+// int32 links and the stamp TakeBack needs), and an open-addressing table of
+// 4-byte slots, about 1.5 per block, that hold list entry numbers. Full, at
+// 15,625 blocks, that is 38.8 bytes a block, which is what Bytes reports and
+// what the heap holds (BenchmarkMemory1M). The memory is taken at New even
+// for an empty index, so the capacity it is given should be real.
 //
 // # Ownership
 //
@@ -25,50 +37,69 @@
 package kvindex
 
 import (
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+	"unsafe"
+
 	"github.com/inferrail/inferrail/model/prefix"
 )
 
-// nodeBytes is the size of one list entry (see node).
-const nodeBytes = 32
+// maxCapacity is the most blocks an Index holds: list entries are numbered
+// with int32 and entry 0 is the sentinel.
+const maxCapacity = math.MaxInt32 - 1
 
-// slotBytes is the memory one map slot takes in a Go swiss map of
-// map[prefix.Hash]int32: a 16-byte key and a 4-byte value padded to 24 bytes,
-// plus one control byte.
-const slotBytes = 25
+// nodeBytes is the size of one list entry (see node).
+const nodeBytes = int64(unsafe.Sizeof(node{}))
 
 // node is one block in the recency list. Entries live in a slice and link by
-// index, so the list holds no pointers and costs the GC nothing to scan.
-// Index 0 is the sentinel: its next is the most recent block, its prev the
-// least recent.
+// number, so the list holds no pointers and costs the GC nothing to scan.
+// Entry 0 is the sentinel: its next is the most recent block, its prev the
+// least recent. A free entry is linked into the free list by next.
 type node struct {
 	h          prefix.Hash
 	prev, next int32
 	// stamp says which Record last touched the block: 2*seq when that Record
-	// inserted it, 2*seq+1 when it was already present.
+	// inserted it, 2*seq+1 when it was already present. TakeBack needs it.
 	stamp uint64
 }
 
 // Index is an LRU of block hashes, closed under prefixes. The zero value is
 // not usable; call New.
+//
+// The hash table is open addressing with linear probing over slots. A slot
+// is 0 when empty, else the number of the list entry it holds in its low bits
+// (mask) and, in the bits above, a tag: the same bits of the block's key
+// (key). The tag settles most probes that miss without reading the entry. Removal shifts
+// the rest of the probe run back (Knuth's Algorithm R, TAOCP 6.4), so there
+// are no tombstones and a probe ends at the first empty slot.
 type Index struct {
-	m     map[prefix.Hash]int32
-	nodes []node // nodes[0] is the sentinel
-	free  int32  // head of the free list, linked by next; 0 when empty
-	n     int    // blocks present
-	cap   int    // capacity in blocks
-	seq   uint64 // Records so far; never reset, so stale receipts never match
-	peak  int    // largest len(m) since m was made, for Bytes
+	nodes []node   // nodes[0] is the sentinel; cap(nodes) > cap, allocated once
+	slots []uint32 // the table: len(slots) > cap, so a probe always ends
+	mask  uint32   // the entry-number bits of a slot
+	free  int32    // head of the free list, linked by next; 0 when empty
+	n     int      // blocks present
+	cap   int      // capacity in blocks
+	seq   uint64   // Records so far; never reset, so stale receipts never match
+	// seed salts the table's hash, as Go seeds each map (from the same
+	// runtime source): prompts are the clients', and unsalted XXH3 lets a
+	// client grind blocks whose hashes share a slot, making every probe that
+	// reaches them long. It changes where blocks sit in the table, never
+	// what the index answers.
+	seed uint64
 }
 
 // New returns an empty Index holding at most capacity blocks. The caller
 // chooses capacity: kv_capacity_blocks when set, else what the engine reports,
-// else index.default_capacity_blocks. A capacity ≤ 0 holds nothing.
+// else index.default_capacity_blocks. A capacity ≤ 0 holds nothing; one over
+// 2³¹−2 is taken as 2³¹−2.
+//
+// The memory for capacity blocks is allocated here, up front (see Bytes).
 func New(capacity int) *Index {
-	x := &Index{
-		m:     make(map[prefix.Hash]int32),
-		nodes: make([]node, 1, 64),
-	}
-	x.cap = max(capacity, 0)
+	x := &Index{seed: rand.Uint64()}
+	x.cap = min(max(capacity, 0), maxCapacity)
+	x.alloc(x.cap)
 	return x
 }
 
@@ -78,15 +109,11 @@ func (x *Index) Len() int { return x.n }
 // Capacity is the most blocks the index holds.
 func (x *Index) Capacity() int { return x.cap }
 
-// Bytes approximates the memory the index holds: its list entries plus an
-// estimate of its map's tables (the map never shrinks, so the estimate
-// follows its largest size since it was made).
+// Bytes is the memory the index holds: its list entries and table, as
+// allocated for its capacity (with the allocator's rounding), whether or not
+// they are in use, and the Index itself.
 func (x *Index) Bytes() int64 {
-	slots := 8
-	for slots*7/8 < x.peak {
-		slots *= 2
-	}
-	return int64(cap(x.nodes))*nodeBytes + int64(slots)*slotBytes
+	return int64(cap(x.nodes))*nodeBytes + int64(cap(x.slots))*4 + int64(unsafe.Sizeof(*x))
 }
 
 // Receipt names what one Record inserted, so that TakeBack can remove it. It
@@ -121,14 +148,19 @@ func (x *Index) Record(hashes []prefix.Hash) Receipt {
 	}
 	// The present blocks of the chain are its first k (prefix closure). Move
 	// them to the front, last first, so that the first ends up most recent.
+	// at ends as the entry of block k-1, behind which the rest go.
 	k := x.Lookup(hashes)
+	at := int32(0)
 	for i := k - 1; i >= 0; i-- {
-		j, ok := x.m[hashes[i]]
-		if !ok {
+		j := x.find(hashes[i])
+		if j == 0 {
 			// Only when hashes is not a chain: the general loop below
 			// handles present and absent blocks alike.
-			k = 0
+			k, at = 0, 0
 			break
+		}
+		if i == k-1 {
+			at = j
 		}
 		x.unlink(j)
 		x.linkAfter(j, 0)
@@ -137,18 +169,14 @@ func (x *Index) Record(hashes []prefix.Hash) Receipt {
 	// Insert the rest behind their parents. Every chain block handled so far
 	// sits at the front and there are fewer of them than the capacity, so the
 	// block evicted to make room is never one of them.
-	at := int32(0)
-	if k > 0 {
-		at = x.m[hashes[k-1]]
-	}
 	inserted := 0
 	for i := k; i < len(hashes); i++ {
 		h := hashes[i]
-		j, ok := x.m[h]
-		if ok && j == at {
+		j := x.find(h)
+		if j != 0 && j == at {
 			continue // the same hash twice in a row
 		}
-		if ok {
+		if j != 0 {
 			// Only when the chain breaks prefix closure (a repeated hash):
 			// keep the list consistent and do not claim the block.
 			x.unlink(j)
@@ -159,10 +187,7 @@ func (x *Index) Record(hashes []prefix.Hash) Receipt {
 			if x.n >= x.cap {
 				x.evict()
 			}
-			j = x.alloc(h)
-			x.m[h] = j
-			x.n++
-			x.peak = max(x.peak, len(x.m))
+			j = x.insert(h)
 			x.nodes[j].stamp = 2 * seq
 			inserted++
 		}
@@ -199,8 +224,8 @@ func (x *Index) TakeBack(r Receipt) int {
 	}
 	removed := 0
 	for _, h := range r.blocks {
-		j, ok := x.m[h]
-		if !ok || x.nodes[j].stamp != 2*r.seq {
+		j := x.find(h)
+		if j == 0 || x.nodes[j].stamp != 2*r.seq {
 			continue
 		}
 		x.remove(j)
@@ -215,7 +240,7 @@ func (x *Index) Lookup(hashes []prefix.Hash) int {
 	lo, hi := 0, len(hashes)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if _, ok := x.m[hashes[mid]]; ok {
+		if x.find(hashes[mid]) != 0 {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -238,10 +263,10 @@ func (x *Index) Predict(hashes []prefix.Hash, promptTokens, blockSize int) int {
 	return x.Lookup(hashes[:limit]) * blockSize
 }
 
-// Clear empties the index, as when its engine restarted. Capacity stays, and
-// receipts taken before take back nothing.
+// Clear empties the index, as when its engine restarted. Capacity and memory
+// stay, and receipts taken before take back nothing.
 func (x *Index) Clear() {
-	clear(x.m)
+	clear(x.slots)
 	x.nodes = x.nodes[:1]
 	x.nodes[0] = node{}
 	x.free = 0
@@ -249,34 +274,108 @@ func (x *Index) Clear() {
 }
 
 // SetCapacity changes the capacity, evicting the least recent blocks first when
-// it shrinks. A capacity ≤ 0 holds nothing. Shrinking below a quarter of the
-// memory held releases it.
+// it shrinks. A capacity ≤ 0 holds nothing; one over 2³¹−2 is taken as 2³¹−2.
+// The memory held follows the capacity: a change reallocates it and moves
+// every block present, in O(Len) time, while setting the same capacity again
+// does nothing.
 func (x *Index) SetCapacity(capacity int) {
-	x.cap = max(capacity, 0)
+	capacity = min(max(capacity, 0), maxCapacity)
+	if capacity == x.cap {
+		return
+	}
+	x.cap = capacity
 	for x.n > x.cap {
 		x.evict()
 	}
-	if x.cap < cap(x.nodes)/4 && cap(x.nodes) > 1024 {
-		x.compact()
+	// Copy the list least recent first, linking each entry at the front, and
+	// rebuild the table.
+	old := x.nodes
+	x.alloc(x.cap)
+	for j := old[0].prev; j != 0; j = old[j].prev {
+		k := x.insert(old[j].h)
+		x.nodes[k].stamp = old[j].stamp
+		x.linkAfter(k, 0)
 	}
 }
 
-// compact rebuilds the list and the map at their present size.
-func (x *Index) compact() {
-	nodes := make([]node, 1, x.n+1)
-	m := make(map[prefix.Hash]int32, x.n)
-	for j := x.nodes[0].prev; j != 0; j = x.nodes[j].prev {
-		nd := x.nodes[j]
-		k := int32(len(nodes))
-		nodes = append(nodes, node{h: nd.h, stamp: nd.stamp})
-		m[nd.h] = k
+// alloc makes the index empty, with new arrays for capacity blocks: the list entries, and a table
+// 1.5 times as large, which keeps probe runs short (Knuth: a miss reads about
+// 5 slots at that load, a hit 2). Either takes all the memory its allocation
+// was rounded up to.
+func (x *Index) alloc(capacity int) {
+	x.nodes = slices.Grow([]node(nil), capacity+1)[:1]
+	x.slots = slices.Grow([]uint32(nil), capacity+capacity/2+1)
+	x.slots = x.slots[:cap(x.slots)]
+	x.mask = 1<<bits.Len(uint(capacity)) - 1
+	x.free, x.n = 0, 0
+}
+
+// key hashes a block for the table: home takes the slot from its top bits and
+// the tag is taken from its low 32. Only h.Lo goes in: XXH3's bits are
+// uniform, and so blocks that share Lo share slot and tag in every table,
+// which the tests use to build collisions. The mix is MurmurHash3's fmix64, so
+// that each bit of the seed reaches the slot.
+func (x *Index) key(h prefix.Hash) uint64 {
+	k := h.Lo ^ x.seed
+	k ^= k >> 33
+	k *= 0xff51afd7ed558ccd
+	k ^= k >> 33
+	k *= 0xc4ceb9fe1a85ec53
+	k ^= k >> 33
+	return k
+}
+
+// home is the slot a probe for key k starts at: k scaled to the table's
+// length (Lemire's fast range), which need not be a power of two.
+func (x *Index) home(k uint64) int {
+	s, _ := bits.Mul64(k, uint64(len(x.slots)))
+	return int(s)
+}
+
+// find returns the list entry holding h, or 0 when h is absent.
+func (x *Index) find(h prefix.Hash) int32 {
+	k := x.key(h)
+	tag := uint32(k) &^ x.mask
+	for i := x.home(k); ; {
+		s := x.slots[i]
+		if s == 0 {
+			return 0
+		}
+		if s&^x.mask == tag {
+			if j := int32(s & x.mask); x.nodes[j].h == h {
+				return j
+			}
+		}
+		if i++; i == len(x.slots) {
+			i = 0
+		}
 	}
-	// Appended least recent first: link each at the front.
-	nodes[0].prev, nodes[0].next = 0, 0
-	x.nodes, x.m, x.free, x.peak = nodes, m, 0, len(m)
-	for k := int32(1); k < int32(len(nodes)); k++ {
-		x.linkAfter(k, 0)
+}
+
+// insert takes a free list entry for h, which must be absent, and puts it in
+// the table. It does not link the entry into the list. There must be room:
+// Len() < Capacity().
+func (x *Index) insert(h prefix.Hash) int32 {
+	j := x.free
+	if j != 0 {
+		x.free = x.nodes[j].next
+		x.nodes[j] = node{h: h}
+	} else {
+		// len(nodes) = 1 + Len + free entries ≤ Capacity < cap(nodes):
+		// append never reallocates.
+		j = int32(len(x.nodes))
+		x.nodes = append(x.nodes, node{h: h})
 	}
+	k := x.key(h)
+	i := x.home(k)
+	for x.slots[i] != 0 {
+		if i++; i == len(x.slots) {
+			i = 0
+		}
+	}
+	x.slots[i] = uint32(k)&^x.mask | uint32(j)
+	x.n++
+	return j
 }
 
 // evict removes the least recent block.
@@ -286,22 +385,51 @@ func (x *Index) evict() {
 	}
 }
 
+// remove takes entry j out of the table and the list, onto the free list.
 func (x *Index) remove(j int32) {
-	delete(x.m, x.nodes[j].h)
+	x.unslot(j)
 	x.unlink(j)
 	x.nodes[j] = node{next: x.free}
 	x.free = j
 	x.n--
 }
 
-func (x *Index) alloc(h prefix.Hash) int32 {
-	if j := x.free; j != 0 {
-		x.free = x.nodes[j].next
-		x.nodes[j] = node{h: h}
-		return j
+// unslot empties the slot holding entry j, then moves back each later slot
+// of the probe run whose probe would otherwise start after the hole, so that
+// no probe for a present block meets an empty slot before finding it.
+func (x *Index) unslot(j int32) {
+	n := len(x.slots)
+	i := x.home(x.key(x.nodes[j].h))
+	for probes := 0; x.slots[i]&x.mask != uint32(j); probes++ {
+		if probes == n {
+			panic("BUG: kvindex: entry missing from the table")
+		}
+		if i++; i == n {
+			i = 0
+		}
 	}
-	x.nodes = append(x.nodes, node{h: h})
-	return int32(len(x.nodes) - 1)
+	for k := i; ; {
+		x.slots[i] = 0
+		// Find the next slot of the run that may fill hole i.
+		for {
+			if k++; k == n {
+				k = 0
+			}
+			s := x.slots[k]
+			if s == 0 {
+				return
+			}
+			// The block in slot k stays if its home is cyclically in
+			// (i, k]: a probe from there never passes the hole.
+			at := x.home(x.key(x.nodes[s&x.mask].h))
+			if i <= k && (i < at && at <= k) || i > k && (i < at || at <= k) {
+				continue
+			}
+			x.slots[i] = s
+			i = k
+			break
+		}
+	}
 }
 
 func (x *Index) unlink(j int32) {
