@@ -158,8 +158,8 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 		}
 		src := rand.NewPCG(seed, uint64(i))
 		st.models = append(st.models, &modelState{name: m.Name, policy: p, rng: rand.New(src), src: src,
-			estimates: cacheAware(p), costModel: cost.Model(cfg.RoutingFor(m).CostModel)})
-		fm := &model{name: m.Name, aliases: slices.Clone(m.Aliases), estimates: cacheAware(p)}
+			estimates: policy.CacheAware(p.Name()), costModel: cost.Model(cfg.RoutingFor(m).CostModel)})
+		fm := &model{name: m.Name, aliases: slices.Clone(m.Aliases), estimates: policy.CacheAware(p.Name())}
 		f.models = append(f.models, fm)
 		f.byName[m.Name] = fm
 		for _, a := range m.Aliases {
@@ -251,15 +251,6 @@ func modelPolicy(cfg *config.Config, m *config.Model) (policy.Policy, error) {
 		return nil, fmt.Errorf("fleet: model %s: %w", m.Name, err)
 	}
 	return p, nil
-}
-
-// cacheAware reports whether a policy routes on the estimate broadcast.
-func cacheAware(p policy.Policy) bool {
-	switch p.Name() {
-	case "prefix_hash", "kv_aware", "cost_model":
-		return true
-	}
-	return false
 }
 
 // resolveFirst looks every DNS group up once, in parallel, before any actor

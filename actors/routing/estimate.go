@@ -143,24 +143,13 @@ func (a *routingActor) candidate(i int, s *replica.Snapshot, now time.Time) poli
 	if !a.st.Estimates {
 		return cand
 	}
-	cand.Key = Key(s.ID)
+	cand.Key = policy.ReplicaKey(s.ID)
 	cand.Running = max(cand.InFlight-cand.Pending, 0)
 	if r, ok := s.FreshLoad(now, a.st.MaxAge); ok {
 		cand.Running = int(r.Running)
 		cand.KVUsage, cand.Fresh = r.KVUsage, true
 	}
 	return cand
-}
-
-// Key is a candidate's stable key: FNV-1a of the replica id, the same in
-// every gateway and across reloads.
-func Key(id string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(id); i++ {
-		h ^= uint64(id[i])
-		h *= 1099511628211
-	}
-	return h
 }
 
 // price fills c's predicted cache and queued prefill: from the replica's

@@ -222,12 +222,24 @@ func TestCostModelGuards(t *testing.T) {
 	if ex.Winner != 1 || ex.Cap != 4 || ex.BoundedLoad != 1 || ex.Cands[0].Guard != GuardBoundedLoad {
 		t.Fatalf("bounded load: %+v", ex)
 	}
-	// KV pressure: a long prompt avoids the full replica...
-	full := []Candidate{{Replica: 0, CachedTokens: 3000, KVUsage: 0.95, Fresh: true}, {Replica: 1, KVUsage: 0.5, Fresh: true}}
+	// KV pressure: a long prompt avoids the full replica when a free one
+	// holds as much of it (here within short_prompt_tokens), even though
+	// the full one is ahead on the estimate...
+	full := []Candidate{{Replica: 0, CachedTokens: 3000, KVUsage: 0.95, Fresh: true}, {Replica: 1, CachedTokens: 2800, KVUsage: 0.5, Fresh: true}}
 	if ex = explain(4000, full); ex.Winner != 1 || ex.KVPressure != 1 || ex.Cands[0].Guard != GuardKVPressure {
 		t.Fatalf("kv pressure: %+v", ex)
 	}
-	// ...but not with little to compute there, nor on a stale report.
+	// ...but not when leaving would cost more than short_prompt_tokens of
+	// cache: recomputing a cached prefix elsewhere loads the fleet more
+	// than the full replica's queue does, and under sustained load that
+	// churns every cache (sim/fleet measured W1 p99 going from 0.2 s to
+	// minutes with the unconditional guard).
+	full[1].CachedTokens = 0
+	if ex = explain(4000, full); ex.Winner != 0 || ex.KVPressure != 0 {
+		t.Fatalf("kv pressure, cache only on the full replica: %+v", ex)
+	}
+	full[1].CachedTokens = 2800
+	// Nor with little to compute there, nor on a stale report.
 	if ex = explain(3200, full); ex.Winner != 0 || ex.KVPressure != 0 {
 		t.Fatalf("short compute: %+v", ex)
 	}

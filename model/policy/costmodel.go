@@ -72,7 +72,12 @@ func DefaultCostModelParams() CostModelParams {
 //   - bounded load: none that would hold more than cost.Cap requests;
 //   - KV pressure: none whose fresh KV usage exceeds Kappa for a prompt with
 //     more than ShortPromptTokens to compute there, unless every candidate
-//     within the cap does (the guard is then waived).
+//     within the cap does (the guard is then waived), and only when some
+//     candidate within the cap that is not under pressure holds all but at
+//     most ShortPromptTokens of what the pressured one has cached. Moving a
+//     prompt off the replica holding its prefix makes another replica
+//     recompute it, which under sustained load costs the fleet more than
+//     the pressure it relieves.
 //
 // A root prefix (the first HotPrefix.Blocks blocks) whose prefill demand,
 // measured in a decaying count-min sketch, needs more than
@@ -249,8 +254,10 @@ func (p *CostModel) decide(req *Request, cands []Candidate, draw uint64, scratch
 	cached := func(c *Candidate) int { return min(max(c.CachedTokens, 0), prompt) }
 
 	// The KV pressure guard is waived when every candidate within the cap
-	// is under pressure.
-	within, pressured := 0, 0
+	// is under pressure. bestFree is the most any candidate within the cap
+	// and not under pressure holds: a pressured one holding more than
+	// ShortPromptTokens beyond it is not set aside.
+	within, pressured, bestFree := 0, 0, -1
 	for i := range cands {
 		c := &cands[i]
 		if !cost.WithinCap(c.InFlight, d.Cap) {
@@ -259,6 +266,8 @@ func (p *CostModel) decide(req *Request, cands []Candidate, draw uint64, scratch
 		within++
 		if cost.Pressured(c.KVUsage, c.Fresh, p.p.Kappa, prompt-cached(c), p.p.ShortPromptTokens) {
 			pressured++
+		} else {
+			bestFree = max(bestFree, cached(c))
 		}
 	}
 	d.KVWaived = within > 0 && pressured == within
@@ -280,7 +289,7 @@ func (p *CostModel) decide(req *Request, cands []Candidate, draw uint64, scratch
 		case !cost.WithinCap(c.InFlight, d.Cap):
 			guard = GuardBoundedLoad
 			d.BoundedLoad++
-		case !d.KVWaived && cost.Pressured(c.KVUsage, c.Fresh, p.p.Kappa, prompt-own, p.p.ShortPromptTokens):
+		case !d.KVWaived && own-bestFree <= p.p.ShortPromptTokens && cost.Pressured(c.KVUsage, c.Fresh, p.p.Kappa, prompt-own, p.p.ShortPromptTokens):
 			guard = GuardKVPressure
 			d.KVPressure++
 		}

@@ -90,3 +90,24 @@ type Policy interface {
 
 // ErrNoCandidate is returned by Pick when no replica can take the request.
 var ErrNoCandidate = errors.New("policy: no candidate")
+
+// ReplicaKey is a replica's Candidate.Key: FNV-1a of its id, the same in
+// every gateway, across reloads and in the fleet simulator.
+func ReplicaKey(id string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// CacheAware reports whether the policy named name routes on the estimate
+// broadcast: predicted cache, queued prefill and the prompt's blocks.
+func CacheAware(name string) bool {
+	switch name {
+	case "prefix_hash", "kv_aware", "cost_model":
+		return true
+	}
+	return false
+}

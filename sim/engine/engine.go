@@ -526,3 +526,24 @@ func (e *Engine) CachedHashes() map[uint64]int {
 	}
 	return out
 }
+
+// Cached returns how many of a prompt's leading tokens the prefix cache
+// would serve if the prompt were admitted now: the leading blocks of hashes
+// (its full blocks' chain, as prefix.Hasher.Chain makes it from the
+// request's Root) that the pool holds, within promptTokens−1 tokens as the
+// scheduler's lookup. It changes nothing, not even recency. The fleet
+// simulator compares it with what the router predicts.
+func (e *Engine) Cached(hashes []prefix.Hash, promptTokens int) int {
+	if !e.cfg.PrefixCaching || promptTokens <= 0 {
+		return 0
+	}
+	nb := min(len(hashes), (promptTokens-1)/e.cfg.BlockSize)
+	n := 0
+	for _, h := range hashes[:nb] {
+		if _, ok := e.pool.lookup(h); !ok {
+			break
+		}
+		n++
+	}
+	return n * e.cfg.BlockSize
+}

@@ -1,0 +1,150 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/sim/engine"
+)
+
+// Defaults the gateway uses for the load signals the policies see.
+const (
+	// DefaultScrapeInterval is load.scrape_interval: how often the engines'
+	// running count and KV usage are sampled.
+	DefaultScrapeInterval = 100 * time.Millisecond
+	// DefaultMaxAge is load.max_age: an older sample is not Fresh.
+	DefaultMaxAge = 250 * time.Millisecond
+	// DefaultModel is the simulator's served model, the salt of every
+	// prompt's block chain.
+	DefaultModel = "inferrail/sim-8b"
+)
+
+// Config describes one run: a fleet, a policy, a workload and how long to
+// drive it. A Config is a value; Run does not keep it.
+type Config struct {
+	// Replicas is how many engines the fleet runs.
+	Replicas int
+	// Engine configures every engine (sim.DefaultOptions().Engine is the
+	// simulator's default: an 8B model on one 24 GB GPU).
+	Engine engine.Config
+	// Model names the served model; "" takes DefaultModel.
+	Model string
+
+	// Policy is the routing policy's config name (policy.New).
+	Policy string
+	// CostModel configures cost_model; nil takes
+	// policy.DefaultCostModelParams. Its Model also prices the prefill
+	// every routed request adds to its replica's queue, whatever the
+	// policy, as the gateway does with routing.cost_model.
+	CostModel *policy.CostModelParams
+	// PrefixHash and KVAware configure those policies; nil takes their
+	// defaults.
+	PrefixHash *policy.PrefixHashParams
+	KVAware    *policy.KVAwareParams
+	// MaxConcurrency is the gateway's per-replica breaker
+	// (max_concurrency): a replica with that many requests in flight is not
+	// offered, and a request finding every replica full is rejected, as
+	// the gateway answers 503. 0 means no cap, the gateway's default.
+	MaxConcurrency int
+
+	// ScrapeInterval is how often the engines' load is sampled; 0 takes
+	// DefaultScrapeInterval. MaxAge is how old a sample may be and still be
+	// Fresh; 0 takes DefaultMaxAge.
+	ScrapeInterval, MaxAge time.Duration
+
+	// Workload makes the requests, arriving at Rate per second on average.
+	Workload Workload
+	Rate     float64
+	// Arrivals stop at Duration of virtual time or after Requests requests,
+	// whichever comes first; at least one must be set (0 is unbounded). The
+	// run then goes on until every request has finished.
+	Duration time.Duration
+	Requests int
+	// WarmUp excludes requests arriving before it from the Summary (they
+	// still run, fill caches and count as earlier requests for the oracle).
+	WarmUp time.Duration
+	// Seed fixes the workload's draws and the policy's randomness: the same
+	// Config gives the same Result.
+	Seed uint64
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.Replicas < 1 {
+		errs = append(errs, fmt.Errorf("replicas %d: want at least 1", c.Replicas))
+	}
+	if c.Workload == nil {
+		errs = append(errs, errors.New("workload: not set"))
+	} else if v, ok := c.Workload.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("workload: %w", err))
+		}
+	}
+	if !(c.Rate > 0) || math.IsInf(c.Rate, 0) {
+		errs = append(errs, fmt.Errorf("rate %v: want a finite number above 0", c.Rate))
+	}
+	if c.Duration < 0 || c.Requests < 0 || c.Duration == 0 && c.Requests == 0 {
+		errs = append(errs, fmt.Errorf("duration %v, requests %d: want at least one positive, neither negative", c.Duration, c.Requests))
+	}
+	if c.WarmUp < 0 {
+		errs = append(errs, fmt.Errorf("warm-up %v: want at least 0", c.WarmUp))
+	}
+	if c.MaxConcurrency < 0 {
+		errs = append(errs, fmt.Errorf("max concurrency %d: want at least 0", c.MaxConcurrency))
+	}
+	if c.ScrapeInterval < 0 || c.MaxAge < 0 {
+		errs = append(errs, fmt.Errorf("scrape interval %v, max age %v: want at least 0", c.ScrapeInterval, c.MaxAge))
+	}
+	if _, err := engine.New(c.Engine); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := c.policy(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// costParams returns the cost_model params in effect.
+func (c *Config) costParams() policy.CostModelParams {
+	if c.CostModel != nil {
+		return *c.CostModel
+	}
+	return policy.DefaultCostModelParams()
+}
+
+// policy returns a fresh policy for the run.
+func (c *Config) policy() (policy.Policy, error) {
+	switch c.Policy {
+	case "prefix_hash":
+		if c.PrefixHash != nil {
+			return policy.NewPrefixHash(*c.PrefixHash), nil
+		}
+	case "kv_aware":
+		if c.KVAware != nil {
+			return policy.NewKVAware(*c.KVAware), nil
+		}
+	case "cost_model":
+		return policy.NewCostModel(c.costParams()), nil
+	}
+	return policy.New(c.Policy)
+}
+
+// Run simulates cfg and returns what every request did. It is a pure
+// function of cfg: no goroutines, no wall clock, no shared state, so runs
+// may go in parallel and the same cfg always gives the same Result.
+func Run(cfg Config) (Result, error) {
+	if err := cfg.validate(); err != nil {
+		return Result{}, fmt.Errorf("fleet: invalid config: %w", err)
+	}
+	r, err := newRun(&cfg)
+	if err != nil {
+		return Result{}, fmt.Errorf("fleet: %w", err)
+	}
+	if err := r.loop(); err != nil {
+		return Result{}, fmt.Errorf("fleet: %s on %s: %w", cfg.Policy, cfg.Workload.Name(), err)
+	}
+	return r.result(), nil
+}
