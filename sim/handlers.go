@@ -12,6 +12,7 @@ import (
 
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/prefix"
+	"github.com/inferrail/inferrail/model/prompt"
 	"github.com/inferrail/inferrail/model/token"
 	"github.com/inferrail/inferrail/sim/vllmmetrics"
 )
@@ -235,21 +236,11 @@ func (inst *instance) resolveModel(name string) string {
 	return ""
 }
 
-// renderChat renders messages with the simulator's template and tokenizes them.
+// renderChat renders messages with the simulator's template and tokenizes
+// them. The rendering is prompt.SimChat, which the gateway also calls to
+// predict this engine's blocks (tokenizer builtin:sim).
 func (inst *instance) renderChat(req *openai.ChatRequest) []uint32 {
-	msgs := make([]token.Message, 0, len(req.Messages))
-	for _, m := range req.Messages {
-		if m.NoContent {
-			continue
-		}
-		msgs = append(msgs, token.Message{Role: m.Role, Content: m.Content})
-	}
-	text := token.RenderSimChat(msgs, req.AddGenerationPrompt && !req.ContinueFinalMessage)
-	if req.ContinueFinalMessage && len(msgs) > 0 {
-		// The final message is left open so the model continues it.
-		text = text[:len(text)-len("<|im_end|>\n")]
-	}
-	return token.Sim{}.Encode(nil, text)
+	return token.Sim{}.Encode(nil, prompt.SimChat(req))
 }
 
 // fitContext settles how many tokens to generate, refusing requests that do

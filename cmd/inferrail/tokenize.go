@@ -4,17 +4,15 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"time"
 
+	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/prompt"
-	"github.com/inferrail/inferrail/model/template"
-	"github.com/inferrail/inferrail/model/token/hf"
+	"github.com/inferrail/inferrail/transport/tokenize"
 )
 
 // runTokenize prints what the engine will compute for a request: the
@@ -22,21 +20,24 @@ import (
 // debugging a mismatch with an engine.
 func runTokenize(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inferrail tokenize", flag.ContinueOnError)
-	dir := fs.String("tokenizer", "", "model directory holding tokenizer.json and tokenizer_config.json (required)")
+	spec := fs.String("tokenizer", "", "model directory holding tokenizer.json (and tokenizer_config.json), org/name[@revision] in the local Hugging Face cache, or builtin:sim (required)")
 	chat := fs.Bool("chat", false, "stdin is a /v1/chat/completions body; otherwise it is plain text, tokenized as a completion prompt")
 	model := fs.String("model", "", "model name that salts the block hashes, as the gateway's config names it")
 	blockSize := fs.Int("block-size", 16, "tokens per KV block")
 	salt := fs.String("cache-salt", "", "cache_salt for a plain-text prompt (a chat body carries its own)")
-	if err := parseFlags(fs, args, stderr, "inferrail tokenize --tokenizer DIR [--chat] < body-or-text"); err != nil {
+	tmpl := fs.String("chat-template", "", "chat template file or text overriding the tokenizer's, as the config's chat_template")
+	if err := parseFlags(fs, args, stderr, "inferrail tokenize --tokenizer DIR|ORG/NAME[@REV]|builtin:sim [--chat] < body-or-text"); err != nil {
 		return err
 	}
-	if *dir == "" {
+	if *spec == "" {
 		fmt.Fprintln(stderr, "--tokenizer is required")
 		return errUsage
 	}
-	p, err := loadPreparer(os.DirFS(*dir), *model, *blockSize)
+	home, _ := os.UserHomeDir()
+	m, err := tokenize.Load(config.Model{Name: *model, Tokenizer: *spec, BlockSize: *blockSize, ChatTemplate: *tmpl,
+		ChatTemplateContentFormat: "auto"}, tokenize.HubCache(os.Getenv, home), 0)
 	if err != nil {
-		return fmt.Errorf("tokenizer %s: %w", *dir, err)
+		return err
 	}
 	in, err := io.ReadAll(io.LimitReader(os.Stdin, 64<<20))
 	if err != nil {
@@ -44,11 +45,11 @@ func runTokenize(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var out prompt.Prompt
 	if *chat {
-		if out, err = p.Chat(in, time.Now()); err != nil {
+		if out, err = m.Prepare(tokenize.Chat, in, time.Now()); err != nil {
 			return err
 		}
 	} else {
-		out = p.Text(string(in), *salt)
+		out = m.Preparer().Text(string(in), *salt)
 	}
 	hashes := make([]string, len(out.Blocks))
 	for i, h := range out.Blocks {
@@ -73,24 +74,4 @@ func runTokenize(_ context.Context, args []string, stdout, stderr io.Writer) err
 		BlockSize   int      `json:"block_size"`
 		BlockHashes []string `json:"block_hashes"`
 	}{out.Text, ids, len(ids), *blockSize, hashes})
-}
-
-// loadPreparer reads a model directory's tokenizer and chat template.
-func loadPreparer(fsys fs.FS, model string, blockSize int) (*prompt.Preparer, error) {
-	tok, err := hf.LoadDir(fsys, ".")
-	if err != nil {
-		return nil, err
-	}
-	p := &prompt.Preparer{Model: model, Tokenizer: tok, BlockSize: blockSize}
-	cfg, err := fs.ReadFile(fsys, "tokenizer_config.json")
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return p, nil
-	case err != nil:
-		return nil, err
-	}
-	if p.Template, err = template.NewChat(cfg); err != nil && !errors.Is(err, template.ErrNoChatTemplate) {
-		return nil, err
-	}
-	return p, nil
 }

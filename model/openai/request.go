@@ -135,6 +135,9 @@ type CompletionRequest struct {
 	Echo     bool       // echo
 
 	PromptEmbeds bool // prompt_embeds was given (not supported)
+	// AddSpecialTokens is add_special_tokens: whether the tokenizer adds
+	// its special tokens (BOS, ...) around the prompt; vLLM's default is true.
+	AddSpecialTokens Opt[bool]
 
 	CacheSalt string
 	IgnoreEOS bool

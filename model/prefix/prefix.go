@@ -56,6 +56,14 @@ type Hasher struct {
 
 // Next returns the hash of the block holding tokens, whose parent is parent.
 func (h *Hasher) Next(parent Hash, tokens []uint32) Hash {
+	if wordsOK(len(tokens)) {
+		return nextWords(parent, tokens)
+	}
+	return h.nextBuf(parent, tokens)
+}
+
+// nextBuf is Next through a buffer of the block's bytes.
+func (h *Hasher) nextBuf(parent Hash, tokens []uint32) Hash {
 	need := 16 + 4*len(tokens)
 	if cap(h.buf) < need {
 		h.buf = make([]byte, need)
@@ -63,8 +71,13 @@ func (h *Hasher) Next(parent Hash, tokens []uint32) Hash {
 	b := h.buf[:need]
 	binary.LittleEndian.PutUint64(b[0:], parent.Hi)
 	binary.LittleEndian.PutUint64(b[8:], parent.Lo)
-	for i, t := range tokens {
-		binary.LittleEndian.PutUint32(b[16+4*i:], t)
+	out := b[16:]
+	for len(tokens) >= 2 && len(out) >= 8 {
+		binary.LittleEndian.PutUint64(out, uint64(tokens[0])|uint64(tokens[1])<<32)
+		tokens, out = tokens[2:], out[8:]
+	}
+	if len(tokens) == 1 && len(out) >= 4 {
+		binary.LittleEndian.PutUint32(out, tokens[0])
 	}
 	return from(xxh3.Hash128(b))
 }
@@ -77,9 +90,22 @@ func (h *Hasher) Chain(dst []Hash, root Hash, tokens []uint32, blockSize int) []
 		return dst
 	}
 	parent := root
-	for i := 0; i+blockSize <= len(tokens); i += blockSize {
-		parent = h.Next(parent, tokens[i:i+blockSize])
-		dst = append(dst, parent)
+	switch {
+	case blockSize == 16:
+		for i := 0; i+16 <= len(tokens); i += 16 {
+			parent = next16(parent, (*[16]uint32)(tokens[i:i+16]))
+			dst = append(dst, parent)
+		}
+	case wordsOK(blockSize):
+		for i := 0; i+blockSize <= len(tokens); i += blockSize {
+			parent = nextWords(parent, tokens[i:i+blockSize])
+			dst = append(dst, parent)
+		}
+	default:
+		for i := 0; i+blockSize <= len(tokens); i += blockSize {
+			parent = h.nextBuf(parent, tokens[i:i+blockSize])
+			dst = append(dst, parent)
+		}
 	}
 	return dst
 }

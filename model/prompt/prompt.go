@@ -1,18 +1,24 @@
 // Package prompt turns an OpenAI request into what the engine will compute:
 // the rendered prompt, its token ids and the hashes of its full KV blocks,
-// the way vLLM prepares a chat or completion request.
+// the way vLLM prepares a chat or completion request, or the way the
+// simulator does for a model served with the builtin:sim tokenizer.
 //
 // prompt starts no goroutines, does no I/O and keeps no globals. A Preparer
-// is immutable and safe for concurrent use.
+// is immutable and safe for concurrent use; its optional piece cache is a
+// concurrent structure of its own (hf.PieceCache).
 package prompt
 
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
+	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/prefix"
 	"github.com/inferrail/inferrail/model/template"
+	"github.com/inferrail/inferrail/model/token"
 	"github.com/inferrail/inferrail/model/token/hf"
 )
 
@@ -25,11 +31,27 @@ type Preparer struct {
 	// Kwargs are the server's default chat_template_kwargs; a request's own
 	// override them key by key, as vLLM merges them.
 	Kwargs *template.Dict
+	// Cache, when set, keeps the ids of the prompt pieces Tokenizer has
+	// encoded before (a system prompt, the earlier turns of a conversation)
+	// so that they are encoded once. It must be Tokenizer's
+	// (hf.Tokenizer.NewCache); the ids are the same with it or without it.
+	Cache *hf.PieceCache
+	// ContentFormat is how message content reaches the template, as vLLM's
+	// --chat-template-content-format: "string" (text parts joined with
+	// newlines), "openai" (a list of {"type": "text", "text": ...} parts)
+	// or "auto" (what vLLM detects in the template, see
+	// template.Chat.ContentFormat). "" is "string".
+	ContentFormat string
+	// Sim prepares requests as the simulator does (tokenizer builtin:sim):
+	// chats parsed as it parses them and rendered with SimChat, text
+	// tokenized with token.Sim. Tokenizer, Template, Kwargs, Cache and
+	// ContentFormat are then unused.
+	Sim bool
 }
 
 // Prompt is a prepared request.
 type Prompt struct {
-	Text   string        // the rendered prompt (the text itself for a completion)
+	Text   string        // the rendered prompt (the text itself for a completion; "" for token ids)
 	IDs    []uint32      // its token ids, as the engine will see them
 	Blocks []prefix.Hash // hashes of its full blocks, chained from the model's root
 }
@@ -38,12 +60,24 @@ type Prompt struct {
 // template.
 var ErrNoTemplate = errors.New("prompt: the model has no chat template")
 
+// ErrUnsupported wraps the reasons a well-formed request cannot be
+// predicted: content parts other than text (images, audio, ...), a
+// chat_template of the request's own, a batch of prompts, prompt_embeds.
+var ErrUnsupported = errors.New("prompt: unsupported request")
+
+func unsupported(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrUnsupported}, args...)...)
+}
+
 // Chat prepares a /v1/chat/completions body: its messages and tools rendered
 // with the model's chat template (add_generation_prompt, continue_final_message
 // and chat_template_kwargs as vLLM reads them), then tokenized without adding
-// special tokens (the template places them), then hashed. now is the clock
-// strftime_now reads.
+// special tokens (the template places them; add_special_tokens in the body
+// changes that, as in vLLM), then hashed. now is the clock strftime_now reads.
 func (p *Preparer) Chat(body []byte, now time.Time) (Prompt, error) {
+	if p.Sim {
+		return p.simChat(body)
+	}
 	if p.Template == nil {
 		return Prompt{}, ErrNoTemplate
 	}
@@ -55,13 +89,23 @@ func (p *Preparer) Chat(body []byte, now time.Time) (Prompt, error) {
 	if !ok {
 		return Prompt{}, errors.New("prompt: the body is not a JSON object")
 	}
+	if ct, ok := req.GetString("chat_template"); ok && ct != nil {
+		// vLLM renders it only with --trust-request-chat-template, which the
+		// gateway cannot see.
+		return Prompt{}, unsupported("the request has its own chat_template")
+	}
 	msgs, _ := req.GetString("messages")
 	list, ok := msgs.(template.List)
 	if !ok {
 		return Prompt{}, errors.New("prompt: messages is not a list")
 	}
-	for _, m := range list {
-		if err := normalizeMessage(m); err != nil {
+	openaiFormat := p.ContentFormat == "openai"
+	if p.ContentFormat == "auto" {
+		tools, _ := req.GetString("tools")
+		openaiFormat = p.Template.ContentFormat(tools != nil) == "openai"
+	}
+	for i, m := range list {
+		if list[i], err = normalizeMessage(m, openaiFormat); err != nil {
 			return Prompt{}, err
 		}
 	}
@@ -71,7 +115,7 @@ func (p *Preparer) Chat(body []byte, now time.Time) (Prompt, error) {
 // Render is Chat for a request whose messages are already as vLLM hands
 // them to the template (content parts joined, tool call arguments parsed).
 func (p *Preparer) Render(req *template.Dict, now time.Time) (Prompt, error) {
-	if p.Template == nil {
+	if p.Template == nil || p.Sim {
 		return Prompt{}, ErrNoTemplate
 	}
 	msgs, _ := req.GetString("messages")
@@ -84,7 +128,8 @@ func (p *Preparer) Render(req *template.Dict, now time.Time) (Prompt, error) {
 		tools = t
 	}
 	addGen := boolOr(req, "add_generation_prompt", true)
-	if boolOr(req, "continue_final_message", false) {
+	cont := boolOr(req, "continue_final_message", false)
+	if cont {
 		addGen = false
 	}
 	kwargs := template.NewDict(4)
@@ -93,6 +138,9 @@ func (p *Preparer) Render(req *template.Dict, now time.Time) (Prompt, error) {
 			val, _ := p.Kwargs.Get(k)
 			kwargs.Set(k, val)
 		}
+	}
+	if docs, ok := req.GetString("documents"); ok && docs != nil {
+		kwargs.SetString("documents", docs) // transformers' documents argument
 	}
 	if kw, ok := req.GetString("chat_template_kwargs"); ok {
 		if d, ok := kw.(*template.Dict); ok {
@@ -106,11 +154,43 @@ func (p *Preparer) Render(req *template.Dict, now time.Time) (Prompt, error) {
 	if err != nil {
 		return Prompt{}, fmt.Errorf("prompt: chat template: %w", err)
 	}
-	salt := ""
-	if s, ok := req.GetString("cache_salt"); ok {
-		salt, _ = s.(string)
+	if cont && len(list) > 0 {
+		if text, err = continueFinal(text, list[len(list)-1]); err != nil {
+			return Prompt{}, err
+		}
 	}
-	return p.finish(text, false, salt), nil
+	return p.finish(text, boolOr(req, "add_special_tokens", false), stringOr(req, "cache_salt")), nil
+}
+
+// continueFinal cuts the rendered chat after the final message's content,
+// leaving it open for the model to continue, as transformers'
+// apply_chat_template(continue_final_message=True) does.
+func continueFinal(text string, last template.Value) (string, error) {
+	d, _ := last.(*template.Dict)
+	c, _ := d.GetString("content")
+	final, isStr := c.(string)
+	if parts, ok := c.(template.List); ok {
+		for i := len(parts) - 1; i >= 0 && !isStr; i-- {
+			if pd, ok := parts[i].(*template.Dict); ok {
+				if t, ok := pd.GetString("text"); ok {
+					final, isStr = t.(string)
+				}
+			}
+		}
+	}
+	if !isStr {
+		return "", errors.New("prompt: continue_final_message: the final message has no text")
+	}
+	trimmed := strings.TrimSpace(final)
+	at := strings.LastIndex(text, trimmed)
+	if at < 0 {
+		return "", errors.New("prompt: continue_final_message: the final message does not appear in the rendered chat")
+	}
+	if n := len(strings.TrimLeftFunc(final, unicode.IsSpace)); at+n <= len(text) && text[at:at+n] == final {
+		// The template kept the message's spacing (or it has none).
+		return text[:at+n], nil
+	}
+	return text[:at+len(trimmed)], nil
 }
 
 // Text prepares a completion prompt: tokenized with the tokenizer's own
@@ -119,69 +199,207 @@ func (p *Preparer) Text(text, cacheSalt string) Prompt {
 	return p.finish(text, true, cacheSalt)
 }
 
+// IDs prepares a prompt given as token ids: they are only hashed.
+func (p *Preparer) IDs(ids []uint32, cacheSalt string) Prompt {
+	return Prompt{IDs: ids, Blocks: p.hash(ids, cacheSalt)}
+}
+
+// Completion prepares a /v1/completions body: a prompt string tokenized as
+// Text (add_special_tokens as the body sets it, default true), or a list of
+// token ids taken as they are. A batch of prompts and prompt_embeds are
+// ErrUnsupported; a body vLLM would refuse is an error.
+func (p *Preparer) Completion(body []byte) (Prompt, error) {
+	req, err := openai.ParseCompletion(body)
+	if err != nil {
+		return Prompt{}, fmt.Errorf("prompt: %w", err)
+	}
+	switch {
+	case req.PromptEmbeds:
+		return Prompt{}, unsupported("prompt_embeds")
+	case req.Prompt.Count > 1:
+		return Prompt{}, unsupported("a batch of %d prompts", req.Prompt.Count)
+	case req.Prompt.Count == 0:
+		return Prompt{}, errors.New("prompt: no prompt")
+	case req.Prompt.Kind == openai.PromptTokens:
+		return p.IDs(req.Prompt.Tokens, req.CacheSalt), nil
+	}
+	addSpecial := !req.AddSpecialTokens.Set || req.AddSpecialTokens.Value
+	return p.finish(req.Prompt.Text, addSpecial, req.CacheSalt), nil
+}
+
 func (p *Preparer) finish(text string, addSpecial bool, salt string) Prompt {
-	ids := p.Tokenizer.Encode(nil, text, addSpecial)
+	// Rarely fewer than two bytes a token (three to five is usual):
+	// one allocation for most prompts, instead of append's doublings.
+	ids := make([]uint32, 0, len(text)/2+16)
+	switch {
+	case p.Sim:
+		ids = token.Sim{}.Encode(ids, text)
+	case p.Cache != nil:
+		ids = p.Tokenizer.EncodeCached(ids, text, addSpecial, p.Cache)
+	default:
+		ids = p.Tokenizer.Encode(ids, text, addSpecial)
+	}
+	return Prompt{Text: text, IDs: ids, Blocks: p.hash(ids, salt)}
+}
+
+func (p *Preparer) hash(ids []uint32, salt string) []prefix.Hash {
 	var h prefix.Hasher
 	bs := p.BlockSize
 	if bs <= 0 {
 		bs = 16
 	}
-	blocks := h.Chain(make([]prefix.Hash, 0, len(ids)/bs), prefix.Root(p.Model, "", salt), ids, bs)
-	return Prompt{Text: text, IDs: ids, Blocks: blocks}
+	return h.Chain(make([]prefix.Hash, 0, len(ids)/bs), prefix.Root(p.Model, "", salt), ids, bs)
 }
 
-// normalizeMessage does what vLLM does to a message before the template
-// sees it: text content parts are joined with newlines (the "string"
-// content format), and a tool call's arguments given as a JSON string are
-// parsed into an object.
-func normalizeMessage(m template.Value) error {
+// simChat prepares a chat body as the simulator's handler does.
+func (p *Preparer) simChat(body []byte) (Prompt, error) {
+	req, err := openai.ParseChat(body)
+	if err != nil {
+		return Prompt{}, fmt.Errorf("prompt: %w", err)
+	}
+	for _, m := range req.Messages {
+		if m.NonText {
+			return Prompt{}, unsupported("a content part other than text")
+		}
+	}
+	return p.finish(SimChat(req), false, req.CacheSalt), nil
+}
+
+// SimChat is the prompt the simulator renders for a chat request: the
+// messages that have content, through token.RenderSimChat, the final one
+// left open under continue_final_message. The simulator's handler calls it,
+// so gateway and simulator cannot disagree.
+func SimChat(req *openai.ChatRequest) string {
+	msgs := make([]token.Message, 0, len(req.Messages))
+	for _, m := range req.Messages {
+		if m.NoContent {
+			continue
+		}
+		msgs = append(msgs, token.Message{Role: m.Role, Content: m.Content})
+	}
+	text := token.RenderSimChat(msgs, req.AddGenerationPrompt && !req.ContinueFinalMessage)
+	if req.ContinueFinalMessage && len(msgs) > 0 {
+		// The final message is left open so the model continues it.
+		text = text[:len(text)-len("<|im_end|>\n")]
+	}
+	return text
+}
+
+// textPartTypes are the content part types vLLM reads as text
+// (chat_utils.MM_PARSER_MAP).
+func textPart(typ template.Value) bool {
+	switch typ {
+	case "text", "input_text", "output_text", "refusal", "thinking":
+		return true
+	}
+	return false
+}
+
+// normalizeMessage does what vLLM's parse_chat_messages does to a message
+// before the template sees it: content parts are read as text (any other
+// part is ErrUnsupported) and, in the "string" format, joined with
+// newlines, a null content becoming ""; in the "openai" format content
+// becomes a list of {"type": "text", "text": ...}, except for a tool
+// message whose parts are all text, which is joined. A tool call's
+// arguments given as a JSON string are parsed into an object ({} when they
+// are not JSON, or null), and an empty tool_calls list is dropped.
+func normalizeMessage(m template.Value, openaiFormat bool) (template.Value, error) {
 	d, ok := m.(*template.Dict)
 	if !ok {
-		return errors.New("prompt: a message is not an object")
+		return nil, errors.New("prompt: a message is not an object")
 	}
-	if c, ok := d.GetString("content"); ok {
-		if parts, ok := c.(template.List); ok {
-			text := ""
-			for i, part := range parts {
-				pd, ok := part.(*template.Dict)
-				if !ok {
-					return errors.New("prompt: a content part is not an object")
-				}
-				if typ, _ := pd.GetString("type"); typ != "text" {
-					return fmt.Errorf("prompt: content part of type %v is not supported", typ)
-				}
-				t, _ := pd.GetString("text")
-				s, _ := t.(string)
-				if i > 0 {
-					text += "\n"
-				}
-				text += s
-			}
-			d.SetString("content", text)
-		}
-	}
-	if tc, ok := d.GetString("tool_calls"); ok {
-		calls, _ := tc.(template.List)
-		for _, call := range calls {
-			cd, ok := call.(*template.Dict)
-			if !ok {
+	role, _ := d.GetString("role")
+	c, _ := d.GetString("content")
+	var texts []string
+	switch x := c.(type) {
+	case nil: // null or absent
+		texts = []string{}
+	case string:
+		texts = []string{x}
+	case template.List:
+		texts = make([]string, 0, len(x))
+		for _, part := range x {
+			if s, ok := part.(string); ok {
+				texts = append(texts, s)
 				continue
 			}
-			fn, _ := cd.GetString("function")
-			fd, ok := fn.(*template.Dict)
+			pd, ok := part.(*template.Dict)
 			if !ok {
-				continue
+				return nil, errors.New("prompt: a content part is not an object")
 			}
-			if args, ok := fd.GetString("arguments"); ok {
-				if s, ok := args.(string); ok {
-					if parsed, err := template.ParseJSON([]byte(s)); err == nil {
-						fd.SetString("arguments", parsed)
-					}
-				}
+			typ, _ := pd.GetString("type")
+			if !textPart(typ) {
+				return nil, unsupported("content part of type %v", typ)
+			}
+			key := "text"
+			if typ == "refusal" || typ == "thinking" {
+				key = typ.(string)
+			}
+			t, _ := pd.GetString(key)
+			if s, ok := t.(string); ok {
+				texts = append(texts, s)
 			}
 		}
+	default:
+		return nil, errors.New("prompt: content is neither a string nor a list")
 	}
-	return nil
+	if texts != nil {
+		if openaiFormat && role != "tool" {
+			parts := make(template.List, len(texts))
+			for i, s := range texts {
+				pd := template.NewDict(2)
+				pd.SetString("type", "text")
+				pd.SetString("text", s)
+				parts[i] = pd
+			}
+			d.SetString("content", parts)
+		} else {
+			d.SetString("content", strings.Join(texts, "\n"))
+		}
+	}
+	if role == "assistant" {
+		if r, ok := d.GetString("reasoning"); ok && r != nil {
+			d.SetString("reasoning_content", r)
+		}
+	}
+	tc, ok := d.GetString("tool_calls")
+	if !ok || role != "assistant" {
+		return d, nil
+	}
+	calls, isList := tc.(template.List)
+	if isList && len(calls) == 0 {
+		nd := template.NewDict(d.Len())
+		d.Range(func(k, v template.Value) bool {
+			if k != "tool_calls" {
+				nd.Set(k, v)
+			}
+			return true
+		})
+		return nd, nil
+	}
+	for _, call := range calls {
+		cd, ok := call.(*template.Dict)
+		if !ok {
+			continue
+		}
+		fn, _ := cd.GetString("function")
+		fd, ok := fn.(*template.Dict)
+		if !ok {
+			continue
+		}
+		switch args, _ := fd.GetString("arguments"); a := args.(type) {
+		case string:
+			parsed, err := template.ParseJSON([]byte(a))
+			if err != nil {
+				parsed = template.NewDict(0)
+			}
+			fd.SetString("arguments", parsed)
+		case *template.Dict, template.List:
+		default:
+			fd.SetString("arguments", template.NewDict(0))
+		}
+	}
+	return d, nil
 }
 
 func boolOr(d *template.Dict, key string, def bool) bool {
@@ -194,4 +412,10 @@ func boolOr(d *template.Dict, key string, def bool) bool {
 		return def
 	}
 	return b
+}
+
+func stringOr(d *template.Dict, key string) string {
+	v, _ := d.GetString(key)
+	s, _ := v.(string)
+	return s
 }

@@ -1,10 +1,12 @@
 package template
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // fuzzLimits keep every fuzzed render small and quick.
@@ -119,6 +121,30 @@ func FuzzParseJSON(f *testing.F) {
 		}
 		if _, err := JSON(v); err != nil {
 			t.Fatalf("JSON(ParseJSON(%q)): %v", data, err)
+		}
+	})
+}
+
+// FuzzJSONString: a JSON string decodes as encoding/json decodes it (both
+// follow RFC 8259 there, lone surrogates becoming U+FFFD), or both refuse
+// it; the run-at-a-time copy in str must not change a byte.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{`plain`, `a\nb\"c\\d\/e`, `\u00e9\ud83d\ude00\ud800x`, "tab\there", `quote at end\"`, `日本語 \u65e5`, `01234567\n01234567"x`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return // json.loads refuses it; encoding/json replaces the bytes
+		}
+		doc := []byte(`"` + s + `"`)
+		got, err := ParseJSON(doc)
+		var want string
+		werr := json.Unmarshal(doc, &want)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%q: ParseJSON error %v, encoding/json error %v", doc, err, werr)
+		}
+		if err == nil && got != want {
+			t.Fatalf("%q: ParseJSON %q, encoding/json %q", doc, got, want)
 		}
 	})
 }

@@ -1,6 +1,8 @@
 package template
 
 import (
+	"bytes"
+	"encoding/binary"
 	"math"
 	"math/big"
 	"sort"
@@ -240,22 +242,26 @@ func (p *jsonParser) str() (Value, error) {
 		p.i++
 	}
 	var b strings.Builder
+	b.Grow(p.i - start + strEnd(p.s[p.i:]))
 	b.Write(p.s[start:p.i])
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		switch {
+	for s := p.s; p.i < len(s); {
+		// Copy the run of plain bytes up to the next quote, escape or
+		// control character at once.
+		j := plainRun(s, p.i)
+		b.Write(s[p.i:j])
+		p.i = j
+		if j >= len(s) {
+			break
+		}
+		switch c := s[j]; {
 		case c == '"':
 			p.i++
 			return b.String(), nil
 		case c < 0x20:
 			return nil, p.fail("Invalid control character")
-		case c != '\\':
-			b.WriteByte(c)
-			p.i++
-			continue
 		}
 		p.i++
-		if p.i >= len(p.s) {
+		if p.i >= len(s) {
 			break
 		}
 		e := p.s[p.i]
@@ -297,16 +303,76 @@ func (p *jsonParser) str() (Value, error) {
 	return nil, p.fail("Unterminated string")
 }
 
+// plainStrByte marks the bytes a JSON string copies as they are: not a
+// quote, a backslash or a control character.
+var plainStrByte = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// plainRun returns the end of the run of plain string bytes (plainStrByte)
+// starting at j. Eight bytes at a time: a word holds none of '"', '\\' and
+// the control characters when no byte is zero after XOR with either, and
+// no byte is below 0x20 (the has-zero and has-less tricks; a false alarm
+// only falls back to the byte loop).
+func plainRun(s []byte, j int) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for j+8 <= len(s) {
+		x := binary.LittleEndian.Uint64(s[j:])
+		q, bs := x^(lo*'"'), x^(lo*'\\')
+		if ((q-lo)&^q|(bs-lo)&^bs|(x-lo*0x20)&^x)&hi != 0 {
+			break
+		}
+		j += 8
+	}
+	for j < len(s) && plainStrByte[s[j]] {
+		j++
+	}
+	return j
+}
+
+// strEnd is about the length of the string s starts inside: the offset of
+// its closing quote, or len(s). It sizes the decoded string's buffer.
+func strEnd(s []byte) int {
+	for i := 0; ; {
+		k := bytes.IndexByte(s[i:], '"')
+		if k < 0 {
+			return len(s)
+		}
+		i += k
+		// The quote is escaped when an odd number of backslashes precede it.
+		n := 0
+		for n < i && s[i-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return i
+		}
+		i++
+	}
+}
+
 func (p *jsonParser) hex4() (rune, bool) {
 	if p.i+4 > len(p.s) {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(string(p.s[p.i:p.i+4]), 16, 32)
-	if err != nil {
-		return 0, false
+	var r rune
+	for _, c := range p.s[p.i : p.i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
 	}
 	p.i += 4
-	return rune(n), true
+	return r, true
 }
 
 // jsonOpts are the json.dumps arguments that the tojson filter forwards.

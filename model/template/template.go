@@ -10,6 +10,8 @@ import (
 type Template struct {
 	body []stmt
 	decl []string // names the top-level frame starts undefined (scope.go)
+	// format is the content format vLLM detects for it (ContentFormat).
+	format string
 }
 
 // Limits bound one render so that no template, however hostile, can run
@@ -54,7 +56,7 @@ func Compile(src string) (*Template, error) {
 		return nil, err
 	}
 	decl, _ := analyzeFrame(body, nil, nil)
-	return &Template{body: body, decl: decl}, nil
+	return &Template{body: body, decl: decl, format: detectContentFormat(body)}, nil
 }
 
 // Render renders t with ctx as the template's variables (nil means none),

@@ -393,5 +393,3 @@ func (r *run) shared(blocks []prefix.Hash, promptTokens int) int {
 	}
 	return n * r.bs
 }
-
-

@@ -51,23 +51,23 @@ type explainView struct {
 }
 
 type explainedRe struct {
-	Replica       string        `json:"replica"`
-	Offered       bool          `json:"offered"`
-	Reason        *string       `json:"not_offered_because"`
-	InFlight      int           `json:"in_flight"`
-	Pending       int           `json:"pending"`
-	Running       int           `json:"running"`
-	KVUsage       *float64      `json:"kv_usage"`
-	Answered      bool          `json:"answered_in_time"`
-	CachedTokens  int           `json:"cached_tokens"`
-	PricedTokens  int           `json:"priced_cached_tokens"`
-	QueuedSecs    float64       `json:"queued_secs"`
-	HotOwner      bool          `json:"hot_prefix_owner,omitempty"`
-	Session       bool          `json:"session,omitempty"`
-	Guard         *string       `json:"guard"`
-	Estimate      *estimateView `json:"estimate"`
-	KVAwareScore  *float64      `json:"score,omitempty"`
-	PrefixWeight  *uint64       `json:"rendezvous_weight,omitempty"`
+	Replica      string        `json:"replica"`
+	Offered      bool          `json:"offered"`
+	Reason       *string       `json:"not_offered_because"`
+	InFlight     int           `json:"in_flight"`
+	Pending      int           `json:"pending"`
+	Running      int           `json:"running"`
+	KVUsage      *float64      `json:"kv_usage"`
+	Answered     bool          `json:"answered_in_time"`
+	CachedTokens int           `json:"cached_tokens"`
+	PricedTokens int           `json:"priced_cached_tokens"`
+	QueuedSecs   float64       `json:"queued_secs"`
+	HotOwner     bool          `json:"hot_prefix_owner,omitempty"`
+	Session      bool          `json:"session,omitempty"`
+	Guard        *string       `json:"guard"`
+	Estimate     *estimateView `json:"estimate"`
+	KVAwareScore *float64      `json:"score,omitempty"`
+	PrefixWeight *uint64       `json:"rendezvous_weight,omitempty"`
 }
 
 type estimateView struct {

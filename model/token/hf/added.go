@@ -1,6 +1,7 @@
 package hf
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -24,6 +25,9 @@ type addedSet struct {
 	pats  []string      // the pattern of each token (its content, or normalized content)
 	nodes []trieNode    // nodes[0] is the root
 	root  [256]int32    // child of the root per byte, 0 if none
+	// lead is the byte every pattern starts with ('<' in most
+	// tokenizers), or -1: split then jumps between them with IndexByte.
+	lead int
 }
 
 type trieNode struct {
@@ -56,6 +60,17 @@ func newAddedSet(toks []*addedToken, pats []string) *addedSet {
 	}
 	if len(a.toks) == 0 {
 		return nil
+	}
+	a.lead = -1
+	for b, c := range a.root {
+		if c == 0 {
+			continue
+		}
+		if a.lead != -1 {
+			a.lead = -1
+			break
+		}
+		a.lead = b
 	}
 	return a
 }
@@ -113,8 +128,15 @@ func (a *addedSet) split(dst []seg, s string, skipSpecial bool) []seg {
 	startOffset := 0
 	for i := 0; i < len(s); {
 		if a.root[s[i]] == 0 {
-			i++
-			continue
+			if a.lead < 0 {
+				i++
+				continue
+			}
+			k := strings.IndexByte(s[i:], byte(a.lead))
+			if k < 0 {
+				break
+			}
+			i += k
 		}
 		k, mend := a.longestAt(s, i)
 		if k < 0 {

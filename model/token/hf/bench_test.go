@@ -3,7 +3,10 @@ package hf
 import (
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -146,5 +149,48 @@ func TestWriteBenchInputs(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%s: %d bytes, %d tokens", name, len(text), tok.Count(text, false))
+	}
+}
+
+// BenchmarkEncodeShared16 is 16 goroutines (RunParallel on 2 CPUs times 8)
+// sharing one Qwen3 Tokenizer, each encoding the rendered chat goldens in
+// turn and checking every id against the golden; without a piece cache,
+// with one shared cache that holds them all, and with a tiny shared one
+// that evicts all the time.
+func BenchmarkEncodeShared16(b *testing.B) {
+	tok := load(b, "qwen3")
+	cases := readJSONL[chatGolden](b, "qwen3/goldens.jsonl")
+	tokens := 0
+	for _, c := range cases {
+		tokens += len(c.TokenIDs)
+	}
+	for _, v := range []struct {
+		name string
+		size int
+	}{{"nocache", 0}, {"cache", 1 << 20}, {"cache=300", 300}} {
+		b.Run(v.name, func(b *testing.B) {
+			var c *PieceCache
+			if v.size > 0 {
+				c = tok.NewCache(v.size)
+			}
+			goroutines := 16 / runtime.GOMAXPROCS(0)
+			b.SetParallelism(max(1, goroutines))
+			b.ReportAllocs()
+			var next atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				var ids []uint32
+				i := int(next.Add(37))
+				for pb.Next() {
+					g := &cases[i%len(cases)]
+					i++
+					ids = tok.EncodeCached(ids[:0], g.RenderedPrompt, false, c)
+					if !slices.Equal(ids, g.TokenIDs) {
+						b.Errorf("%s: ids differ", g.ID)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(tokens)/float64(len(cases))*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
 	}
 }

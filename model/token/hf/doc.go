@@ -18,7 +18,7 @@
 //
 // hf starts no goroutines and does no I/O: Load takes bytes and LoadDir an fs.FS.
 // It keeps no mutable globals, only immutable tables. A Tokenizer is immutable after
-// Load and safe for concurrent use.
+// Load and safe for concurrent use; so is a PieceCache, behind its own mutex.
 //
 // Design notes:
 //   - Split regexes: the patterns real byte-level models ship (GPT-2's, the
@@ -40,6 +40,13 @@
 //     itself, is found in a table built at load; every other word is merged
 //     afresh. Every call is therefore "cold", and still well over ten times faster
 //     than the Rust library (bench/results/tokenizer-*.md).
+//   - PieceCache (EncodeCached) caches above the model instead: the ids of each
+//     piece of text between added tokens, keyed by the piece and whether it
+//     starts the text. The Rust library encodes those pieces independently, so
+//     the cached ids are exact; a repeated system prompt costs a hash and a
+//     copy (bench/results/prepare-2026-11-29.md). The cache is bounded in
+//     tokens, evicts the least recently used pieces and is safe for
+//     concurrent use.
 //   - Text is handled as bytes until the model: the ByteLevel byte-to-rune mapping
 //     is folded into the model's initial symbols when ByteLevel is the last
 //     pre-tokenizer, so no byte-level string is built.

@@ -107,6 +107,9 @@ type encoder struct {
 	// pieces collects pre-tokens instead of encoding them (PreTokenize).
 	pieces  []string
 	collect bool
+	// cache, when set, keeps the ids of the pieces between added tokens
+	// (EncodeCached).
+	cache *PieceCache
 }
 
 // view returns a string that aliases b. The string is only read while b is not

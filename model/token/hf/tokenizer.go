@@ -13,8 +13,11 @@ import (
 // A Tokenizer is immutable after Load and safe for concurrent use. It keeps no cache
 // of encoded words: BPE results that the vocabulary fixes (a word that is itself a
 // token and that BPE maps to itself) are looked up in a table built at load, and
-// everything else is merged afresh, so every call is "cold". The only shared mutable
-// state is a sync.Pool of scratch buffers.
+// everything else is merged afresh, so every Encode is "cold". The only shared
+// mutable state is a sync.Pool of scratch buffers. A caller that sees the same
+// prompt pieces again and again (system prompts, conversation history) passes a
+// PieceCache to EncodeCached, which reuses the ids of whole pieces between added
+// tokens.
 type Tokenizer struct {
 	model     *bpe
 	norm      normalizer // nil: none
@@ -54,7 +57,7 @@ func (t *Tokenizer) getEncoder() *encoder {
 }
 
 func (t *Tokenizer) putEncoder(e *encoder) {
-	e.dst, e.pieces, e.collect = nil, nil, false
+	e.dst, e.pieces, e.collect, e.cache = nil, nil, false, nil
 	t.pool.Put(e)
 }
 
@@ -87,7 +90,7 @@ func (t *Tokenizer) Encode(dst []uint32, text string, addSpecial bool) []uint32 
 func (e *encoder) encode(text string) {
 	t := e.t
 	if t.added == nil {
-		e.segment(text, true)
+		e.piece(text, true)
 		return
 	}
 	e.segs = t.added.split(e.segs[:0], text, t.splitSpecial)
@@ -97,9 +100,19 @@ func (e *encoder) encode(text string) {
 			continue
 		}
 		if sg.end > sg.start {
-			e.segment(text[sg.start:sg.end], sg.start == 0)
+			e.piece(text[sg.start:sg.end], sg.start == 0)
 		}
 	}
+}
+
+// piece encodes a piece of text between added tokens, through the cache
+// when there is one. first tells whether it starts the text.
+func (e *encoder) piece(s string, first bool) {
+	if e.cache != nil {
+		e.cachedSegment(s, first)
+		return
+	}
+	e.segment(s, first)
 }
 
 // segment normalizes a piece of text between added tokens, splits it on the

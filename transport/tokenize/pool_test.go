@@ -1,0 +1,237 @@
+package tokenize
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/prompt"
+)
+
+func simModel(t testing.TB) *Model {
+	t.Helper()
+	m, err := Load(config.Model{Name: "inferrail/sim-8b", Tokenizer: Sim, BlockSize: 16}, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func testModels(t testing.TB) map[string]*Model {
+	q := qwen3(t)
+	mistral, err := Load(config.Model{Name: "mistral", Tokenizer: mistralDir, BlockSize: 16}, "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]*Model{q.Name: q, "sim": simModel(t), "mistral": mistral}
+}
+
+// chatBody is a chat request of about n characters of user text.
+func chatBody(sys string, n int) []byte {
+	user := strings.Repeat("The quick brown fox jumps over the lazy dog. ", n/45+1)[:n]
+	b, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "system", "content": sys}, {"role": "user", "content": user}}})
+	return b
+}
+
+func counters(set *metrics.Set) map[string]string {
+	var b bytes.Buffer
+	set.WritePrometheus(&b)
+	out := map[string]string{}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok && strings.HasPrefix(k, "inferrail_tokenized_requests_total") {
+			out[strings.TrimSuffix(strings.TrimPrefix(k, `inferrail_tokenized_requests_total{result="`), `"}`)] = v
+		}
+	}
+	return out
+}
+
+func samePrompt(a, b prompt.Prompt) bool {
+	return a.Text == b.Text && slices.Equal(a.IDs, b.IDs) && slices.Equal(a.Blocks, b.Blocks)
+}
+
+// TestPrepareResults: every result, inline and through the workers, and
+// every OK prompt is what the model prepares synchronously.
+func TestPrepareResults(t *testing.T) {
+	models := testModels(t)
+	set := metrics.NewSet()
+	p := NewPool(models, nil, config.Tokenizer{Workers: 2, MaxWait: 10 * time.Second}, set)
+	defer p.Close()
+	qwen := qwen3(t).Name
+	big := `{"prompt":"` + strings.Repeat("many words ", 200) + `"}`
+	image := `{"messages":[{"role":"user","content":[{"type":"text","text":"` + strings.Repeat("x", 2000) + `"},{"type":"image_url","image_url":{"url":"http://x"}}]}]}`
+	f := func(model string, kind Kind, body string, want Result) {
+		t.Helper()
+		got, r := p.Prepare(context.Background(), model, kind, []byte(body))
+		if r != want {
+			t.Fatalf("%s %.60s: %v, want %v", model, body, r, want)
+		}
+		if r != OK {
+			if got.IDs != nil || got.Blocks != nil {
+				t.Fatalf("%v with a prompt", r)
+			}
+			return
+		}
+		direct, err := models[model].Prepare(kind, []byte(body), time.Now())
+		if err != nil || !samePrompt(got, direct) || len(got.IDs) == 0 {
+			t.Fatalf("%s %.60s: prepared differently (%v)", model, body, err)
+		}
+	}
+	f(qwen, Chat, `{"messages":[{"role":"user","content":"hi"}]}`, OK)
+	f(qwen, Chat, string(chatBody("You are helpful.", 5000)), OK)
+	f(qwen, Completion, `{"prompt":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]}`, OK)
+	f(qwen, Completion, big, OK)
+	f("sim", Chat, string(chatBody("sys", 3000)), OK)
+	f("sim", Completion, `{"prompt":"Once upon a time"}`, OK)
+	f("unknown", Chat, `{"messages":[]}`, NoTokenizer)
+	f(qwen, Chat, image, Unsupported)
+	f(qwen, Chat, `{"messages":[{"role":"user","content":"hi"}],"chat_template":"{{ 1 }}"}`, Unsupported)
+	f(qwen, Completion, `{"prompt":["a","b"]}`, Unsupported)
+	f("sim", Chat, image, Unsupported)
+	f(qwen, Chat, `{"messages":`, Error)
+	f(qwen, Chat, `{"messages":[{"role":"user","content":"`+strings.Repeat("y", 2000)+`"}]`, Error)
+	f(qwen, Chat, `{"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"messages":1}}`, Error)
+	f("mistral", Chat, `{"messages":[{"role":"user","content":"hi"}]}`, Error) // no chat template
+	f(qwen, Kind(9), `{}`, Error)
+	want := map[string]string{"ok": "6", "no_tokenizer": "1", "unsupported": "4", "queue_full": "0", "timeout": "0", "error": "5"}
+	if got := counters(set); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("counters %v, want %v", got, want)
+	}
+	var b bytes.Buffer
+	set.WritePrometheus(&b)
+	if !strings.Contains(b.String(), "inferrail_tokenize_seconds_count 6") {
+		t.Fatalf("histogram:\n%s", b.String())
+	}
+}
+
+// TestPrepareQueueFull: with no worker free, a request waits max_wait and
+// answers Timeout, and one that finds the queue full answers at once.
+func TestPrepareQueueFull(t *testing.T) {
+	set := metrics.NewSet()
+	const wait = 30 * time.Millisecond
+	p := newPool(testModels(t), nil, wait, set, 0, 1) // no workers: nothing is ever taken
+	defer p.Close()
+	body := chatBody("s", 4000)
+	model := qwen3(t).Name
+	done := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		if _, r := p.Prepare(context.Background(), model, Chat, body); r != Timeout {
+			t.Errorf("queued: %v, want timeout", r)
+		}
+		done <- time.Since(start)
+	}()
+	for len(p.queue) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	if _, r := p.Prepare(context.Background(), model, Chat, body); r != QueueFull {
+		t.Fatalf("second: %v, want queue_full", r)
+	}
+	if d := time.Since(start); d > wait {
+		t.Fatalf("queue_full took %v", d)
+	}
+	if d := <-done; d < wait || d > wait+2*time.Second {
+		t.Fatalf("timeout after %v, want about %v", d, wait)
+	}
+	// A cancelled context ends the wait too.
+	<-p.queue
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+	defer cancel()
+	p.maxWait = time.Hour
+	if _, r := p.Prepare(ctx, model, Chat, body); r != Timeout {
+		t.Fatalf("cancelled: %v", r)
+	}
+	if _, r := p.Prepare(ctx, model, Chat, body); r != Timeout {
+		t.Fatalf("already cancelled: %v", r)
+	}
+	if got := counters(set); got["timeout"] != "3" || got["queue_full"] != "1" {
+		t.Fatalf("counters %v", got)
+	}
+}
+
+// TestPrepareBounded: 16 goroutines send bodies too long to tokenize within
+// max_wait to one worker. No call waits much past max_wait, every answer
+// is ok, timeout or queue_full, and every ok prompt is exact (run with
+// -race).
+func TestPrepareBounded(t *testing.T) {
+	models := testModels(t)
+	const wait = 20 * time.Millisecond
+	p := NewPool(models, nil, config.Tokenizer{Workers: 1, MaxWait: wait}, metrics.NewSet())
+	defer p.Close()
+	model := qwen3(t).Name
+	var bodies [][]byte
+	var want []prompt.Prompt
+	for i, n := range []int{1500, 4000, 20000, 100000, 400000, 1500000} {
+		b := chatBody(fmt.Sprintf("System prompt %d.", i%2), n)
+		w, err := models[model].Prepare(Chat, b, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies, want = append(bodies, b), append(want, w)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	seen := map[Result]int{}
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 10 {
+				k := (g + i) % len(bodies)
+				start := time.Now()
+				got, r := p.Prepare(context.Background(), model, Chat, bodies[k])
+				if d := time.Since(start); d > wait+time.Second {
+					t.Errorf("Prepare took %v with max_wait %v", d, wait)
+				}
+				switch r {
+				case OK:
+					if !samePrompt(got, want[k]) {
+						t.Errorf("body %d prepared differently", k)
+					}
+				case Timeout, QueueFull:
+				default:
+					t.Errorf("result %v", r)
+				}
+				mu.Lock()
+				seen[r]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("results: %v", seen)
+	if seen[OK] == 0 {
+		t.Error("nothing was prepared")
+	}
+}
+
+func TestClose(t *testing.T) {
+	p := NewPool(testModels(t), nil, config.Tokenizer{Workers: 2}, metrics.NewSet())
+	p.Close()
+	p.Close()
+	model := qwen3(t).Name
+	if _, r := p.Prepare(context.Background(), model, Chat, chatBody("s", 3000)); r != QueueFull {
+		t.Fatalf("large body after Close: %v", r)
+	}
+	if _, r := p.Prepare(context.Background(), model, Chat, []byte(`{"messages":[{"role":"user","content":"hi"}]}`)); r != OK {
+		t.Fatalf("small body after Close: %v", r)
+	}
+}
+
+func TestResultString(t *testing.T) {
+	for r, want := range []string{"ok", "no_tokenizer", "unsupported", "queue_full", "timeout", "error"} {
+		if Result(r).String() != want {
+			t.Errorf("%d: %s", r, Result(r))
+		}
+	}
+	if Result(42).String() != "Result(42)" {
+		t.Error(Result(42).String())
+	}
+}
