@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/inferrail/inferrail/transport/health"
 	"github.com/inferrail/inferrail/transport/scrape"
 	"github.com/inferrail/inferrail/transport/telemetry"
+	"github.com/inferrail/inferrail/transport/tokenize"
 )
 
 func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -33,11 +35,40 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "--config is required")
 		return errUsage
 	}
-	if _, err := config.Load(*path, os.Environ()); err != nil {
+	cfg, err := config.Load(*path, os.Environ())
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", *path)
+	// A tokenizer that fails to load does not fail the config: its model
+	// routes without cache predictions. Say so.
+	_, statuses := tokenize.LoadAll(cfg, hubCache())
+	for _, st := range statuses {
+		fmt.Fprintf(stdout, "  %s\n", st)
+	}
 	return nil
+}
+
+// hubCache is the local Hugging Face hub cache tokenizers are looked up in.
+func hubCache() string {
+	home, _ := os.UserHomeDir()
+	return tokenize.HubCache(os.Getenv, home)
+}
+
+// edgeTokenizer is the frontend's Tokenizer over the tokenizer pool.
+type edgeTokenizer struct{ p *tokenize.Pool }
+
+func (e edgeTokenizer) Prepare(model string, chat bool, body []byte, _ time.Time) (frontend.Prompt, bool) {
+	kind := tokenize.Completion
+	if chat {
+		kind = tokenize.Chat
+	}
+	// tokenizer.max_wait bounds the wait, far inside any request deadline.
+	pr, r := e.p.Prepare(context.Background(), model, kind, body)
+	if r != tokenize.OK {
+		return frontend.Prompt{}, false
+	}
+	return frontend.Prompt{Tokens: len(pr.IDs), Blocks: pr.Blocks, BlockSize: e.p.Model(model).BlockSize}, true
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -63,7 +94,19 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(cfg.Logging.Level)}))
 	scraper := scrape.New(scrape.Options{})
 	defer scraper.Close()
-	routingMetrics := metrics.NewSet()
+	routingMetrics, tokMetrics := metrics.NewSet(), metrics.NewSet()
+	tok := tokenize.New(cfg, hubCache(), tokMetrics)
+	defer tok.Close()
+	for _, st := range tok.Status() {
+		switch {
+		case st.Loaded():
+			log.Info("tokenizer", "status", st.String())
+		case errors.Is(st.Err, tokenize.ErrNoTokenizer):
+			log.Info("tokenizer", "status", st.String())
+		default:
+			log.Warn("tokenizer failed to load; the model routes without cache predictions", "status", st.String())
+		}
+	}
 	fl, err := fleet.Start(cfg, fleet.Options{
 		Prober:         health.NewProber(),
 		Scraper:        scraper,
@@ -86,9 +129,10 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 	}
 	met := telemetry.New(fl)
 	met.Include(routingMetrics)
-	fe := frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met})
-	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{
-		Fleet: fl, Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)})
+	met.Include(tokMetrics)
+	fe := frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met, Tokenizer: edgeTokenizer{tok}})
+	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{Fleet: fl, Tokenizer: edgeTokenizer{tok},
+		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)})
 	served := make(chan error, 1)
 	go func() { served <- fe.Serve(ln) }()
 	adminServed := make(chan error, 1)
@@ -133,8 +177,9 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	n := fs.Int("replicas", 3, "simulated engines to start")
 	listen := fs.String("listen", "127.0.0.1:8080", "gateway client address")
 	adminListen := fs.String("admin-listen", "127.0.0.1:9090", "gateway admin address (/metrics, /admin/replicas)")
-	policy := fs.String("policy", "least_request", "routing policy")
+	policy := fs.String("policy", "cost_model", "routing policy")
 	simOpts := sim.DefaultOptions()
+	simOpts.EnablePromptTokensDetails = true // usage shows the engine's cache hits next to the prediction
 	simOpts.RegisterFlags(fs)
 	if err := parseFlags(fs, args, stderr, "inferrail launch [flags]"); err != nil {
 		return err
@@ -157,7 +202,10 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg.Server.Listen = *listen
 	cfg.Server.AdminListen = *adminListen
 	cfg.Routing.DefaultPolicy = *policy
-	cfg.Models = []config.Model{config.NewModel(simOpts.Model, "sim")}
+	m := config.NewModel(simOpts.Model, "sim")
+	m.Tokenizer = tokenize.Sim // the simulators' own tokenizer: predictions are exact
+	m.BlockSize = simOpts.Engine.BlockSize
+	cfg.Models = []config.Model{m}
 	for i, s := range sims {
 		cfg.Replicas = append(cfg.Replicas, config.NewReplica("sim-"+strconv.Itoa(i), s.URL(), simOpts.Model))
 	}
@@ -166,7 +214,8 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	return serve(ctx, cfg, stdout, stderr, func(addr, adminAddr string) {
 		fmt.Fprintf(stdout, "inferrail launch: gateway on http://%s in front of %d simulated engines (%s)\n", addr, len(sims), *policy)
-		fmt.Fprintf(stdout, "  admin  http://%s/metrics  http://%s/admin/replicas\n", adminAddr, adminAddr)
+		fmt.Fprintf(stdout, "  admin  http://%s/metrics  http://%s/admin/replicas  POST http://%s/admin/explain/v1/chat/completions\n",
+			adminAddr, adminAddr, adminAddr)
 		for i, s := range sims {
 			fmt.Fprintf(stdout, "  sim-%d  %s\n", i, s.URL())
 		}

@@ -60,6 +60,10 @@ type Prompt struct {
 // template.
 var ErrNoTemplate = errors.New("prompt: the model has no chat template")
 
+// ErrTemplate wraps an error the chat template raised while rendering a
+// request (raise_exception, a type error in the template, a limit).
+var ErrTemplate = errors.New("prompt: chat template")
+
 // ErrUnsupported wraps the reasons a well-formed request cannot be
 // predicted: content parts other than text (images, audio, ...), a
 // chat_template of the request's own, a batch of prompts, prompt_embeds.
@@ -152,7 +156,7 @@ func (p *Preparer) Render(req *template.Dict, now time.Time) (Prompt, error) {
 	}
 	text, err := p.Template.Apply(list, tools, addGen, kwargs, now)
 	if err != nil {
-		return Prompt{}, fmt.Errorf("prompt: chat template: %w", err)
+		return Prompt{}, fmt.Errorf("%w: %w", ErrTemplate, err)
 	}
 	if cont && len(list) > 0 {
 		if text, err = continueFinal(text, list[len(list)-1]); err != nil {

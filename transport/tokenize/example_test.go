@@ -30,5 +30,5 @@ func ExamplePool_Prepare() {
 	// model inferrail/sim-8b: tokenizer loaded (builtin:sim, vocab size 32000, block size 16)
 	// model other: no tokenizer configured; its requests route without cache predictions
 	// ok 30 tokens, 1 full blocks
-	// no_tokenizer
+	// unavailable
 }

@@ -2,14 +2,12 @@ package tokenize
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/inferrail/inferrail/config"
-	"github.com/inferrail/inferrail/model/prompt"
 )
 
 // FuzzPrepare: no body panics the tokenizers or templates (they are called
@@ -36,13 +34,7 @@ func FuzzPrepare(f *testing.F) {
 		for name, m := range models {
 			want, err := m.Prepare(kind, body, now)
 			got, r := p.Prepare(context.Background(), name, kind, body)
-			wantR := OK
-			switch {
-			case errors.Is(err, prompt.ErrUnsupported):
-				wantR = Unsupported
-			case err != nil:
-				wantR = Error
-			}
+			wantR := classify(err)
 			if r != wantR {
 				t.Fatalf("%s: pool %v, direct %v (%v)", name, r, wantR, err)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,16 +31,17 @@ const queuePerWorker = 8
 type Result uint8
 
 const (
-	OK          Result = iota // predicted
-	NoTokenizer               // the model has no tokenizer, or it failed to load
-	Unsupported               // images or audio, the request's own chat_template, a batch, prompt_embeds
-	QueueFull                 // every worker busy and the queue full
-	Timeout                   // no worker finished within tokenizer.max_wait (or the context ended)
-	Error                     // the body, or its chat template, failed to parse or render
+	OK            Result = iota // predicted
+	NoTokenizer                 // the model has no tokenizer, or it failed to load: "unavailable"
+	Unsupported                 // images or audio, the request's own chat_template, a batch, prompt_embeds
+	QueueFull                   // every worker busy and the queue full: "busy"
+	Timeout                     // no worker finished within tokenizer.max_wait (or the context ended): "slow"
+	Error                       // the body could not be read as the engine reads it: "invalid"
+	TemplateError               // the chat template failed to render it: "template"
 	numResults
 )
 
-var resultNames = [numResults]string{"ok", "no_tokenizer", "unsupported", "queue_full", "timeout", "error"}
+var resultNames = [numResults]string{"ok", "unavailable", "unsupported", "busy", "slow", "invalid", "template"}
 
 func (r Result) String() string {
 	if r < numResults {
@@ -66,6 +68,12 @@ type Pool struct {
 	closed  atomic.Bool
 	workers sync.WaitGroup
 
+	byModel map[string]*modelMetrics // immutable after New
+}
+
+// modelMetrics are one model's series: inferrail_tokenized_requests_total
+// by result and inferrail_tokenize_seconds.
+type modelMetrics struct {
 	results [numResults]*metrics.Counter
 	seconds *metrics.PrometheusHistogram
 }
@@ -120,10 +128,25 @@ func newPool(models map[string]*Model, statuses []Status, maxWait time.Duration,
 		maxWait:  maxWait,
 		queue:    make(chan *job, queue),
 		stop:     make(chan struct{}),
-		seconds:  set.NewPrometheusHistogramExt("inferrail_tokenize_seconds", secondsBuckets),
+		byModel:  make(map[string]*modelMetrics),
 	}
-	for r := range numResults {
-		p.results[r] = set.NewCounter(`inferrail_tokenized_requests_total{result="` + resultNames[r] + `"}`)
+	var names []string
+	for _, st := range statuses {
+		names = append(names, st.Model)
+	}
+	for name := range models {
+		names = append(names, name)
+	}
+	for _, name := range names {
+		if p.byModel[name] != nil {
+			continue
+		}
+		l := `model=` + strconv.Quote(name)
+		mm := &modelMetrics{seconds: set.NewPrometheusHistogramExt(`inferrail_tokenize_seconds{`+l+`}`, secondsBuckets)}
+		for r := range numResults {
+			mm.results[r] = set.NewCounter(`inferrail_tokenized_requests_total{` + l + `,result="` + resultNames[r] + `"}`)
+		}
+		p.byModel[name] = mm
 	}
 	p.workers.Add(workers)
 	for range workers {
@@ -175,31 +198,35 @@ func (p *Pool) work() {
 // returns.
 func (p *Pool) Prepare(ctx context.Context, model string, kind Kind, body []byte) (prompt.Prompt, Result) {
 	start := time.Now()
+	mm := p.byModel[model]
+	if mm == nil {
+		return prompt.Prompt{}, NoTokenizer // not a configured model: nothing to count it under
+	}
 	m := p.models[model]
 	if m == nil {
-		return p.count(start, prompt.Prompt{}, NoTokenizer)
+		return mm.count(start, prompt.Prompt{}, NoTokenizer)
 	}
 	if len(body) <= InlineBytes {
 		pr, err := run(m, kind, body, start)
-		return p.count(start, pr, classify(err))
+		return mm.count(start, pr, classify(err))
 	}
 	if p.closed.Load() {
-		return p.count(start, prompt.Prompt{}, QueueFull)
+		return mm.count(start, prompt.Prompt{}, QueueFull)
 	}
 	if ctx.Err() != nil {
-		return p.count(start, prompt.Prompt{}, Timeout)
+		return mm.count(start, prompt.Prompt{}, Timeout)
 	}
 	j := &job{m: m, kind: kind, body: append([]byte(nil), body...), now: start, done: make(chan struct{})}
 	select {
 	case p.queue <- j:
 	default:
-		return p.count(start, prompt.Prompt{}, QueueFull)
+		return mm.count(start, prompt.Prompt{}, QueueFull)
 	}
 	t := time.NewTimer(p.maxWait)
 	defer t.Stop()
 	select {
 	case <-j.done:
-		return p.count(start, j.p, classify(j.err))
+		return mm.count(start, j.p, classify(j.err))
 	case <-t.C:
 	case <-ctx.Done():
 	}
@@ -208,17 +235,17 @@ func (p *Pool) Prepare(ctx context.Context, model string, kind Kind, body []byte
 		// for nobody.
 		select {
 		case <-j.done:
-			return p.count(start, j.p, classify(j.err))
+			return mm.count(start, j.p, classify(j.err))
 		default:
 		}
 	}
-	return p.count(start, prompt.Prompt{}, Timeout)
+	return mm.count(start, prompt.Prompt{}, Timeout)
 }
 
-func (p *Pool) count(start time.Time, pr prompt.Prompt, r Result) (prompt.Prompt, Result) {
-	p.results[r].Inc()
+func (mm *modelMetrics) count(start time.Time, pr prompt.Prompt, r Result) (prompt.Prompt, Result) {
+	mm.results[r].Inc()
 	if r == OK {
-		p.seconds.Update(time.Since(start).Seconds())
+		mm.seconds.Update(time.Since(start).Seconds())
 	}
 	return pr, r
 }
@@ -240,6 +267,9 @@ func classify(err error) Result {
 		return OK
 	case errors.Is(err, prompt.ErrUnsupported):
 		return Unsupported
+	}
+	if errors.Is(err, prompt.ErrTemplate) || errors.Is(err, prompt.ErrNoTemplate) {
+		return TemplateError
 	}
 	return Error
 }

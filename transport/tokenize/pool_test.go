@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -47,8 +48,19 @@ func counters(set *metrics.Set) map[string]string {
 	set.WritePrometheus(&b)
 	out := map[string]string{}
 	for _, line := range strings.Split(b.String(), "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok && strings.HasPrefix(k, "inferrail_tokenized_requests_total") {
-			out[strings.TrimSuffix(strings.TrimPrefix(k, `inferrail_tokenized_requests_total{result="`), `"}`)] = v
+		k, v, ok := strings.Cut(line, " ")
+		if !ok || !strings.HasPrefix(k, "inferrail_tokenized_requests_total") {
+			continue
+		}
+		_, r, _ := strings.Cut(k, `result="`)
+		r = strings.TrimSuffix(r, `"}`)
+		n, _ := strconv.Atoi(out[r])
+		m, _ := strconv.Atoi(v)
+		out[r] = strconv.Itoa(n + m) // summed over the models
+	}
+	for k, v := range out {
+		if v == "0" {
+			delete(out, k)
 		}
 	}
 	return out
@@ -98,16 +110,16 @@ func TestPrepareResults(t *testing.T) {
 	f("sim", Chat, image, Unsupported)
 	f(qwen, Chat, `{"messages":`, Error)
 	f(qwen, Chat, `{"messages":[{"role":"user","content":"`+strings.Repeat("y", 2000)+`"}]`, Error)
-	f(qwen, Chat, `{"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"messages":1}}`, Error)
-	f("mistral", Chat, `{"messages":[{"role":"user","content":"hi"}]}`, Error) // no chat template
+	f(qwen, Chat, `{"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"messages":1}}`, TemplateError)
+	f("mistral", Chat, `{"messages":[{"role":"user","content":"hi"}]}`, TemplateError) // no chat template
 	f(qwen, Kind(9), `{}`, Error)
-	want := map[string]string{"ok": "6", "no_tokenizer": "1", "unsupported": "4", "queue_full": "0", "timeout": "0", "error": "5"}
+	want := map[string]string{"ok": "6", "unsupported": "4", "invalid": "3", "template": "2"} // "unknown" is no configured model: not counted
 	if got := counters(set); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("counters %v, want %v", got, want)
 	}
 	var b bytes.Buffer
 	set.WritePrometheus(&b)
-	if !strings.Contains(b.String(), "inferrail_tokenize_seconds_count 6") {
+	if !strings.Contains(b.String(), `inferrail_tokenize_seconds_count{model="`+qwen+`"} 4`) {
 		t.Fatalf("histogram:\n%s", b.String())
 	}
 }
@@ -153,7 +165,7 @@ func TestPrepareQueueFull(t *testing.T) {
 	if _, r := p.Prepare(ctx, model, Chat, body); r != Timeout {
 		t.Fatalf("already cancelled: %v", r)
 	}
-	if got := counters(set); got["timeout"] != "3" || got["queue_full"] != "1" {
+	if got := counters(set); got["slow"] != "3" || got["busy"] != "1" {
 		t.Fatalf("counters %v", got)
 	}
 }
@@ -226,7 +238,7 @@ func TestClose(t *testing.T) {
 }
 
 func TestResultString(t *testing.T) {
-	for r, want := range []string{"ok", "no_tokenizer", "unsupported", "queue_full", "timeout", "error"} {
+	for r, want := range []string{"ok", "unavailable", "unsupported", "busy", "slow", "invalid", "template"} {
 		if Result(r).String() != want {
 			t.Errorf("%d: %s", r, Result(r))
 		}
