@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 RACE_PKGS := ./sim/... ./actors/... ./transport/... ./cmd/...
 PURE_PKGS := ./model/... ./config/... ./bench/...
 
-.PHONY: build run test test-go test-sdk test-scrapers bench bench-sim bench-gateway bench-tokenizer fuzz lint tools clean
+.PHONY: build run test test-go test-sdk test-scrapers bench bench-sim bench-gateway bench-tokenizer diff-tokenizers fuzz lint tools clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/inferrail
@@ -48,6 +48,10 @@ bench-gateway: build
 ## bench-tokenizer: the pure-Go tokenizer against Hugging Face's Rust one, side by side
 bench-tokenizer:
 	./scripts/bench-tokenizer.sh
+
+## diff-tokenizers: the pure-Go tokenizer's ids against the Rust library's on tokenizer.json files it was not developed against
+diff-tokenizers:
+	./scripts/diff-tokenizers.sh
 
 ## fuzz: each fuzz target for FUZZTIME (short by default)
 fuzz:

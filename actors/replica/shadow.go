@@ -110,7 +110,9 @@ func (g *Gather) Reply(i int) (Reply, bool) {
 // Missing reports how many replies have not arrived.
 func (g *Gather) Missing() int { return int(g.left.Load()) }
 
-func (g *Gather) fill(i int, r Reply) {
+// Fill sets slot i's reply, once; replica actors call it, and tests that
+// stand in for them.
+func (g *Gather) Fill(i int, r Reply) {
 	if i < 0 || i >= len(g.replies) || g.got[i].Load() {
 		return
 	}
@@ -189,7 +191,7 @@ func (a *replicaActor) capacity() int {
 func (a *replicaActor) estimate(m *Estimate) {
 	g := m.Gather
 	r := a.est.Estimate(&g.Query, a.cfg.Now())
-	g.fill(m.Slot, Reply{Reply: r, Applied: a.shadow.applied.Load()})
+	g.Fill(m.Slot, Reply{Reply: r, Applied: a.shadow.applied.Load()})
 }
 
 func (a *replicaActor) assign(m *Assign) {

@@ -118,6 +118,7 @@ func (a *routingActor) Receive(ctx actor.Context) {
 		a.explain(ctx, m)
 	case *ReplicasChanged:
 		a.st.replicas = m.Replicas
+		a.forgetDeparted()
 	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
 	case *actor.Touch:
 		// protoactor answers it once it is processed: a barrier for tests.

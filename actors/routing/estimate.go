@@ -41,6 +41,23 @@ type pending struct {
 	asked   []bool   // which candidates were asked, when not all were
 }
 
+// forgetDeparted drops the unapplied assignments of replicas that left the
+// model's set: nothing will apply them.
+func (a *routingActor) forgetDeparted() {
+	if len(a.st.unapplied) == 0 {
+		return
+	}
+	live := make(map[*replica.Shadow]bool, len(a.st.replicas))
+	for _, r := range a.st.replicas {
+		live[r.Snapshot().Shadow] = true
+	}
+	for sh := range a.st.unapplied {
+		if !live[sh] {
+			delete(a.st.unapplied, sh)
+		}
+	}
+}
+
 // recentOwners is how many recent replicas are remembered per root prefix,
 // and maxRecent how many root prefixes, before the memory starts over.
 const (

@@ -32,9 +32,12 @@ func TestDifferential(t *testing.T) {
 			}
 			tok, err := Load(tj, nil)
 			if err != nil {
-				t.Fatal(err)
+				// scripts/diff-tokenizers.sh reads this line: a refusal that says
+				// "is not supported" is reported as unsupported, any other as a failure.
+				t.Fatalf("Load: %v", err)
 			}
-			if ids := readLines[[]uint32](t, filepath.Join(dir, name+".ids")); len(ids) > 0 {
+			if _, err := os.Stat(filepath.Join(dir, name+".ids")); err == nil {
+				ids := readLines[[]uint32](t, filepath.Join(dir, name+".ids"))
 				bad := 0
 				for i, want := range ids {
 					got := tok.Encode(nil, texts[i], false)

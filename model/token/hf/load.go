@@ -123,7 +123,13 @@ func Load(tokenizerJSON, tokenizerConfigJSON []byte) (*Tokenizer, error) {
 	if err := json.Unmarshal(f.Model, &mc); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	if mc.Type != "BPE" && !(mc.Type == "" && mc.Merges != nil) {
+	if mc.Type == "" && mc.Merges == nil {
+		// The Rust library reads an untyped model as the first variant whose
+		// fields fit; without merges that is WordPiece, WordLevel or Unigram
+		// (bert-base-uncased's tokenizer.json has no "type").
+		return nil, errors.New("model: untyped model without merges (WordPiece, WordLevel or Unigram) is not supported (only BPE)")
+	}
+	if mc.Type != "BPE" && mc.Type != "" {
 		return nil, fmt.Errorf("model: type %q is not supported (only BPE)", mc.Type)
 	}
 	if t.model, err = newBPE(&mc, raw); err != nil {

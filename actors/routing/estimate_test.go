@@ -1,0 +1,104 @@
+package routing
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/model/cost"
+	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/prefix"
+)
+
+// estimating is a fake replica whose actor answers estimates with a fixed
+// prediction, or never when silent.
+type estimating struct {
+	*fakeReplica
+	pid *actor.PID
+}
+
+func (e *estimating) PID() *actor.PID { return e.pid }
+
+// answerer answers every Estimate with cached tokens, unless silent.
+type answerer struct {
+	cached int
+	silent bool
+	mu     sync.Mutex
+	asked  int
+}
+
+func (a *answerer) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(*replica.Estimate); ok {
+		a.mu.Lock()
+		a.asked++
+		a.mu.Unlock()
+		if !a.silent {
+			m.Gather.Fill(m.Slot, replica.Reply{})
+		}
+	}
+}
+
+func blocksOf(n int) []prefix.Hash {
+	ids := make([]uint32, n)
+	for i := range ids {
+		ids[i] = uint32(i)
+	}
+	var h prefix.Hasher
+	return h.Chain(nil, prefix.Root("m", "", ""), ids, 16)
+}
+
+// A replica actor that never answers costs the decision its cache
+// prediction, not the decision: the asker's deadline message makes the
+// routing actor decide with the replies it has, and the miss is counted.
+func TestSilentReplicaIsPricedFromPublishedState(t *testing.T) {
+	sys := newSystem(t)
+	set := metrics.NewSet()
+	var reps []Replica
+	for i, silent := range []bool{true, false} {
+		f := newFake([]string{"r0", "r1"}[i], []string{"m"}, replica.NewCounters(0, 0))
+		f.set(func(s *replica.Snapshot) { s.Shadow = &replica.Shadow{} })
+		pid := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &answerer{silent: silent} }))
+		reps = append(reps, &estimating{fakeReplica: f, pid: pid})
+	}
+	pid := sys.Root.Spawn(Props(Config{Model: "m", Policy: policy.NewCostModel(policy.DefaultCostModelParams()),
+		Rand: rand.New(rand.NewPCG(1, 1)), Estimates: true, CostModel: cost.Default(), Metrics: set}))
+	t.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })
+	sys.Root.Send(pid, &ReplicasChanged{Replicas: reps})
+
+	m := &Pick{Request: policy.Request{PromptTokens: 400, BlockSize: 16, Blocks: blocksOf(400)},
+		Deadline: time.Now().Add(5 * time.Second), Answered: make(chan struct{}, 1)}
+	sys.Root.Send(pid, m)
+	select {
+	case <-m.Answered:
+		t.Fatal("decided before every replica answered or the deadline passed")
+	case <-time.After(20 * time.Millisecond):
+	}
+	sys.Root.Send(pid, &Gathered{Pick: m}) // the asker's estimate deadline
+	select {
+	case <-m.Answered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no decision after the deadline message")
+	}
+	p := m.Answer()
+	if p == nil || p.Err != nil || p.Attempt == nil {
+		t.Fatalf("answer %+v", p)
+	}
+	p.Lease.Release()
+	misses := set.GetOrCreateCounter(`inferrail_estimate_deadline_misses_total{model="m"}`).Get()
+	if misses != 1 {
+		t.Fatalf("%d deadline misses counted, want 1 (the silent replica)", misses)
+	}
+	// A second Gathered for the same Pick changes nothing.
+	sys.Root.Send(pid, &Gathered{Pick: m})
+	if err := sys.Root.RequestFuture(pid, &actor.Touch{}, time.Second).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := set.GetOrCreateCounter(`inferrail_estimate_deadline_misses_total{model="m"}`).Get(); got != 1 {
+		t.Fatalf("a late Gathered counted again: %d", got)
+	}
+}
