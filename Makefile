@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 RACE_PKGS := ./sim/... ./actors/... ./transport/... ./cmd/...
 PURE_PKGS := ./model/... ./config/... ./bench/...
 
-.PHONY: build run test test-go test-sdk test-scrapers bench bench-sim bench-gateway bench-tokenizer diff-tokenizers fuzz lint tools clean
+.PHONY: build run test test-go test-sdk test-scrapers bench bench-sim bench-gateway bench-tokenizer diff-tokenizers fuzz lint tools clean stress stress-short
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/inferrail
@@ -52,6 +52,15 @@ bench-tokenizer:
 ## diff-tokenizers: the pure-Go tokenizer's ids against the Rust library's on tokenizer.json files it was not developed against
 diff-tokenizers:
 	./scripts/diff-tokenizers.sh
+
+## stress: the stress and fault suite, every scenario at full size (under 20 minutes on 2 cores);
+## STRESS_FLAGS adds flags, such as --out FILE or --run REGEXP (inferrail stress --list names them)
+stress: build
+	$(BIN) stress $(STRESS_FLAGS)
+
+## stress-short: the same scenarios with smaller counts, as CI runs them
+stress-short: build
+	$(BIN) stress --short $(STRESS_FLAGS)
 
 ## fuzz: each fuzz target for FUZZTIME (short by default)
 fuzz:

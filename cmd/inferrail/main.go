@@ -30,6 +30,7 @@ func commands() []command {
 		{"sim", "run a simulated vLLM engine", runSim},
 		{"tokenize", "print a request's rendered prompt, token ids and block hashes", runTokenize},
 		{"calibrate", "fit cost_model's prefill parameters to an idle engine", runCalibrate},
+		{"stress", "run the stress and fault suite against in-process gateways and simulators", runStress},
 		{"version", "print the version", func(_ context.Context, _ []string, out, _ io.Writer) error {
 			fmt.Fprintln(out, "inferrail", version)
 			return nil

@@ -306,18 +306,41 @@ func TestBodyLimitsAndTimeouts(t *testing.T) {
 			t.Fatalf("idle connection kept %v", d)
 		}
 	}
-	// Expect: 100-continue on a path that does not exist is refused at
-	// once, before the body is sent.
-	ex, err := net.Dial("tcp", g.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
-	fmt.Fprintf(ex, "POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n")
-	ex.SetReadDeadline(time.Now().Add(2 * time.Second))
-	status, _ = bufio.NewReader(ex).ReadString('\n')
-	if strings.Contains(status, "100") || status == "" {
-		t.Fatalf("expect on a bad path: %q", status)
+	// Expect: 100-continue that would be refused anyway is refused at
+	// once, before the body is sent, with the JSON error it would get
+	// without the header.
+	for _, c := range []struct {
+		head   string
+		status int
+		allow  string
+	}{
+		{"POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 10", 404, ""},
+		{"GET /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 10", 405, "POST"},
+		{"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999", 413, ""},
+	} {
+		ex, err := net.Dial("tcp", g.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(ex, "%s\r\nExpect: 100-continue\r\n\r\n", c.head)
+		ex.SetReadDeadline(time.Now().Add(2 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(ex), nil)
+		if err != nil {
+			t.Fatalf("%q: %v", c.head, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		ex.Close()
+		var e struct {
+			Error struct {
+				Message string `json:"message"`
+				Code    int    `json:"code"`
+			} `json:"error"`
+		}
+		if resp.StatusCode != c.status || json.Unmarshal(body, &e) != nil || e.Error.Code != c.status ||
+			resp.Header.Get("Allow") != c.allow || !resp.Close {
+			t.Fatalf("%q: %d %v %s; want %d with a JSON error, Allow %q, connection closed",
+				c.head, resp.StatusCode, resp.Header, body, c.status, c.allow)
+		}
 	}
 }
 

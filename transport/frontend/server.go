@@ -75,7 +75,7 @@ func New(opts Options) *Server {
 	s.srv = &fasthttp.Server{
 		Handler:            s.handle,
 		ErrorHandler:       s.readError,
-		ContinueHandler:    s.accept,
+		ExpectHandler:      s.expect,
 		Name:               "inferrail",
 		ReadTimeout:        sc.RequestTimeout,
 		IdleTimeout:        sc.HeaderReadTimeout,
@@ -183,19 +183,32 @@ func methodAllowed(allow, method string) bool {
 	}
 }
 
-// accept answers Expect: 100-continue. A request that would be refused
+// expect answers Expect: 100-continue. A request that would be refused
 // anyway (unknown path, wrong method, a body over the limit) is refused at
-// once, before the client uploads its body.
-func (s *Server) accept(h *fasthttp.RequestHeader) bool {
+// once, before the client uploads its body, with the same JSON error (404,
+// 405 with Allow, 413) it would get without the header; fasthttp then
+// closes the connection, since the client may have started sending.
+func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
+	h := &ctx.Request.Header
 	allow, ok := routes[string(h.RequestURI())]
 	if !ok {
 		// RequestURI may carry a query; fall back to the path.
 		allow, ok = routes[string(pathOf(h.RequestURI()))]
 	}
-	if !ok || !methodAllowed(allow, string(h.Method())) {
-		return false
+	switch {
+	case !ok:
+		writeError(ctx, apiError(fasthttp.StatusNotFound, "", "Not Found", ""))
+	case !methodAllowed(allow, string(h.Method())):
+		ctx.Response.Header.Set("Allow", allow)
+		writeError(ctx, apiError(fasthttp.StatusMethodNotAllowed, "", "Method Not Allowed", ""))
+	case s.cfg.Server.MaxBodyBytes > 0 && int64(h.ContentLength()) > s.cfg.Server.MaxBodyBytes:
+		s.met.Model("").Error("body_too_large")
+		writeError(ctx, apiError(fasthttp.StatusRequestEntityTooLarge, "",
+			"The request body is larger than server.max_body_bytes ("+strconv.FormatInt(s.cfg.Server.MaxBodyBytes, 10)+" bytes).", ""))
+	default:
+		return fasthttp.StatusContinue
 	}
-	return s.cfg.Server.MaxBodyBytes <= 0 || int64(h.ContentLength()) <= s.cfg.Server.MaxBodyBytes
+	return ctx.Response.StatusCode()
 }
 
 func pathOf(uri []byte) []byte {

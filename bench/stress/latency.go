@@ -1,0 +1,177 @@
+package stress
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/inferrail/inferrail/bench/loadgen"
+	"github.com/inferrail/inferrail/sim"
+)
+
+// Bounds of the latency scenario. They are loose on purpose: client,
+// gateway and simulators share one process and two cores with whatever
+// else runs on the machine; bench/results/gateway-*.md measures the
+// gateway's overhead carefully, process by process.
+const (
+	maxAddedP50 = time.Millisecond
+	maxAddedP99 = 10 * time.Millisecond
+	// maxOtherCores is the CPU other processes may use during a pair of
+	// blocks before it is measured again, at most maxRedos times a rate.
+	maxOtherCores = 0.5
+	maxRedos      = 10
+)
+
+func runLatency(t *T) error {
+	n := pick(t, 10000, 5000)
+	const block, warmup = 1000, 1000
+	sims, err := t.startSims(3, func(o *sim.Options) { o.Engine.Latency.Zero = true })
+	if err != nil {
+		return err
+	}
+	gw, err := t.startGateway(simURLs(sims), nil)
+	if err != nil {
+		return err
+	}
+	direct := make([]*fasthttp.HostClient, len(sims))
+	for i, s := range sims {
+		direct[i] = t.client(s.Addr(), 256)
+	}
+	via := []*fasthttp.HostClient{t.client(gw.Addr, 256)}
+	targets := []struct {
+		name    string
+		clients []*fasthttp.HostClient
+	}{{"direct", direct}, {"gateway", via}}
+
+	// A Prometheus of its own: the gateway's /metrics read every second
+	// while the load runs, as the engines' are every 100 ms.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var scrapes, scrapeErrs int
+	wg.Go(func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			scrapes++
+			if _, err := gw.get("/metrics"); err != nil {
+				scrapeErrs++
+			}
+		}
+	})
+	defer func() {
+		close(stop)
+		wg.Wait()
+		t.Checkf(scrapeErrs == 0, "%d of %d scrapes of the gateway's /metrics failed", scrapeErrs, scrapes)
+	}()
+
+	for _, rate := range []float64{2000, 5000} {
+		type tally struct {
+			lat, lag []time.Duration
+			errs     int
+			kinds    map[string]int
+			span     time.Duration
+			sent     int
+			// p50 and p99 of each block, to compare block by block.
+			p50, p99 []time.Duration
+		}
+		tallies := []*tally{{kinds: map[string]int{}}, {kinds: map[string]int{}}}
+		tag := fmt.Sprintf("latency-%.0f", rate)
+		for k, tg := range targets {
+			w, err := openLoop(t.ctx, tg.clients, rate, warmup, func(i int) loadgen.Spec { return specN(tag+"-warmup-"+tg.name, i, 1, false) })
+			if err != nil {
+				return fmt.Errorf("%s warm-up at %.0f/s: %w", tg.name, rate, err)
+			}
+			failed, kinds := w.checkAll(nil)
+			tallies[k].errs += failed
+			for m, c := range kinds {
+				tallies[k].kinds["warm-up: "+m] += c
+			}
+		}
+		// The targets take turns block by block, the order alternating, so
+		// that a burst of noise lands on both rather than on one. A pair of
+		// blocks during which other processes kept more than half a core
+		// busy is measured again (errors count either way), up to
+		// maxRedos times a rate.
+		redos := 0
+		for b, first := 0, 0; first < n; {
+			size := min(block, n-first)
+			self0, machine0 := loadgen.SelfCPU(), machineCPU()
+			t0 := time.Now()
+			runs := make([]*load, len(targets))
+			for j := range targets {
+				k := (j + b) % len(targets)
+				tg := targets[k]
+				r, err := openLoop(t.ctx, tg.clients, rate, size, func(i int) loadgen.Spec {
+					return specN(fmt.Sprintf("%s-%s-%d", tag, tg.name, redos), first+i, 1, false)
+				})
+				if err != nil {
+					return fmt.Errorf("%s at %.0f/s: %w", tg.name, rate, err)
+				}
+				runs[k] = r
+			}
+			others := ((machineCPU() - machine0) - (loadgen.SelfCPU() - self0)).Seconds() / time.Since(t0).Seconds()
+			noisy := others > maxOtherCores && redos < maxRedos
+			for k, r := range runs {
+				tl := tallies[k]
+				failed, kinds := r.checkAll(nil)
+				tl.errs += failed
+				for m, c := range kinds {
+					tl.kinds[m] += c
+				}
+				if noisy {
+					continue
+				}
+				ok := r.okLatencies()
+				tl.lat = append(tl.lat, ok...)
+				tl.p50 = append(tl.p50, loadgen.Percentile(ok, 50))
+				tl.p99 = append(tl.p99, loadgen.Percentile(ok, 99))
+				tl.lag = append(tl.lag, r.Lag...)
+				tl.span += r.LastSent.Sub(r.Start)
+				tl.sent += size - 1
+			}
+			if noisy {
+				redos++
+				continue
+			}
+			b, first = b+1, first+block
+		}
+		// Added latency is compared block by block, each gateway block with
+		// the direct block next to it, and the median over blocks taken: a
+		// burst of noise on the machine spoils a block, not the figure.
+		d, g := loadgen.Summarize(tallies[0].lat), loadgen.Summarize(tallies[1].lat)
+		p50s, err := loadgen.AddedPerRound(tallies[1].p50, tallies[0].p50)
+		if err != nil {
+			return err
+		}
+		p99s, err := loadgen.AddedPerRound(tallies[1].p99, tallies[0].p99)
+		if err != nil {
+			return err
+		}
+		addedP50, addedP99 := loadgen.Median(p50s), loadgen.Median(p99s)
+		achieved := float64(tallies[1].sent) / tallies[1].span.Seconds()
+		lag := loadgen.Summarize(tallies[1].lag)
+		t.Figf("%.0f/s (%d requests each way, sent at %.0f/s, send lag p99 %s): direct p50 %s p99 %s; gateway p50 %s p99 %s; added (median of %d blocks of %d) p50 %s, p99 %s; errors %d direct, %d gateway; %d block pairs measured again for noise",
+			rate, n, achieved, ms(lag.P99S), ms(d.P50S), ms(d.P99S), ms(g.P50S), ms(g.P99S),
+			len(p50s), block, dur(addedP50), dur(addedP99), tallies[0].errs, tallies[1].errs, redos)
+		for k, tg := range targets {
+			t.Checkf(tallies[k].errs == 0, "%s at %.0f/s: %d errors: %v", tg.name, rate, tallies[k].errs, tallies[k].kinds)
+		}
+		t.Checkf(achieved >= 0.9*rate, "%.0f/s: the load kept only %.0f/s", rate, achieved)
+		t.Checkf(addedP50 <= maxAddedP50, "%.0f/s: added p50 %s, want ≤ %s", rate, dur(addedP50), maxAddedP50)
+		t.Checkf(addedP99 <= maxAddedP99, "%.0f/s: added p99 %s, want ≤ %s", rate, dur(addedP99), maxAddedP99)
+	}
+	return nil
+}
+
+// ms renders seconds as milliseconds.
+func ms(s float64) string { return fmt.Sprintf("%.2f ms", s*1e3) }
+
+// dur renders a duration in milliseconds with a sign.
+func dur(d time.Duration) string { return fmt.Sprintf("%+.2f ms", d.Seconds()*1e3) }
