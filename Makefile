@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 RACE_PKGS := ./sim/... ./actors/... ./transport/... ./cmd/...
 PURE_PKGS := ./model/... ./config/... ./bench/...
 
-.PHONY: build run test test-go test-sdk test-scrapers bench bench-sim bench-gateway bench-tokenizer diff-tokenizers fuzz lint tools clean stress stress-short
+.PHONY: build run test test-go test-sdk test-scrapers bench bench-sim bench-gateway bench-tokenizer diff-tokenizers bench-matrix bench-realtime bench-report fuzz lint tools clean stress stress-short
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/inferrail
@@ -61,6 +61,25 @@ stress: build
 ## stress-short: the same scenarios with smaller counts, as CI runs them
 stress-short: build
 	$(BIN) stress --short $(STRESS_FLAGS)
+
+## bench-matrix: every policy on every workload in virtual time (bench/sweeps/matrix.toml:
+## 1,155 runs, minutes on 2 cores; resumes), then its report in bench/report/matrix
+bench-matrix: build
+	$(BIN) bench sim --spec bench/sweeps/matrix.toml --out bench/results/matrix --jobs 2
+	$(BIN) bench report --results bench/results/matrix --out bench/report/matrix
+
+## bench-realtime: W1, W2, W6, mix and hot at their main rates in real time on cold in-process
+## fleets (bench/sweeps/realtime.toml: 105 runs, about 80 minutes with 3 jobs; resumes), its
+## virtual-time twin, and their report with the agreement table in bench/report/realtime
+bench-realtime: build
+	$(BIN) bench sweep --spec bench/sweeps/realtime.toml --out bench/results/realtime --jobs 3
+	$(BIN) bench sim --spec bench/sweeps/realtime.toml --out bench/results/realtime-virtual --jobs 2
+	$(BIN) bench report --results bench/results/realtime --results bench/results/realtime-virtual --out bench/report/realtime
+
+## bench-report: rebuild the committed reports from the committed result files alone
+bench-report: build
+	$(BIN) bench report --results bench/results/matrix --out bench/report/matrix
+	$(BIN) bench report --results bench/results/realtime --results bench/results/realtime-virtual --out bench/report/realtime
 
 ## fuzz: each fuzz target for FUZZTIME (short by default)
 fuzz:

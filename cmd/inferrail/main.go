@@ -30,6 +30,7 @@ func commands() []command {
 		{"sim", "run a simulated vLLM engine", runSim},
 		{"tokenize", "print a request's rendered prompt, token ids and block hashes", runTokenize},
 		{"calibrate", "fit cost_model's prefill parameters to an idle engine", runCalibrate},
+		{"bench", "benchmark policies: open-loop runs, comparisons, sweeps in real and virtual time, reports", runBench},
 		{"stress", "run the stress and fault suite against in-process gateways and simulators", runStress},
 		{"version", "print the version", func(_ context.Context, _ []string, out, _ io.Writer) error {
 			fmt.Fprintln(out, "inferrail", version)

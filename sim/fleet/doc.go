@@ -3,7 +3,11 @@
 // the gateway's own policies (model/policy) over the gateway's own
 // per-replica estimates (model/estimate), so that a routing policy can be
 // measured over minutes of traffic in a fraction of a second and exactly
-// replayed from its seed.
+// replayed from its seed. The workloads are the benchmark harness's
+// (bench/workload), their text tokenized as the simulator's handler does,
+// so a virtual run computes the token ids a real one sends; with more
+// replicas than Config.Fanout, the cache-aware policies see predictions
+// for a shortlist only, as the routing actor asks.
 //
 // A run is a discrete-event loop over three kinds of events: an engine step
 // ending (its tokens come out), a load scrape (every 100 ms, as the gateway

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/inferrail/inferrail/bench/workload"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/sim/engine"
 )
@@ -55,8 +56,17 @@ type Config struct {
 	// Fresh; 0 takes DefaultMaxAge.
 	ScrapeInterval, MaxAge time.Duration
 
+	// Fanout is routing.estimate_fanout: with more candidates than that, a
+	// cache-aware policy gets a cache prediction only for a shortlist
+	// (policy.Shortlist: the replicas that recently got the prompt's root
+	// prefix, then the least loaded), as the routing actor asks only those
+	// for an estimate; the rest are priced from their queues alone. 0 asks
+	// every replica. The gateway's default is 16.
+	Fanout int
+
 	// Workload makes the requests, arriving at Rate per second on average.
-	Workload Workload
+	// Its text is tokenized as the simulator does.
+	Workload workload.Workload
 	Rate     float64
 	// Arrivals stop at Duration of virtual time or after Requests requests,
 	// whichever comes first; at least one must be set (0 is unbounded). The
@@ -78,10 +88,8 @@ func (c *Config) validate() error {
 	}
 	if c.Workload == nil {
 		errs = append(errs, errors.New("workload: not set"))
-	} else if v, ok := c.Workload.(interface{ Validate() error }); ok {
-		if err := v.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("workload: %w", err))
-		}
+	} else if err := c.Workload.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("workload: %w", err))
 	}
 	if !(c.Rate > 0) || math.IsInf(c.Rate, 0) {
 		errs = append(errs, fmt.Errorf("rate %v: want a finite number above 0", c.Rate))
@@ -91,6 +99,9 @@ func (c *Config) validate() error {
 	}
 	if c.WarmUp < 0 {
 		errs = append(errs, fmt.Errorf("warm-up %v: want at least 0", c.WarmUp))
+	}
+	if c.Fanout < 0 {
+		errs = append(errs, fmt.Errorf("fanout %d: want at least 0", c.Fanout))
 	}
 	if c.MaxConcurrency < 0 {
 		errs = append(errs, fmt.Errorf("max concurrency %d: want at least 0", c.MaxConcurrency))

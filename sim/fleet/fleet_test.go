@@ -1,13 +1,12 @@
 package fleet
 
 import (
-	"math"
-	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/inferrail/inferrail/bench/workload"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/prefix"
 	"github.com/inferrail/inferrail/sim"
@@ -44,13 +43,30 @@ func runWith(t testing.TB, cfg Config, onPick func(r *run, req *policy.Request, 
 	return r.result()
 }
 
+// runHooked runs cfg after hook has set the run's test hooks.
+func runHooked(t testing.TB, cfg Config, hook func(r *run)) Result {
+	t.Helper()
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := newRun(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook(r)
+	if err := r.loop(); err != nil {
+		t.Fatal(err)
+	}
+	return r.result()
+}
+
 func TestRunDeterministic(t *testing.T) {
 	for _, pol := range []string{"p2c", "cost_model"} {
 		t.Run(pol, func(t *testing.T) {
 			t.Parallel()
 			cfg := Config{
 				Replicas: 3, Engine: defaultEngine(), Policy: pol,
-				Workload: MixW1W6(), Rate: 8, Duration: 20 * time.Second, WarmUp: 5 * time.Second, Seed: 7,
+				Workload: mixW1W6(), Rate: 8, Duration: 20 * time.Second, WarmUp: 5 * time.Second, Seed: 7,
 			}
 			a, b := mustRun(t, cfg), mustRun(t, cfg)
 			if !reflect.DeepEqual(a, b) {
@@ -79,10 +95,10 @@ func TestConfigErrorsAtOnce(t *testing.T) {
 			t.Errorf("error does not mention %q:\n%v", want, err)
 		}
 	}
-	w := W1()
-	w.Prompts, w.QuestionTokens = 0, Range{10, 5}
-	_, err = Run(Config{Replicas: 1, Engine: defaultEngine(), Policy: "random", Workload: w, Rate: 1, Requests: 1})
-	for _, want := range []string{"W1: prompts 0", "W1: question tokens: range [10, 5]"} {
+	w := workload.W1()
+	w.Prompts, w.QuestionTokens = 0, workload.Range{Min: 10, Max: 5}
+	_, err = Run(Config{Replicas: 1, Engine: defaultEngine(), Policy: "random", Workload: &w, Rate: 1, Requests: 1})
+	for _, want := range []string{"W1: prompts 0", "W1: question_tokens: range [10, 5]"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q: %v", want, err)
 		}
@@ -90,7 +106,7 @@ func TestConfigErrorsAtOnce(t *testing.T) {
 	small := defaultEngine()
 	small.MaxModelLen = 1024
 	small.NumBlocks = 64
-	_, err = Run(Config{Replicas: 1, Engine: small, Policy: "random", Workload: W6(), Rate: 1, Requests: 50})
+	_, err = Run(Config{Replicas: 1, Engine: small, Policy: "random", Workload: w6(), Rate: 1, Requests: 50})
 	if err == nil || !strings.Contains(err.Error(), "max_model_len") {
 		t.Errorf("a prompt longer than max_model_len: %v", err)
 	}
@@ -104,12 +120,12 @@ func TestConfigErrorsAtOnce(t *testing.T) {
 func TestCandidatesAreTheGatewaysView(t *testing.T) {
 	cases := []struct {
 		name     string
-		wl       Workload
+		wl       workload.Workload
 		rate     float64
 		pressure bool // the working set overflows a replica's cache
 	}{
-		{"W1", W1(), 20, false},
-		{"mix", MixW1W6(), 10, false},
+		{"W1", w1(), 20, false},
+		{"mix", mixW1W6(), 10, false},
 		{"W1x32", w1x32(), 5, true},
 	}
 	for _, tc := range cases {
@@ -191,7 +207,7 @@ func TestCandidatesAreTheGatewaysView(t *testing.T) {
 // The baselines get what the gateway gives them: counts only, no estimate,
 // and nothing is recorded in the shadow state.
 func TestBaselinesGetCountsOnly(t *testing.T) {
-	cfg := Config{Replicas: 3, Engine: defaultEngine(), Policy: "least_request", Workload: W1(), Rate: 10, Duration: 10 * time.Second, Seed: 1}
+	cfg := Config{Replicas: 3, Engine: defaultEngine(), Policy: "least_request", Workload: w1(), Rate: 10, Duration: 10 * time.Second, Seed: 1}
 	var r0 *run
 	res := runWith(t, cfg, func(r *run, _ *policy.Request, cs []policy.Candidate, _ int) {
 		r0 = r
@@ -215,7 +231,7 @@ func TestMaxConcurrencyCaps(t *testing.T) {
 	const limit = 20
 	cfg := Config{
 		Replicas: 2, Engine: defaultEngine(), Policy: "cost_model", MaxConcurrency: limit,
-		Workload: W6(), Rate: 20, Duration: 20 * time.Second, Seed: 1,
+		Workload: w6(), Rate: 20, Duration: 20 * time.Second, Seed: 1,
 	}
 	res := runWith(t, cfg, func(r *run, _ *policy.Request, cs []policy.Candidate, _ int) {
 		for _, c := range cs {
@@ -242,7 +258,7 @@ func TestRunFinishesEveryRequest(t *testing.T) {
 	for _, zero := range []bool{false, true} {
 		eng := defaultEngine()
 		eng.Latency.Zero = zero
-		res := mustRun(t, Config{Replicas: 2, Engine: eng, Policy: "kv_aware", Workload: MixW1W6(), Rate: 10, Requests: 300, Seed: 4})
+		res := mustRun(t, Config{Replicas: 2, Engine: eng, Policy: "kv_aware", Workload: mixW1W6(), Rate: 10, Requests: 300, Seed: 4})
 		if len(res.Requests) != 300 || res.Summary.Requests != 300 {
 			t.Fatalf("zero latency %v: %d requests, summary of %d; want 300", zero, len(res.Requests), res.Summary.Requests)
 		}
@@ -261,93 +277,41 @@ func TestRunFinishesEveryRequest(t *testing.T) {
 	}
 }
 
-// w1x32 is W1 over 32 system prompts, as in the reference sweep: 10,000
-// blocks of system prompts, more than one replica's 4096 but fewer than
-// four replicas hold.
-func w1x32() Shared {
-	w := W1()
-	w.Label, w.Prompts = "W1x32", 32
-	return w
+// The workloads of the fleet's tests: the benchmark plan's, and W1 over
+// 32 system prompts as in the reference sweep (w1x32): 10,000 blocks of
+// system prompts, more than one replica's 4096 but fewer than four
+// replicas hold.
+func w1() *workload.Shared {
+	w := workload.W1()
+	return &w
 }
 
-func TestWorkloadShapes(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	count := func(w Workload, rate float64, n int) (reqs []Request) {
-		g := w.Start(rng, rate)
-		for range n {
-			reqs = append(reqs, g.Next())
-		}
-		return reqs
-	}
+func w1x32() *workload.Shared {
+	w := workload.W1()
+	w.Label, w.Prompts = "W1x32", 32
+	return &w
+}
 
-	// Poisson arrivals at the rate, in order.
-	reqs := count(W6(), 50, 5000)
-	for i := 1; i < len(reqs); i++ {
-		if reqs[i].At < reqs[i-1].At {
-			t.Fatal("arrivals out of order")
-		}
-	}
-	if got := float64(len(reqs)) / reqs[len(reqs)-1].At.Seconds(); math.Abs(got-50) > 3 {
-		t.Errorf("W6 arrives at %.1f req/s, want 50", got)
-	}
-	for _, r := range reqs {
-		if len(r.Prompt) < 500 || len(r.Prompt) > 4000 || len(r.Output) < 50 || len(r.Output) > 300 || r.Class != "W6" {
-			t.Fatalf("W6 request out of shape: %d prompt, %d output, class %q", len(r.Prompt), len(r.Output), r.Class)
-		}
-	}
+func w6() *workload.Unique {
+	w := workload.W6()
+	return &w
+}
 
-	// W1: each prompt starts with one of 4 system prompts.
-	systems := map[uint32]int{}
-	for _, r := range count(W1(), 10, 2000) {
-		if n := len(r.Prompt); n < 2050 || n > 8500 {
-			t.Fatalf("W1 prompt of %d tokens", n)
-		}
-		systems[r.Prompt[0]]++
-	}
-	if len(systems) != 4 {
-		t.Errorf("W1 used %d system prompts, want 4", len(systems))
-	}
-	for first, n := range systems {
-		if n < 400 || n > 600 {
-			t.Errorf("W1 system prompt %d drawn %d times of 2000, want about 500", first, n)
-		}
-	}
+func mixW1W6() *workload.Mix {
+	w := workload.MixW1W6()
+	return &w
+}
 
-	// hot: the first system prompt takes k^-1.1 / sum of the 16 weights,
-	// about 0.33.
-	byFirst := map[uint32]int{}
-	hot := count(Hot(), 10, 6000)
-	for _, r := range hot {
-		byFirst[r.Prompt[0]]++
-	}
-	top := 0
-	for _, n := range byFirst {
-		top = max(top, n)
-	}
-	want := 0.0
-	for k := 1; k <= 16; k++ {
-		want += math.Pow(float64(k), -1.1)
-	}
-	want = 1 / want
-	if len(byFirst) != 16 || math.Abs(float64(top)/6000-want) > 0.03 {
-		t.Errorf("hot: %d prompts, top share %.3f, want 16 and %.3f", len(byFirst), float64(top)/6000, want)
-	}
-
-	// mix: half each.
-	classes := map[string]int{}
-	for _, r := range count(MixW1W6(), 10, 4000) {
-		classes[r.Class]++
-	}
-	if len(classes) != 2 || math.Abs(float64(classes["W1"])/4000-0.5) > 0.03 {
-		t.Errorf("mix classes %v, want W1 and W6 half each", classes)
-	}
+func hot() *workload.Shared {
+	w := workload.Hot()
+	return &w
 }
 
 // The oracle counts, for each prompt, the full blocks it shares with any
 // earlier prompt, one token short of the whole prompt.
 func TestOracle(t *testing.T) {
-	r := &run{bs: 16, oracle: make(map[prefix.Hash]struct{})}
 	root := prefix.Root("m", "", "")
+	r := &run{bs: 16, root: root, oracle: make(map[prefix.Hash]struct{})}
 	var h prefix.Hasher
 	seq := func(from, n int) []uint32 {
 		s := make([]uint32, n)
@@ -361,6 +325,7 @@ func TestOracle(t *testing.T) {
 		if got := r.shared(h.Chain(nil, root, prompt, 16), len(prompt)); got != want {
 			t.Errorf("shared = %d, want %d", got, want)
 		}
+		r.record(prompt, nil)
 	}
 	f(seq(0, 100), 0)                              // first: nothing earlier
 	f(seq(0, 100), 96)                             // the same 6 full blocks
@@ -371,4 +336,12 @@ func TestOracle(t *testing.T) {
 	f(seq(0, 10), 0)                               // no full block
 	f(append(seq(0, 100), seq(5000, 33)...), 96)   // extends the first prompt
 	f(append(seq(0, 100), seq(5000, 100)...), 128) // and the extension
+
+	// A request's output is cached too, but for its last token, which is
+	// sampled and never computed: the next turn resending it hits.
+	if got := r.shared(h.Chain(nil, root, seq(7000, 40), 16), 40); got != 0 {
+		t.Fatalf("a fresh prompt shares %d", got)
+	}
+	r.record(seq(7000, 40), seq(7040, 25)) // computes tokens 0..63: 4 blocks
+	f(seq(7000, 100), 64)
 }

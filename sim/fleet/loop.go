@@ -20,12 +20,9 @@ import (
 // differences matter; a fixed epoch keeps runs reproducible.
 var epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 
-// Streams of the run's PCG generators, so the workload's draws and the
-// policy's never depend on each other.
-const (
-	streamWorkload = 0x776f726b6c6f6164 // "workload"
-	streamRouting  = 0x726f7574696e6721 // "routing!"
-)
+// streamRouting is the stream of the policy's PCG generator. The workload
+// draws from its own generators, seeded with the same Seed (workload.Start).
+const streamRouting = 0x726f7574696e6721 // "routing!"
 
 // load is what an engine's metrics page says about its load.
 type load struct {
@@ -71,14 +68,15 @@ type run struct {
 	reps    []*replica
 	pol     policy.Policy
 	aware   bool       // the policy routes on estimates (actors/fleet.cacheAware)
+	pcg     *rand.PCG  // the policy's random source, behind rng
 	rng     *rand.Rand // the policy's
 	model   cost.Model // prices the prefill queued on a replica
 	root    prefix.Hash
 	bs      int
 	scrape  time.Duration
 	maxAge  time.Duration
-	gen     Generator
-	next    Request
+	feed    *feed
+	next    arrival
 	hasNext bool
 	arrived int
 
@@ -86,6 +84,14 @@ type run struct {
 	blocks []prefix.Hash
 	cands  []policy.Candidate
 	oracle map[prefix.Hash]struct{}
+	seq    []uint32      // scratch: a prompt and its output, for the oracle
+	seqBlk []prefix.Hash // scratch: their blocks
+
+	// The shortlist (Config.Fanout): the routing actor's memory of which
+	// replicas recently got a root prefix, and scratch space.
+	recent map[prefix.Hash][recentOwners]uint64
+	hinted []bool
+	listed []int
 
 	now        time.Duration
 	nextScrape time.Duration
@@ -96,6 +102,10 @@ type run struct {
 
 	// onPick, when set (tests), sees every routing decision.
 	onPick func(r *run, req *policy.Request, cands []policy.Candidate, winner int)
+	// onShortlist, when set (tests), sees every decision made on a
+	// shortlist: the candidates with every replica asked, and the draw the
+	// policy's Pick takes, before the pick.
+	onShortlist func(req *policy.Request, full []policy.Candidate, draw uint64)
 }
 
 func newRun(cfg *Config) (*run, error) {
@@ -107,17 +117,20 @@ func newRun(cfg *Config) (*run, error) {
 	if model == "" {
 		model = DefaultModel
 	}
+	pcg := rand.NewPCG(cfg.Seed, streamRouting)
 	r := &run{
 		cfg:    cfg,
 		pol:    pol,
 		aware:  policy.CacheAware(pol.Name()),
-		rng:    rand.New(rand.NewPCG(cfg.Seed, streamRouting)),
+		pcg:    pcg,
+		rng:    rand.New(pcg),
 		model:  cfg.costParams().Model,
 		root:   prefix.Root(model, "", ""),
 		bs:     cfg.Engine.BlockSize,
 		scrape: cfg.ScrapeInterval,
 		maxAge: cfg.MaxAge,
 		oracle: make(map[prefix.Hash]struct{}),
+		recent: make(map[prefix.Hash][recentOwners]uint64),
 	}
 	if r.scrape == 0 {
 		r.scrape = DefaultScrapeInterval
@@ -140,7 +153,7 @@ func newRun(cfg *Config) (*run, error) {
 			est: estimate.New(cfg.Engine.NumBlocks),
 		})
 	}
-	r.gen = cfg.Workload.Start(rand.New(rand.NewPCG(cfg.Seed, streamWorkload)), cfg.Rate)
+	r.feed = newFeed(cfg.Workload, cfg.Seed, cfg.Rate)
 	r.pull()
 	return r, nil
 }
@@ -151,8 +164,8 @@ func (r *run) pull() {
 		r.hasNext = false
 		return
 	}
-	r.next = r.gen.Next()
-	r.hasNext = r.cfg.Duration == 0 || r.next.At < r.cfg.Duration
+	r.next = r.feed.next()
+	r.hasNext = r.cfg.Duration == 0 || r.next.at < r.cfg.Duration
 }
 
 // Event kinds, in the order they are handled at equal times: a step's
@@ -175,8 +188,8 @@ func (r *run) loop() error {
 				kind, at, rep = evStep, p.end, p
 			}
 		}
-		if r.hasNext && r.next.At < at {
-			kind, at = evArrival, r.next.At
+		if r.hasNext && r.next.at < at {
+			kind, at = evArrival, r.next.at
 		}
 		if kind == evNone {
 			return nil
@@ -275,19 +288,20 @@ func (r *run) arrive() error {
 	idx := len(r.recs)
 	id := strconv.Itoa(idx)
 	r.recs = append(r.recs, Record{
-		Class:        in.Class,
-		Arrival:      in.At,
-		PromptTokens: len(in.Prompt),
+		Class:        in.class,
+		Arrival:      in.at,
+		PromptTokens: len(in.prompt),
 		Replica:      -1,
-		WarmUp:       in.At < r.cfg.WarmUp,
+		WarmUp:       in.at < r.cfg.WarmUp,
 	})
 	rec := &r.recs[idx]
 
-	r.blocks = r.hasher.Chain(r.blocks[:0], r.root, in.Prompt, r.bs)
-	rec.OracleTokens = r.shared(r.blocks, len(in.Prompt))
+	r.blocks = r.hasher.Chain(r.blocks[:0], r.root, in.prompt, r.bs)
+	rec.OracleTokens = r.shared(r.blocks, len(in.prompt))
+	r.record(in.prompt, in.output)
 
 	now := epoch.Add(r.now)
-	q := estimate.Query{Blocks: r.blocks, PromptTokens: len(in.Prompt), BlockSize: r.bs}
+	q := estimate.Query{Blocks: r.blocks, PromptTokens: len(in.prompt), BlockSize: r.bs}
 	r.cands = r.cands[:0]
 	for i, p := range r.reps {
 		if r.cfg.MaxConcurrency > 0 && p.inFlight >= r.cfg.MaxConcurrency {
@@ -299,17 +313,20 @@ func (r *run) arrive() error {
 		rec.Rejected = true
 		return nil
 	}
-	key := in.Session
+	key := in.session
 	if key == 0 {
 		key = xxh3.HashString(id)
 	}
 	preq := policy.Request{
 		Key:          key,
-		PromptTokens: len(in.Prompt),
+		PromptTokens: len(in.prompt),
 		Blocks:       r.blocks,
 		BlockSize:    r.bs,
-		SessionKey:   in.Session,
+		SessionKey:   in.session,
 		Now:          now,
+	}
+	if r.shortlisting() {
+		r.shortlist(&preq, now)
 	}
 	w, err := r.pol.Pick(&preq, r.cands, r.rng)
 	if err != nil {
@@ -321,16 +338,18 @@ func (r *run) arrive() error {
 	c := &r.cands[w]
 	p := r.reps[c.Replica]
 	rec.Replica = c.Replica
-	rec.PredictedTokens = min(c.CachedTokens, len(in.Prompt))
+	rec.PredictedTokens = min(c.CachedTokens, len(in.prompt))
 	f := &inflight{rec: idx}
 	if r.aware && len(r.blocks) > 0 {
 		// As routing.assign: the winner's estimated prefill joins its
 		// queue and the prompt's blocks its index. The receipt is only
 		// needed to take back a failed attempt, and a simulated engine
 		// never fails one.
-		est := r.model.Estimate(len(in.Prompt), c.CachedTokens, c.QueuedPrefill, c.Running)
+		est := r.model.Estimate(len(in.prompt), c.CachedTokens, c.QueuedPrefill, c.Running)
 		p.est.Assign(r.blocks, est.Prefill, now)
 		f.assigned = true
+		rec.Predicted = true
+		r.remember(r.blocks, c.Key)
 	}
 	p.inFlight++
 	p.pending++
@@ -338,8 +357,8 @@ func (r *run) arrive() error {
 	er := &engine.Request{
 		ID:      id,
 		Root:    r.root,
-		Prompt:  in.Prompt,
-		Output:  in.Output,
+		Prompt:  in.prompt,
+		Output:  in.output,
 		Reason:  "length",
 		Arrival: r.now,
 	}
@@ -369,16 +388,23 @@ func (r *run) candidate(i int, p *replica, q *estimate.Query, now time.Time) pol
 	if p.seenOK && r.now-p.seenAt <= r.maxAge {
 		c.Running, c.KVUsage, c.Fresh = p.seen.running, p.seen.kvUsage, true
 	}
-	p.est.Estimate(q, now).Fill(&c)
+	if len(q.Blocks) > 0 {
+		// The routing actor broadcasts only for a prompt with blocks;
+		// without, it prices the replica from its published queue, which
+		// the estimate also reports.
+		p.est.Estimate(q, now).Fill(&c)
+	} else {
+		c.QueuedPrefill = p.est.Queue.Queued(now)
+	}
 	return c
 }
 
 // shared returns the oracle's cached tokens for a prompt whose full blocks
 // hash to blocks: its longest prefix of full blocks that any earlier
-// request's prompt had, within one token of the whole prompt as an engine
-// computes the last token anyway. Then it records the prompt's blocks.
-// Chained hashes name whole prefixes, so the recorded set is closed under
-// prefixes and the longest shared prefix is the leading run of hits.
+// request computed, within one token of the whole prompt as an engine
+// computes the last token anyway. Chained hashes name whole prefixes, so
+// the recorded set is closed under prefixes and the longest shared prefix
+// is the leading run of hits.
 func (r *run) shared(blocks []prefix.Hash, promptTokens int) int {
 	limit := min(len(blocks), (promptTokens-1)/r.bs)
 	n := 0
@@ -388,8 +414,17 @@ func (r *run) shared(blocks []prefix.Hash, promptTokens int) int {
 		}
 		n++
 	}
-	for _, h := range blocks {
+	return n * r.bs
+}
+
+// record adds to the oracle's cache the full blocks a request computes: its
+// prompt's and its output's but the last token's, which an engine samples
+// and never computes, as the engine caches generated blocks (vLLM's
+// request block hasher) that a conversation's next turn resends.
+func (r *run) record(prompt, output []uint32) {
+	r.seq = append(append(r.seq[:0], prompt...), output[:max(len(output)-1, 0)]...)
+	r.seqBlk = r.hasher.Chain(r.seqBlk[:0], r.root, r.seq, r.bs)
+	for _, h := range r.seqBlk {
 		r.oracle[h] = struct{}{}
 	}
-	return n * r.bs
 }

@@ -6,20 +6,22 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inferrail/inferrail/bench/workload"
 )
 
 // reportPoints are the workloads of the report, each at the point the
 // routing criteria use.
 var reportPoints = []struct {
-	wl       Workload
+	wl       workload.Workload
 	replicas int
 	rate     float64
 }{
-	{W1(), 4, 20},
+	{w1(), 4, 20},
 	{w1x32(), 4, 5},
-	{W6(), 4, 7},
-	{MixW1W6(), 4, 12},
-	{Hot(), 8, 45},
+	{w6(), 4, 7},
+	{mixW1W6(), 4, 12},
+	{hot(), 8, 45},
 }
 
 var reportPolicies = []string{"round_robin", "random", "least_request", "p2c", "prefix_hash", "kv_aware", "cost_model"}
@@ -72,7 +74,7 @@ func cacheAwareName(p string) bool {
 // on mix at 12 req/s over 4 replicas for a minute of virtual time.
 func BenchmarkRun(b *testing.B) {
 	cfg := Config{
-		Replicas: 4, Engine: defaultEngine(), Policy: "cost_model", Workload: MixW1W6(), Rate: 12,
+		Replicas: 4, Engine: defaultEngine(), Policy: "cost_model", Workload: mixW1W6(), Rate: 12,
 		Duration: time.Minute, Seed: 1,
 	}
 	b.ReportAllocs()

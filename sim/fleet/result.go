@@ -19,8 +19,11 @@ type Record struct {
 	// reports it in usage.prompt_tokens_details.cached_tokens.
 	CachedTokens int
 	// PredictedTokens is what the winner's candidate predicted it held
-	// (policy.Candidate.CachedTokens).
+	// (policy.Candidate.CachedTokens); Predicted reports that the KV index
+	// priced the decision, as the gateway then names the prediction in
+	// x-inferrail-cached-tokens.
 	PredictedTokens int
+	Predicted       bool
 	// OracleTokens is what an infinite cache with perfect placement would
 	// serve: the longest prefix of full blocks shared with any earlier
 	// request of the run, stopping one token short of the whole prompt.

@@ -2,9 +2,13 @@ package fleet
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/inferrail/inferrail/bench/workload"
+	"github.com/inferrail/inferrail/model/policy"
 )
 
 // The routing issue's acceptance criteria, on the simulator's default
@@ -84,10 +88,10 @@ func TestW1KeepsPromptsCached(t *testing.T) {
 	d, warm := span()
 	policies := []string{"prefix_hash", "kv_aware", "cost_model", "round_robin"}
 	for _, tc := range []struct {
-		wl   Shared
+		wl   *workload.Shared
 		rate float64
 	}{
-		{W1(), 20},
+		{w1(), 20},
 		{w1x32(), 5},
 	} {
 		t.Run(tc.wl.Name(), func(t *testing.T) {
@@ -123,7 +127,7 @@ func TestPredictionAccuracy(t *testing.T) {
 	d, warm := span()
 	policies := []string{"cost_model", "kv_aware", "prefix_hash"}
 	runs := runAll(t, Config{
-		Replicas: 4, Engine: defaultEngine(), Workload: W1(), Rate: 20,
+		Replicas: 4, Engine: defaultEngine(), Workload: w1(), Rate: 20,
 		Duration: d, WarmUp: warm, Seed: 2,
 	}, policies...)
 	for _, p := range policies {
@@ -149,7 +153,7 @@ func TestMixCostModelBeatsKVAware(t *testing.T) {
 	}
 	for _, seed := range seeds {
 		runs := runAll(t, Config{
-			Replicas: 4, Engine: defaultEngine(), Workload: MixW1W6(), Rate: 12,
+			Replicas: 4, Engine: defaultEngine(), Workload: mixW1W6(), Rate: 12,
 			Duration: d, WarmUp: warm, Seed: seed,
 		}, "cost_model", "kv_aware")
 		logRuns(t, fmt.Sprintf("mix at 12 req/s, seed %d:", seed), runs, "cost_model", "kv_aware")
@@ -178,7 +182,7 @@ func TestHotPrefixSpreads(t *testing.T) {
 	criteria(t)
 	d, warm := span()
 	runs := runAll(t, Config{
-		Replicas: 8, Engine: defaultEngine(), Workload: Hot(), Rate: 45,
+		Replicas: 8, Engine: defaultEngine(), Workload: hot(), Rate: 45,
 		Duration: d, WarmUp: warm, Seed: 1,
 	}, "prefix_hash", "cost_model", "kv_aware")
 	logRuns(t, "hot on 8 replicas at 45 req/s:", runs, "prefix_hash", "cost_model", "kv_aware")
@@ -187,5 +191,79 @@ func TestHotPrefixSpreads(t *testing.T) {
 	}
 	if cm := runs["cost_model"].Summary; cm.P99TTFT >= 500*time.Millisecond {
 		t.Errorf("cost_model p99 TTFT %v, want under 0.5s", cm.P99TTFT)
+	}
+}
+
+// With more replicas than routing.estimate_fanout, the routing actor asks
+// only a shortlist for a cache prediction (the replicas that recently got
+// the prompt's root prefix, then the least loaded). On the criteria's
+// traffic scaled to 32 replicas with the gateway's fanout of 16, cost_model
+// on the shortlist chooses as it would on a full broadcast: each decision
+// made on a shortlist is compared with cost_model's explanation of the same
+// decision with every replica's prediction, on the same state and draw; and
+// the two runs end with the same hit rate and p99 TTFT.
+func TestShortlistAgreesWithBroadcast(t *testing.T) {
+	criteria(t)
+	// A minute at these rates is thousands of decisions on a shortlist.
+	d, warm := time.Minute, 15*time.Second
+	for _, tc := range []struct {
+		wl   workload.Workload
+		rate float64
+	}{
+		{w1x32(), 40},   // W1x32's 5 req/s on 4 replicas, times 8
+		{mixW1W6(), 96}, // mix's 12 on 4, times 8
+		{hot(), 180},    // hot's 45 on 8, times 4
+	} {
+		t.Run(tc.wl.Name(), func(t *testing.T) {
+			cfg := Config{
+				Replicas: 32, Engine: defaultEngine(), Policy: "cost_model", Workload: tc.wl, Rate: tc.rate,
+				Duration: d, WarmUp: warm, Seed: 1,
+			}
+			full := mustRun(t, cfg)
+			cfg.Fanout = 16
+			var listed, same int
+			var pol *policy.CostModel
+			var want int
+			short := runHooked(t, cfg, func(r *run) {
+				pol = r.pol.(*policy.CostModel)
+				r.onShortlist = func(req *policy.Request, cands []policy.Candidate, draw uint64) {
+					ex, err := pol.Explain(req, cands, draw)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want = cands[ex.Winner].Replica
+				}
+				r.onPick = func(r *run, _ *policy.Request, cs []policy.Candidate, w int) {
+					if len(cs) <= r.cfg.Fanout || want < 0 {
+						return
+					}
+					listed++
+					if cs[w].Replica == want {
+						same++
+					}
+					want = -1
+				}
+			})
+			fs, ss := full.Summary, short.Summary
+			agree := float64(same) / float64(listed)
+			t.Logf("%s at %v req/s on 32 replicas: %d decisions on a shortlist of 16, %.4f chose the broadcast's replica", tc.wl.Name(), tc.rate, listed, agree)
+			t.Logf("broadcast: %v", fs)
+			t.Logf("shortlist: %v", ss)
+			if listed < 1000 {
+				t.Fatalf("only %d decisions on a shortlist", listed)
+			}
+			// Measured: 1.0000 on W1x32 and mix, 0.955 on hot, where a hot
+			// prefix's owner left off the shortlist is priced without the
+			// prefix it holds; the runs' hit rates and p99s still match.
+			if agree < 0.9 {
+				t.Errorf("the shortlist chose the broadcast's replica on %.4f of decisions, want at least 0.9", agree)
+			}
+			if math.Abs(ss.HitRate-fs.HitRate) > 0.01 {
+				t.Errorf("hit rate %.3f on the shortlist, %.3f on the broadcast", ss.HitRate, fs.HitRate)
+			}
+			if ratio := float64(ss.P99TTFT) / float64(fs.P99TTFT); ratio > 1.2 || ratio < 1/1.2 {
+				t.Errorf("p99 TTFT %v on the shortlist, %v on the broadcast", ss.P99TTFT, fs.P99TTFT)
+			}
+		})
 	}
 }

@@ -1,0 +1,106 @@
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"testing"
+
+	"github.com/inferrail/inferrail/bench/workload"
+	"github.com/inferrail/inferrail/sim"
+)
+
+// The simulator computes exactly the token ids the workloads' encoder
+// (and so the virtual-time fleet) computes, and answers with exactly the
+// text workload.Answer predicts, which conversations and agent loops
+// resend.
+func TestSimulatorAgreesWithWorkloads(t *testing.T) {
+	opts := sim.DefaultOptions()
+	opts.Port, opts.Engine.Latency.Zero = 0, true
+	s, err := sim.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	post := func(path string, body map[string]any, out any) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		resp, err := http.Post(s.URL()+path, "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d", path, resp.StatusCode)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gpt := workload.W2()
+	gpt.ShareGPT = "../workload/testdata/sharegpt.json"
+	if err := gpt.Load(); err != nil {
+		t.Fatal(err)
+	}
+	ws := []workload.Workload{&gpt}
+	for _, k := range workload.Kinds() {
+		w, _ := workload.New(k)
+		ws = append(ws, w)
+	}
+	enc := workload.NewEncoder()
+	for _, w := range ws {
+		src := w.Start(9, 20)
+		for range 6 {
+			r := src.Next()
+			body := map[string]any{"model": opts.Model, "max_tokens": r.MaxTokens}
+			if r.Chat() {
+				var msgs []map[string]string
+				for _, m := range r.Messages {
+					msgs = append(msgs, map[string]string{"role": m.Role, "content": m.Content})
+				}
+				body["messages"] = msgs
+			} else {
+				body["prompt"] = r.Prompt
+			}
+			// The body the harness sends says the same.
+			var sent struct {
+				Messages  []map[string]string
+				Prompt    string
+				MaxTokens int `json:"max_tokens"`
+			}
+			if err := json.Unmarshal(AppendBody(nil, opts.Model, &r), &sent); err != nil {
+				t.Fatal(err)
+			}
+			if sent.MaxTokens != r.MaxTokens || sent.Prompt != r.Prompt || len(sent.Messages) != len(r.Messages) {
+				t.Fatalf("%s: the body says %d max_tokens, %d messages", w.Name(), sent.MaxTokens, len(sent.Messages))
+			}
+			for i, m := range r.Messages {
+				if sent.Messages[i]["role"] != m.Role || sent.Messages[i]["content"] != m.Content {
+					t.Fatalf("%s: message %d differs in the body", w.Name(), i)
+				}
+			}
+			var tok struct{ Tokens []uint32 }
+			post("/tokenize", body, &tok)
+			ids := enc.Encode(nil, &r)
+			if !slices.Equal(tok.Tokens, ids) {
+				t.Fatalf("%s: the simulator tokenizes %d ids, the encoder %d", w.Name(), len(tok.Tokens), len(ids))
+			}
+			var out struct {
+				Choices []struct {
+					Text    string
+					Message struct{ Content string }
+				}
+			}
+			path := "/v1/completions"
+			if r.Chat() {
+				path = "/v1/chat/completions"
+			}
+			post(path, body, &out)
+			got := out.Choices[0].Text + out.Choices[0].Message.Content
+			if want := workload.Answer(ids, r.MaxTokens); got != want {
+				t.Fatalf("%s: the simulator answers %q, workload.Answer %q", w.Name(), got[:min(len(got), 30)], want[:min(len(want), 30)])
+			}
+		}
+	}
+}

@@ -1,0 +1,239 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/inferrail/inferrail/bench/harness"
+	"github.com/inferrail/inferrail/sim/fleet"
+)
+
+// Result is one run's result file.
+type Result struct {
+	// Hash is Spec's hash: a resumed sweep skips the run when its file
+	// holds the hash of its specification.
+	Hash string  `json:"hash"`
+	Spec RunSpec `json:"spec"`
+	// Summary covers the measured requests; Classes each class's, for
+	// workloads made of several (mix).
+	Summary harness.Summary            `json:"summary"`
+	Classes map[string]harness.Summary `json:"classes,omitempty"`
+	// Requests counts every request the run sent, warm-up included.
+	Requests int `json:"requests"`
+	// WallSeconds is how long the run took; reports never show it.
+	WallSeconds float64 `json:"wall_seconds"`
+}
+
+// Runner makes one run.
+type Runner interface {
+	Run(ctx context.Context, spec *RunSpec) (*harness.Run, error)
+}
+
+// Virtual runs in virtual time with sim/fleet.
+type Virtual struct{}
+
+// Run simulates spec.
+func (Virtual) Run(_ context.Context, spec *RunSpec) (*harness.Run, error) {
+	res, err := fleet.Run(fleet.Config{
+		Replicas: spec.Replicas, Engine: spec.Engine, Policy: spec.Policy, Fanout: spec.Fanout,
+		Workload: spec.wl, Rate: spec.Rate, Duration: spec.Duration, WarmUp: spec.WarmUp, Seed: spec.Seed,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return harness.Virtual(&res, spec.WarmUp, spec.Duration), nil
+}
+
+// Options control Execute.
+type Options struct {
+	// Dir is the results directory.
+	Dir string
+	// Jobs is how many runs go at once; below 1 takes 1.
+	Jobs int
+	// Progress, when set, gets a progress line with the ETA, redrawn in
+	// place.
+	Progress io.Writer
+}
+
+// Execute makes every run of runs that has no result in o.Dir matching its
+// specification, o.Jobs at a time in the order given, and writes each
+// result as it ends. It returns how many it ran and skipped; a failed run
+// leaves no file (so a later Execute retries it), and its error is
+// returned with the others once every run has been tried. ctx stops
+// starting runs.
+func Execute(ctx context.Context, runs []*RunSpec, r Runner, o Options) (ran, skipped int, err error) {
+	var todo []*RunSpec
+	for _, spec := range runs {
+		if old, err := ReadResult(filepath.Join(o.Dir, spec.File())); err == nil && old.Hash == spec.Hash() {
+			skipped++
+			continue
+		}
+		todo = append(todo, spec)
+	}
+	jobs := max(o.Jobs, 1)
+	pr := &progress{w: o.Progress, total: len(runs), skipped: skipped, start: time.Now()}
+	pr.draw()
+	next := make(chan *RunSpec)
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for range jobs {
+		wg.Go(func() {
+			for spec := range next {
+				err := runOne(ctx, spec, r, o.Dir)
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s %v req/s %s rep %d: %w", spec.Point, spec.Rate, spec.Policy, spec.Repetition, err))
+				} else {
+					ran++
+				}
+				mu.Unlock()
+				pr.finished()
+			}
+		})
+	}
+	for _, spec := range todo {
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case next <- spec:
+		case <-ctx.Done():
+		}
+	}
+	close(next)
+	wg.Wait()
+	pr.end()
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	return ran, skipped, errors.Join(errs...)
+}
+
+func runOne(ctx context.Context, spec *RunSpec, r Runner, dir string) error {
+	start := time.Now()
+	run, err := r.Run(ctx, spec)
+	if err != nil {
+		return err
+	}
+	res := NewResult(spec, run)
+	res.WallSeconds = time.Since(start).Round(time.Millisecond).Seconds()
+	return WriteResult(filepath.Join(dir, spec.File()), res)
+}
+
+// NewResult condenses a run of spec.
+func NewResult(spec *RunSpec, run *harness.Run) *Result {
+	res := &Result{Hash: spec.Hash(), Spec: *spec, Requests: len(run.Records)}
+	res.Summary = run.Summarize(spec.SLO)
+	if cls := run.Classes(); len(cls) > 1 {
+		res.Classes = make(map[string]harness.Summary, len(cls))
+		for _, c := range cls {
+			res.Classes[c] = run.SummarizeClass(spec.SLO, c)
+		}
+	}
+	return res
+}
+
+// WriteResult writes res to path through a temporary file, so that a
+// stopped sweep never leaves half a result.
+func WriteResult(path string, res *Result) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// ReadResult reads one result file.
+func ReadResult(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var res Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &res, nil
+}
+
+// ReadResults reads every result file under dir, in path order.
+func ReadResults(dir string) ([]*Result, error) {
+	var out []*Result
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".json" {
+			return err
+		}
+		res, err := ReadResult(path)
+		if err != nil {
+			return err
+		}
+		out = append(out, res)
+		return nil
+	})
+	return out, err
+}
+
+// progress draws "done/total, elapsed, ETA" on one line.
+type progress struct {
+	w                    io.Writer
+	mu                   sync.Mutex
+	total, skipped, done int
+	start                time.Time
+}
+
+func (p *progress) finished() {
+	p.mu.Lock()
+	p.done++
+	p.mu.Unlock()
+	p.draw()
+}
+
+func (p *progress) draw() {
+	if p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	const width = 30
+	all := p.done + p.skipped
+	fill := 0
+	if p.total > 0 {
+		fill = all * width / p.total
+	}
+	bar := make([]byte, width)
+	for i := range bar {
+		bar[i] = '.'
+		if i < fill {
+			bar[i] = '#'
+		}
+	}
+	el := time.Since(p.start)
+	eta := "?"
+	if p.done > 0 {
+		left := p.total - all
+		eta = (el / time.Duration(p.done) * time.Duration(left)).Round(time.Second).String()
+	}
+	fmt.Fprintf(p.w, "\r[%s] %d/%d runs (%d resumed), %v elapsed, ETA %s   ", bar, all, p.total, p.skipped,
+		el.Round(time.Second), eta)
+}
+
+func (p *progress) end() {
+	if p.w != nil {
+		fmt.Fprintln(p.w)
+	}
+}

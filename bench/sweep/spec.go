@@ -1,0 +1,297 @@
+package sweep
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/inferrail/inferrail/bench/harness"
+	"github.com/inferrail/inferrail/bench/workload"
+	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/sim"
+	"github.com/inferrail/inferrail/sim/engine"
+)
+
+// Format is the version of the run specification and result files. A
+// change to what a run measures bumps it, so that resuming reruns
+// everything.
+const Format = 1
+
+// Sweep is a benchmark matrix, as read from its TOML file.
+type Sweep struct {
+	// Name names the sweep in reports and result files.
+	Name string `toml:"name"`
+	// Replicas is how many simulated engines each fleet runs.
+	Replicas int `toml:"replicas"`
+	// Requests due from zero to Duration are sent; those before WarmUp are
+	// left out of the results.
+	Duration time.Duration `toml:"duration"`
+	WarmUp   time.Duration `toml:"warmup"`
+	// Repetitions run every point again on a new seed: repetition k draws
+	// its requests from Seed·1000 + k.
+	Repetitions int    `toml:"repetitions"`
+	Seed        uint64 `toml:"seed"`
+	// Policies are the routing policies compared, in report order.
+	Policies []string `toml:"policies"`
+	// Fanout is routing.estimate_fanout; 0 takes the gateway's 16.
+	Fanout int `toml:"fanout"`
+	// TTFT and TPOT are the SLO goodput counts against; 0 takes 2 s and
+	// 100 ms.
+	TTFT time.Duration `toml:"slo_ttft"`
+	TPOT time.Duration `toml:"slo_tpot"`
+	// Points are the workloads swept.
+	Points []Point `toml:"point"`
+}
+
+// Point is one workload of a sweep at its rates.
+type Point struct {
+	// Name names the point in reports ("W1", "W8 CV 2"); unique.
+	Name string `toml:"name"`
+	// Workload is the workload's kind (workload.New), Set its overrides.
+	Workload string         `toml:"workload"`
+	Set      toml.Primitive `toml:"set"`
+	// Rates are the mean request rates swept, per second; Main the one the
+	// headline and verdicts read (about 70% of what a cache-blind fleet
+	// sustains), one of Rates.
+	Rates []float64 `toml:"rates"`
+	Main  float64   `toml:"main"`
+	// Replicas, Duration and WarmUp override the sweep's when set.
+	Replicas int           `toml:"replicas"`
+	Duration time.Duration `toml:"duration"`
+	WarmUp   time.Duration `toml:"warmup"`
+
+	wl workload.Workload
+}
+
+// Load reads and validates a sweep file. A ShareGPT file a point names is
+// read relative to the sweep file.
+func Load(path string) (*Sweep, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(string(b), filepath.Dir(path))
+}
+
+// Parse reads a sweep from its TOML text, reporting every problem at once;
+// relative file names in it are taken from dir.
+func Parse(text, dir string) (*Sweep, error) {
+	var s Sweep
+	md, err := toml.Decode(text, &s)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
+	var errs []error
+	for i := range s.Points {
+		p := &s.Points[i]
+		w, err := workload.New(p.Workload)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("point %q: %w", p.Name, err))
+			continue
+		}
+		if err := md.PrimitiveDecode(p.Set, w); err != nil {
+			errs = append(errs, fmt.Errorf("point %q: set: %w", p.Name, err))
+			continue
+		}
+		if c, ok := w.(*workload.Conversations); ok {
+			if err := c.LoadFrom(dir); err != nil {
+				errs = append(errs, fmt.Errorf("point %q: %w", p.Name, err))
+			}
+		}
+		p.wl = w
+	}
+	for _, k := range md.Undecoded() {
+		errs = append(errs, fmt.Errorf("unknown key %s", k))
+	}
+	s.defaults()
+	errs = append(errs, s.validate())
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
+	return &s, nil
+}
+
+func (s *Sweep) defaults() {
+	if s.Fanout == 0 {
+		s.Fanout = 16
+	}
+	if s.TTFT == 0 {
+		s.TTFT = harness.DefaultSLO().TTFT
+	}
+	if s.TPOT == 0 {
+		s.TPOT = harness.DefaultSLO().TPOT
+	}
+	for i := range s.Points {
+		p := &s.Points[i]
+		if p.Replicas == 0 {
+			p.Replicas = s.Replicas
+		}
+		if p.Duration == 0 {
+			p.Duration = s.Duration
+		}
+		if p.WarmUp == 0 {
+			p.WarmUp = s.WarmUp
+		}
+		if p.Main == 0 && len(p.Rates) > 0 {
+			p.Main = p.Rates[0]
+		}
+	}
+}
+
+func (s *Sweep) validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if s.Name == "" || strings.ContainsAny(s.Name, `/\`) {
+		bad("name %q: want a name without slashes", s.Name)
+	}
+	if s.Repetitions < 1 {
+		bad("repetitions %d: want at least 1", s.Repetitions)
+	}
+	if len(s.Policies) == 0 {
+		bad("policies: none")
+	}
+	for _, p := range s.Policies {
+		if _, err := policy.New(p); err != nil {
+			bad("policies: %v", err)
+		}
+	}
+	if s.Fanout < 0 {
+		bad("fanout %d: want at least 0", s.Fanout)
+	}
+	if len(s.Points) == 0 {
+		bad("point: none")
+	}
+	names := map[string]bool{}
+	for i := range s.Points {
+		p := &s.Points[i]
+		if p.Name == "" || names[p.Name] {
+			bad("point %d: name %q: want a unique name", i, p.Name)
+		}
+		names[p.Name] = true
+		if p.Replicas < 1 {
+			bad("point %q: replicas %d: want at least 1", p.Name, p.Replicas)
+		}
+		if p.Duration <= 0 || p.WarmUp < 0 || p.WarmUp >= p.Duration {
+			bad("point %q: duration %v, warmup %v: want 0 <= warmup < duration", p.Name, p.Duration, p.WarmUp)
+		}
+		if len(p.Rates) == 0 {
+			bad("point %q: rates: none", p.Name)
+		}
+		for _, r := range p.Rates {
+			if !(r > 0) || math.IsInf(r, 0) {
+				bad("point %q: rate %v: want a finite number above 0", p.Name, r)
+			}
+		}
+		if len(p.Rates) > 0 && !slices.Contains(p.Rates, p.Main) {
+			bad("point %q: main %v: not one of its rates", p.Name, p.Main)
+		}
+		if p.wl != nil {
+			if err := p.wl.Validate(); err != nil {
+				bad("point %q: %v", p.Name, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RunSpec is everything that determines one run. Its hash names it in its
+// result file, so that a sweep resumes past the runs already made.
+type RunSpec struct {
+	Format int    `json:"format"`
+	Mode   string `json:"mode"` // "virtual" or "real"
+	Sweep  string `json:"sweep"`
+	// Point names the point; Order is its place in the sweep, for reports.
+	Point string `json:"point"`
+	Order int    `json:"order"`
+	// Kind is the workload's kind, Params the workload with its
+	// overrides.
+	Kind       string          `json:"workload"`
+	Params     json.RawMessage `json:"params"`
+	Rate       float64         `json:"rate"`
+	MainRate   float64         `json:"main_rate"`
+	Policy     string          `json:"policy"`
+	Repetition int             `json:"repetition"`
+	Seed       uint64          `json:"seed"`
+	Replicas   int             `json:"replicas"`
+	Duration   time.Duration   `json:"duration"`
+	WarmUp     time.Duration   `json:"warmup"`
+	Fanout     int             `json:"fanout"`
+	SLO        harness.SLO     `json:"slo"`
+	// Engine is every simulated engine's configuration.
+	Engine engine.Config `json:"engine"`
+
+	wl workload.Workload
+}
+
+// Workload returns the run's workload.
+func (r *RunSpec) Workload() workload.Workload { return r.wl }
+
+// Hash is the SHA-256 of the specification's JSON, in hex.
+func (r *RunSpec) Hash() string {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic("BUG: sweep: a run spec does not marshal: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// File is the run's result file, relative to the results directory:
+// point/rate/policy-rN.json.
+func (r *RunSpec) File() string {
+	return filepath.Join(slug(r.Point), strconv.FormatFloat(r.Rate, 'g', -1, 64),
+		r.Policy+"-r"+strconv.Itoa(r.Repetition)+".json")
+}
+
+// slug makes a point name a directory name.
+func slug(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+			b.WriteRune(c)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// Plan lists the sweep's runs in the order they run: by point, rate and
+// repetition, with policies innermost.
+func (s *Sweep) Plan(mode string) []*RunSpec {
+	eng := sim.DefaultOptions().Engine
+	var out []*RunSpec
+	for i := range s.Points {
+		p := &s.Points[i]
+		params, err := json.Marshal(p.wl)
+		if err != nil {
+			panic("BUG: sweep: a workload does not marshal: " + err.Error())
+		}
+		for _, rate := range p.Rates {
+			for rep := range s.Repetitions {
+				for _, pol := range s.Policies {
+					out = append(out, &RunSpec{
+						Format: Format, Mode: mode, Sweep: s.Name, Point: p.Name, Order: i,
+						Kind: p.Workload, Params: params, Rate: rate, MainRate: p.Main,
+						Policy: pol, Repetition: rep, Seed: s.Seed*1000 + uint64(rep),
+						Replicas: p.Replicas, Duration: p.Duration, WarmUp: p.WarmUp, Fanout: s.Fanout,
+						SLO: harness.SLO{TTFT: s.TTFT, TPOT: s.TPOT}, Engine: eng, wl: p.wl,
+					})
+				}
+			}
+		}
+	}
+	return out
+}

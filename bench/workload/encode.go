@@ -1,0 +1,91 @@
+package workload
+
+import (
+	"github.com/inferrail/inferrail/model/token"
+)
+
+// Encoder tokenizes requests as the simulator does (sim/handlers.go): a
+// chat through token.RenderSimChat with the generation prompt, then
+// token.Sim; a completion prompt through token.Sim. It remembers the tokens
+// of long messages, since system prompts, tool definitions and conversation
+// histories repeat: every rendered message starts with the "<|im_start|>"
+// marker, and token.Sim always starts a token at '<', so a chat's tokens are
+// its messages' tokens rendered one by one, end to end (TestEncoderExact).
+//
+// An Encoder is owned by one goroutine.
+type Encoder struct {
+	memo map[memoKey][]uint32
+	gen  []uint32 // "<|im_start|>assistant\n"
+}
+
+type memoKey struct{ role, content string }
+
+// Messages shorter than memoMin bytes are encoded each time; the memo
+// starts over past memoMax entries.
+const (
+	memoMin = 256
+	memoMax = 1 << 14
+)
+
+// NewEncoder returns an Encoder with an empty memo.
+func NewEncoder() *Encoder {
+	return &Encoder{
+		memo: make(map[memoKey][]uint32),
+		gen:  token.Sim{}.Encode(nil, token.RenderSimChat(nil, true)),
+	}
+}
+
+// Encode appends r's prompt token ids to dst.
+func (e *Encoder) Encode(dst []uint32, r *Request) []uint32 {
+	if !r.Chat() {
+		return token.Sim{}.Encode(dst, r.Prompt)
+	}
+	var one [1]token.Message
+	for _, m := range r.Messages {
+		if len(m.Content) < memoMin {
+			one[0] = m
+			dst = token.Sim{}.Encode(dst, token.RenderSimChat(one[:], false))
+			continue
+		}
+		k := memoKey{m.Role, m.Content}
+		ids, ok := e.memo[k]
+		if !ok {
+			if len(e.memo) >= memoMax {
+				clear(e.memo)
+			}
+			one[0] = m
+			ids = token.Sim{}.Encode(nil, token.RenderSimChat(one[:], false))
+			e.memo[k] = ids
+		}
+		dst = append(dst, ids...)
+	}
+	return append(dst, e.gen...)
+}
+
+// Seed is the seed of the simulator's answer to a prompt (sim.seedOf):
+// FNV-1a over its token ids, so the same prompt always gets the same answer,
+// as at temperature 0.
+func Seed(prompt []uint32) uint64 {
+	h := uint64(14695981039346656037)
+	for _, t := range prompt {
+		h ^= uint64(t)
+		h *= 1099511628211
+	}
+	return h
+}
+
+// Answer is the text the simulator generates for a prompt with these token
+// ids when asked for n tokens: token.Generate(Seed(prompt), n).
+func Answer(prompt []uint32, n int) string { return token.Generate(Seed(prompt), n) }
+
+// AppendOutput appends the ids of the n tokens the simulator generates for
+// a prompt with these token ids, as its handler makes Request.Output.
+func AppendOutput(dst []uint32, prompt []uint32, n int) []uint32 {
+	seed := Seed(prompt)
+	var tok token.Sim
+	var one [1]uint32
+	for i := range n {
+		dst = append(dst, tok.Encode(one[:0], token.Piece(seed, i))[0])
+	}
+	return dst
+}

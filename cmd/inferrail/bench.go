@@ -1,0 +1,412 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/inferrail/inferrail/bench/harness"
+	"github.com/inferrail/inferrail/bench/sweep"
+	"github.com/inferrail/inferrail/bench/workload"
+	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/sim"
+	"github.com/inferrail/inferrail/transport/tokenize"
+)
+
+const benchUsage = `Usage: inferrail bench <command> [flags]
+
+Commands:
+  run      one open-loop run against an OpenAI endpoint, printed as a summary
+  compare  every policy on the same requests, each on a cold in-process fleet
+  sweep    a sweep file in real time, on cold in-process fleets (resumable)
+  sim      the same sweep file in virtual time (sim/fleet)
+  report   the Markdown report and charts of result directories
+
+Run 'inferrail bench <command> --help' for a command's flags.
+`
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, benchUsage)
+		if len(args) == 0 {
+			return errUsage
+		}
+		return nil
+	}
+	sub := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+		"run": benchRun, "compare": benchCompare, "sweep": benchSweep, "sim": benchSim, "report": benchReport,
+	}[args[0]]
+	if sub == nil {
+		fmt.Fprintf(stderr, "inferrail bench: unknown command %q\n\n%s", args[0], benchUsage)
+		return errUsage
+	}
+	return sub(ctx, args[1:], stdout, stderr)
+}
+
+// workloadFlags are the flags naming a workload and its overrides.
+type workloadFlags struct {
+	kind, set, sharegpt string
+}
+
+func (w *workloadFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&w.kind, "workload", "W1", "workload: "+strings.Join(workload.Kinds(), ", "))
+	fs.StringVar(&w.set, "set", "", `workload overrides as TOML, e.g. 'prompts = 32' or 'arrivals = {process = "gamma", cv = 4}'`)
+	fs.StringVar(&w.sharegpt, "sharegpt", "", "W2: replay conversations from this ShareGPT JSON file")
+}
+
+func (w *workloadFlags) workload() (workload.Workload, error) {
+	wl, err := workload.New(w.kind)
+	if err != nil {
+		return nil, err
+	}
+	if w.set != "" {
+		md, err := toml.Decode(w.set, wl)
+		if err != nil {
+			return nil, fmt.Errorf("--set: %w", err)
+		}
+		if u := md.Undecoded(); len(u) > 0 {
+			return nil, fmt.Errorf("--set: unknown key %s", u[0])
+		}
+	}
+	if c, ok := wl.(*workload.Conversations); ok {
+		if w.sharegpt != "" {
+			c.ShareGPT = w.sharegpt
+		}
+		if err := c.Load(); err != nil {
+			return nil, err
+		}
+	} else if w.sharegpt != "" {
+		return nil, errors.New("--sharegpt: only W2 replays ShareGPT conversations")
+	}
+	return wl, wl.Validate()
+}
+
+func benchRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("inferrail bench run", flag.ContinueOnError)
+	url := fs.String("url", "http://127.0.0.1:8080", "OpenAI-compatible base URL")
+	model := fs.String("model", "sim", "model field of every request")
+	metrics := fs.String("engine-metrics", "", "comma-separated /metrics URLs of the engines, for their prefix cache counters")
+	rate := fs.Float64("rate", 5, "mean requests per second")
+	dur := fs.Duration("duration", time.Minute, "requests are due from 0 to this")
+	warm := fs.Duration("warmup", 15*time.Second, "requests due before this are left out of the summary")
+	seed := fs.Uint64("seed", 1, "seed of the requests")
+	out := fs.String("out", "", "also write the summary as JSON to this file")
+	var wf workloadFlags
+	wf.register(fs)
+	if err := parseFlags(fs, args, stderr, "inferrail bench run --url URL --workload W --rate R [flags]"); err != nil {
+		return err
+	}
+	wl, err := wf.workload()
+	if err != nil {
+		return err
+	}
+	t := harness.Target{URL: strings.TrimRight(*url, "/"), Model: *model}
+	if *metrics != "" {
+		t.Metrics = strings.Split(*metrics, ",")
+	}
+	run, err := harness.Measure(ctx, t, harness.Options{Workload: wl, Rate: *rate, Duration: *dur, WarmUp: *warm, Seed: *seed})
+	if err != nil {
+		return err
+	}
+	s := run.Summarize(harness.DefaultSLO())
+	printSummary(stdout, fmt.Sprintf("%s at %v req/s against %s", wl.Name(), *rate, *url), &s)
+	if *out != "" {
+		b, err := json.MarshalIndent(s, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(*out, append(b, '\n'), 0o644)
+	}
+	return nil
+}
+
+func printSummary(w io.Writer, title string, s *harness.Summary) {
+	fmt.Fprintf(w, "%s: %d requests, %d errors\n", title, s.Requests, s.Errors)
+	for k, n := range s.ErrKinds {
+		fmt.Fprintf(w, "  error %q: %d\n", k, n)
+	}
+	ms := func(x float64) string { return strconv.FormatFloat(x*1000, 'f', 1, 64) + "ms" }
+	fmt.Fprintf(w, "  TTFT     mean %s  p50 %s  p90 %s  p99 %s  max %s\n", ms(s.TTFT.Mean), ms(s.TTFT.P50), ms(s.TTFT.P90), ms(s.TTFT.P99), ms(s.TTFT.Max))
+	fmt.Fprintf(w, "  TPOT     mean %s  p99 %s;  ITL p50 %s  p99 %s;  E2E p50 %s  p99 %s\n", ms(s.TPOT.Mean), ms(s.TPOT.P99), ms(s.ITL.P50), ms(s.ITL.P99), ms(s.E2E.P50), ms(s.E2E.P99))
+	fmt.Fprintf(w, "  send lag p50 %s  p99 %s  max %s\n", ms(s.SendLag.P50), ms(s.SendLag.P99), ms(s.SendLag.Max))
+	fmt.Fprintf(w, "  offered %.2f req/s, throughput %.2f req/s (%.0f tokens/s), goodput %.2f req/s (%.1f%% within the SLO)\n",
+		s.Offered, s.Throughput, s.OutputTokens, s.Goodput, s.GoodShare*100)
+	fmt.Fprintf(w, "  hit rate %.3f", s.HitRate)
+	if s.EngineHitRate != nil {
+		fmt.Fprintf(w, ", engines' own %.3f", *s.EngineHitRate)
+	}
+	if s.OracleHitRate != nil {
+		fmt.Fprintf(w, ", oracle %.3f", *s.OracleHitRate)
+	}
+	fmt.Fprintln(w)
+	if p := s.Prediction; p != nil {
+		fmt.Fprintf(w, "  predictions on %d requests: exact %.1f%%, over %.1f%%, under %.1f%%, mean error %.1f tokens, predicted hit %.3f\n",
+			p.Requests, p.Exact*100, p.Over*100, p.Under*100, p.MeanError, p.HitRate)
+	}
+	var shares []string
+	for _, sh := range s.Shares {
+		shares = append(shares, fmt.Sprintf("%s %.3f", sh.Replica, sh.Share))
+	}
+	fmt.Fprintf(w, "  shares %s; busiest %.3f\n", strings.Join(shares, ", "), s.BusiestShare)
+}
+
+// sweepFlags are the flags of the commands that execute sweeps.
+type sweepFlags struct {
+	out  string
+	jobs int
+}
+
+func (f *sweepFlags) register(fs *flag.FlagSet, jobs int) {
+	fs.StringVar(&f.out, "out", "", "results directory (required); runs already there with the same specification are skipped")
+	fs.IntVar(&f.jobs, "jobs", jobs, "runs at once")
+}
+
+func benchSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return executeSpec(ctx, "real", args, stdout, stderr)
+}
+
+func benchSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return executeSpec(ctx, "virtual", args, stdout, stderr)
+}
+
+func executeSpec(ctx context.Context, mode string, args []string, stdout, stderr io.Writer) error {
+	name := map[string]string{"real": "sweep", "virtual": "sim"}[mode]
+	fs := flag.NewFlagSet("inferrail bench "+name, flag.ContinueOnError)
+	spec := fs.String("spec", "", "sweep file (TOML; required)")
+	var sf sweepFlags
+	sf.register(fs, 1)
+	if err := parseFlags(fs, args, stderr, "inferrail bench "+name+" --spec FILE --out DIR [--jobs N]"); err != nil {
+		return err
+	}
+	if *spec == "" || sf.out == "" {
+		fmt.Fprintln(stderr, "--spec and --out are required")
+		return errUsage
+	}
+	sw, err := sweep.Load(*spec)
+	if err != nil {
+		return err
+	}
+	return execute(ctx, sw, mode, sf, stdout, stderr)
+}
+
+func execute(ctx context.Context, sw *sweep.Sweep, mode string, sf sweepFlags, stdout, stderr io.Writer) error {
+	var r sweep.Runner = sweep.Virtual{}
+	if mode == "real" {
+		r = inProcess{}
+	}
+	runs := sw.Plan(mode)
+	start := time.Now()
+	ran, skipped, err := sweep.Execute(ctx, runs, r, sweep.Options{Dir: sf.out, Jobs: sf.jobs, Progress: stderr})
+	fmt.Fprintf(stdout, "%s sweep %q: %d runs made, %d resumed, in %v; results in %s\n",
+		mode, sw.Name, ran, skipped, time.Since(start).Round(time.Second), sf.out)
+	return err
+}
+
+func benchCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("inferrail bench compare", flag.ContinueOnError)
+	policies := fs.String("policies", "round_robin,random,least_request,p2c,prefix_hash,kv_aware,cost_model", "comma-separated policies")
+	replicas := fs.Int("replicas", 3, "simulated engines per fleet")
+	rate := fs.Float64("rate", 3, "mean requests per second")
+	dur := fs.Duration("duration", 2*time.Minute, "requests are due from 0 to this")
+	warm := fs.Duration("warmup", 30*time.Second, "requests due before this are left out")
+	reps := fs.Int("repetitions", 1, "repetitions, each on a new seed")
+	seed := fs.Uint64("seed", 1, "seed of the first repetition")
+	virtual := fs.Bool("virtual", false, "run in virtual time (sim/fleet) instead of real time")
+	report := fs.String("report", "", "also write the report into this directory")
+	var wf workloadFlags
+	wf.register(fs)
+	var sf sweepFlags
+	sf.register(fs, 1)
+	if err := parseFlags(fs, args, stderr, "inferrail bench compare --workload W --rate R --out DIR [flags]"); err != nil {
+		return err
+	}
+	if sf.out == "" {
+		fmt.Fprintln(stderr, "--out is required")
+		return errUsage
+	}
+	var text strings.Builder
+	fmt.Fprintf(&text, "name = %q\nreplicas = %d\nduration = %q\nwarmup = %q\nrepetitions = %d\nseed = %d\npolicies = [",
+		"compare-"+wf.kind, *replicas, dur.String(), warm.String(), *reps, *seed)
+	for i, p := range strings.Split(*policies, ",") {
+		if i > 0 {
+			text.WriteString(", ")
+		}
+		fmt.Fprintf(&text, "%q", strings.TrimSpace(p))
+	}
+	fmt.Fprintf(&text, "]\n\n[[point]]\nname = %q\nworkload = %q\nrates = [%s]\n",
+		wf.kind, wf.kind, strconv.FormatFloat(*rate, 'g', -1, 64))
+	if wf.set != "" || wf.sharegpt != "" {
+		text.WriteString("[point.set]\n" + wf.set + "\n")
+		if wf.sharegpt != "" {
+			fmt.Fprintf(&text, "sharegpt = %q\n", wf.sharegpt)
+		}
+	}
+	dir, _ := os.Getwd()
+	sw, err := sweep.Parse(text.String(), dir)
+	if err != nil {
+		return err
+	}
+	mode := "real"
+	if *virtual {
+		mode = "virtual"
+	}
+	if err := execute(ctx, sw, mode, sf, stdout, stderr); err != nil {
+		return err
+	}
+	results, err := sweep.ReadResults(sf.out)
+	if err != nil {
+		return err
+	}
+	files, err := sweep.Report(results)
+	if err != nil {
+		return err
+	}
+	if *report != "" {
+		if err := sweep.WriteReport(*report, files); err != nil {
+			return err
+		}
+	}
+	_, err = stdout.Write(files["report.md"])
+	return err
+}
+
+func benchReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("inferrail bench report", flag.ContinueOnError)
+	var dirs stringList
+	fs.Var(&dirs, "results", "results directory (repeatable: a real sweep and its virtual twin also get an agreement table)")
+	out := fs.String("out", "", "report directory (required): report.md and its SVG charts")
+	if err := parseFlags(fs, args, stderr, "inferrail bench report --results DIR [--results DIR] --out DIR"); err != nil {
+		return err
+	}
+	if len(dirs) == 0 || *out == "" {
+		fmt.Fprintln(stderr, "--results and --out are required")
+		return errUsage
+	}
+	var results []*sweep.Result
+	for _, d := range dirs {
+		rs, err := sweep.ReadResults(d)
+		if err != nil {
+			return err
+		}
+		results = append(results, rs...)
+	}
+	files, err := sweep.Report(results)
+	if err != nil {
+		return err
+	}
+	if err := sweep.WriteReport(*out, files); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "report of %d results: %s/report.md and %d charts\n", len(results), *out, len(files)-1)
+	return nil
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// inProcess runs each real-time run on a cold fleet of its own: simulators
+// and a gateway in this process, as inferrail launch starts them, torn down
+// after the run.
+type inProcess struct{}
+
+func (inProcess) Run(ctx context.Context, spec *sweep.RunSpec) (*harness.Run, error) {
+	opts := sim.DefaultOptions()
+	opts.Port, opts.Engine, opts.EnablePromptTokensDetails = 0, spec.Engine, true
+	sims, err := sim.StartN(spec.Replicas, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, s := range sims {
+			s.Close()
+		}
+	}()
+	cfg := config.Default()
+	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Routing.DefaultPolicy, cfg.Routing.EstimateFanout = spec.Policy, spec.Fanout
+	m := config.NewModel(opts.Model, "sim")
+	m.Tokenizer = tokenize.Sim
+	cfg.Models = []config.Model{m}
+	var metrics []string
+	for i, s := range sims {
+		cfg.Replicas = append(cfg.Replicas, config.NewReplica("sim-"+strconv.Itoa(i), s.URL(), opts.Model))
+		metrics = append(metrics, s.URL()+"/metrics")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	gctx, stop := context.WithCancel(ctx)
+	defer stop()
+	type addrs struct{ gw, admin string }
+	ready := make(chan addrs, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- serve(gctx, cfg, io.Discard, io.Discard, func(gw, admin string) { ready <- addrs{gw, admin} })
+	}()
+	var a addrs
+	select {
+	case a = <-ready:
+	case err := <-served:
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	defer func() {
+		stop()
+		<-served
+	}()
+	if err := waitLoadReports(ctx, "http://"+a.admin+"/admin/replicas", len(sims)); err != nil {
+		return nil, err
+	}
+	return harness.Measure(ctx, harness.Target{URL: "http://" + a.gw, Model: opts.Model, Metrics: metrics},
+		harness.Options{Workload: spec.Workload(), Rate: spec.Rate, Duration: spec.Duration, WarmUp: spec.WarmUp, Seed: spec.Seed})
+}
+
+// waitLoadReports waits until the gateway holds a load report of every
+// engine (their KV capacity sizes its index), so that the first requests
+// are routed as the rest.
+func waitLoadReports(ctx context.Context, url string, n int) error {
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var page struct {
+			Replicas []struct {
+				Engine *struct {
+					KVCapacityBlocks int `json:"kv_capacity_blocks"`
+				} `json:"engine"`
+			} `json:"replicas"`
+		}
+		if resp, err := http.Get(url); err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&page)
+			resp.Body.Close()
+			ok := 0
+			for _, r := range page.Replicas {
+				if r.Engine != nil && r.Engine.KVCapacityBlocks > 0 {
+					ok++
+				}
+			}
+			if err == nil && ok == n {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("gateway: no load report of every engine within 10s (%s)", url)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
