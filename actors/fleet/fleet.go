@@ -305,26 +305,31 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 	// protoactor future: no registry entry, no AfterFunc per decision.
 	msg.Answered = make(chan struct{}, 1)
 	f.sys.Root.Send(m.routing, msg)
-	timer := time.NewTimer(wait)
-	var p *routing.Picked
-	var gather <-chan time.Time
-	if m.estimates && len(req.Policy.Blocks) > 0 {
-		// The actor broadcasts estimate requests and decides when the last
-		// replica answers; past routing.estimate_deadline this asker tells
-		// it to decide with what it has.
-		g := time.NewTimer(max(f.st.estimateDeadline, time.Microsecond))
-		defer g.Stop()
-		gather = g.C
+	// One timer: first the estimate deadline, when the actor broadcasts
+	// estimate requests (it decides when the last replica answers, and
+	// past routing.estimate_deadline this asker tells it to decide with
+	// what it has), then the request's own deadline.
+	gathering := m.estimates && len(req.Policy.Blocks) > 0
+	first := wait
+	if gathering {
+		first = min(max(f.st.estimateDeadline, time.Microsecond), wait)
 	}
+	timer := time.NewTimer(first)
+	defer timer.Stop()
+	var p *routing.Picked
 	for p == nil {
 		select {
 		case <-msg.Answered:
-			timer.Stop()
 			p = msg.Answer()
-		case <-gather:
-			gather = nil
-			f.sys.Root.Send(m.routing, &routing.Gathered{Pick: msg})
 		case <-timer.C:
+			if gathering {
+				gathering = false
+				f.sys.Root.Send(m.routing, &routing.Gathered{Pick: msg})
+				if rest := time.Until(req.Deadline); rest > 0 {
+					timer.Reset(rest)
+					continue
+				}
+			}
 			if msg.Abandon() {
 				return Decision{}, ErrDeadline // the actor will release what it takes
 			}

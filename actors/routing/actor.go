@@ -162,14 +162,7 @@ func (a *routingActor) answer(ctx actor.Context, m *Pick, p *Picked) {
 // decide chooses a replica for m and takes a lease on it.
 func (a *routingActor) decide(m *Pick) *Picked {
 	now := a.st.Now()
-	offered, live := a.collect(m, now, false)
-	if live == 0 {
-		// Every healthy replica of the model is ejected, which the
-		// ejection budget allows only when health changed after the
-		// ejections: offer the ejected ones rather than nothing, so the
-		// pool never empties.
-		offered, _ = a.collect(m, now, true)
-	}
+	offered := a.offer(m, now)
 	defer clear(a.snaps) // let old snapshots go
 	if a.st.Estimates {
 		for i := range a.cands {
@@ -208,6 +201,19 @@ func (a *routingActor) choose(m *Pick, cands []policy.Candidate, snaps []*replic
 		return &Picked{Err: ErrNoReplica, Policy: a.st.name}
 	}
 	return &Picked{Err: ErrOverloaded, Policy: a.st.name}
+}
+
+// offer collects m's candidates (collect). When every healthy replica of
+// the model is ejected, which the ejection budget allows only when health
+// changed after the ejections, it offers the ejected ones rather than
+// nothing, so the pool never empties. It returns how many were offered
+// before the room check.
+func (a *routingActor) offer(m *Pick, now time.Time) int {
+	offered, live := a.collect(m, now, false)
+	if live == 0 {
+		offered, _ = a.collect(m, now, true)
+	}
+	return offered
 }
 
 // collect fills a.cands and a.snaps with the replicas that serve the model,

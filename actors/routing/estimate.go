@@ -279,10 +279,7 @@ func (a *routingActor) count() {
 // (no candidate answers estimates), and the caller decides at once.
 func (a *routingActor) broadcast(ctx actor.Context, m *Pick) bool {
 	now := a.st.Now()
-	offered, live := a.collect(m, now, false)
-	if live == 0 {
-		offered, _ = a.collect(m, now, true)
-	}
+	offered := a.offer(m, now)
 	return a.park(ctx, m, offered, nil)
 }
 

@@ -71,10 +71,7 @@ func (a *routingActor) explain(ctx actor.Context, m *Explain) {
 	}
 	now := a.st.Now()
 	pick := &Pick{Request: m.Request, Deadline: m.Deadline}
-	offered, live := a.collect(pick, now, false)
-	if live == 0 {
-		offered, _ = a.collect(pick, now, true)
-	}
+	offered := a.offer(pick, now)
 	if _, ok := a.st.Policy.(policy.Explainer); ok && a.st.Estimates && len(m.Request.Blocks) > 0 {
 		if a.park(ctx, pick, offered, m) {
 			return

@@ -178,11 +178,11 @@ func TestPredictionMatchesEngine(t *testing.T) {
 				if strings.HasPrefix(kind, "chat") {
 					body, _ = json.Marshal(map[string]any{"model": "sim", "max_tokens": 3, "stream": stream,
 						"stream_options": map[string]any{"include_usage": true},
-						"messages": []map[string]string{{"role": "system", "content": sys}, {"role": "user", "content": fmt.Sprintf("question %d please", i)}}})
+						"messages":       []map[string]string{{"role": "system", "content": sys}, {"role": "user", "content": fmt.Sprintf("question %d please", i)}}})
 				} else {
 					body, _ = json.Marshal(map[string]any{"model": "sim", "max_tokens": 3, "stream": stream,
 						"stream_options": map[string]any{"include_usage": true},
-						"prompt": sys + fmt.Sprintf("question %d please", i)})
+						"prompt":         sys + fmt.Sprintf("question %d please", i)})
 				}
 				if !stream {
 					m := map[string]any{}

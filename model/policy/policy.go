@@ -93,10 +93,14 @@ var ErrNoCandidate = errors.New("policy: no candidate")
 
 // ReplicaKey is a replica's Candidate.Key: FNV-1a of its id, the same in
 // every gateway, across reloads and in the fleet simulator.
-func ReplicaKey(id string) uint64 {
+func ReplicaKey(id string) uint64 { return Key(id) }
+
+// Key is FNV-1a of s: stable across processes, for candidate keys and the
+// conversation and request keys of a Request.
+func Key[T ~string | ~[]byte](s T) uint64 {
 	h := uint64(14695981039346656037)
-	for i := 0; i < len(id); i++ {
-		h ^= uint64(id[i])
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
 		h *= 1099511628211
 	}
 	return h

@@ -59,7 +59,7 @@ func PolicyRequest(tok Tokenizer, model string, chat bool, sessionID, body []byt
 		req.SessionKey = keyOf(conv)
 		req.Key = req.SessionKey
 	} else {
-		req.Key = keyOf([]byte(id))
+		req.Key = keyOf(id)
 	}
 	if tok == nil {
 		return req, p, false
@@ -71,15 +71,8 @@ func PolicyRequest(tok Tokenizer, model string, chat bool, sessionID, body []byt
 	return req, p, ok
 }
 
-// keyOf is FNV-1a of b, never 0.
-func keyOf(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	return max(h, 1)
-}
+// keyOf is policy.Key of b, never 0 (0 means "no key" to a policy).
+func keyOf[T ~string | ~[]byte](b T) uint64 { return max(policy.Key(b), 1) }
 
 // predicted records a decision the KV index priced, and names its
 // prediction in the response headers.
