@@ -2,7 +2,6 @@ package routing
 
 import (
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,19 +23,13 @@ type estimating struct {
 
 func (e *estimating) PID() *actor.PID { return e.pid }
 
-// answerer answers every Estimate with cached tokens, unless silent.
+// answerer answers every Estimate with an empty reply, unless silent.
 type answerer struct {
-	cached int
 	silent bool
-	mu     sync.Mutex
-	asked  int
 }
 
 func (a *answerer) Receive(ctx actor.Context) {
 	if m, ok := ctx.Message().(*replica.Estimate); ok {
-		a.mu.Lock()
-		a.asked++
-		a.mu.Unlock()
 		if !a.silent {
 			m.Gather.Fill(m.Slot, replica.Reply{})
 		}
