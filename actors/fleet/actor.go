@@ -179,6 +179,13 @@ func (a *fleetActor) stopResolvers() {
 }
 
 func (a *fleetActor) spawnReplica(ctx actor.Context, id string, e *entry) {
+	// Join the ejection budget now rather than when the new actor gets to
+	// its Started message: a sibling that starts first and fails requests
+	// at once must count this one among the healthy, or it finds nobody to
+	// spare it and is never ejected. The actor joins again when it starts,
+	// which changes nothing the first time and resets it after a restart.
+	s := e.h.Snapshot()
+	a.st.replicaCfg.Budget.Join(id, s.Models)
 	e.pid = ctx.SpawnPrefix(replica.Props(e.h, a.st.replicaCfg), "replica-"+id+"-")
 }
 
