@@ -308,6 +308,19 @@ func TestEjectionAndReadmission(t *testing.T) {
 	}
 }
 
+// TestBudgetKnowsEveryReplicaAtStart: once Start returns, every replica
+// counts as healthy in the ejection budget, whether or not its actor has
+// run yet, so the first failures of the first replica to start can eject it.
+func TestBudgetKnowsEveryReplicaAtStart(t *testing.T) {
+	for range 20 {
+		f := start(t, testConfig(8, nil), Options{})
+		if healthy, ejected := f.st.replicaCfg.Budget.Count("m", time.Now()); healthy != 8 || ejected != 0 {
+			t.Fatalf("budget at start: %d healthy, %d ejected; want 8 and 0", healthy, ejected)
+		}
+		f.Stop()
+	}
+}
+
 // TestEjectionNeverEmptiesPool: requests that make every engine fail eject
 // at most max_ejection_percent (half) of the replicas, and every pick still
 // finds one.
