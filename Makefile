@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 RACE_PKGS := ./sim/... ./actors/... ./transport/... ./cmd/...
 PURE_PKGS := ./model/... ./config/... ./bench/...
 
-.PHONY: build run test test-go test-sdk test-scrapers bench bench-sim bench-gateway bench-tokenizer diff-tokenizers bench-matrix bench-realtime bench-report fuzz lint tools clean stress stress-short
+.PHONY: build run test test-go test-sdk test-scrapers bench bench-sim bench-gateway bench-tokenizer diff-tokenizers bench-matrix bench-realtime bench-kv-events bench-report fuzz lint tools clean stress stress-short
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/inferrail
@@ -76,10 +76,17 @@ bench-realtime: build
 	$(BIN) bench sim --spec bench/sweeps/realtime.toml --out bench/results/realtime-virtual --jobs 2
 	$(BIN) bench report --results bench/results/realtime --results bench/results/realtime-virtual --out bench/report/realtime
 
+## bench-kv-events: the shadow index with and without the engines' KV events, in virtual time
+## (bench/sweeps/kv-events.toml: 60 runs, seconds), then its report in bench/report/kv-events
+bench-kv-events: build
+	$(BIN) bench sim --spec bench/sweeps/kv-events.toml --out bench/results/kv-events --jobs 2
+	$(BIN) bench report --results bench/results/kv-events --out bench/report/kv-events
+
 ## bench-report: rebuild the committed reports from the committed result files alone
 bench-report: build
 	$(BIN) bench report --results bench/results/matrix --out bench/report/matrix
 	$(BIN) bench report --results bench/results/realtime --results bench/results/realtime-virtual --out bench/report/realtime
+	$(BIN) bench report --results bench/results/kv-events --out bench/report/kv-events
 
 ## fuzz: each fuzz target for FUZZTIME (short by default)
 fuzz:

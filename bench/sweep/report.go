@@ -554,8 +554,12 @@ func writePoint(b *strings.Builder, g *group, p *pointResults, files map[string]
 		if json.Compact(&params, sp.Params) != nil {
 			params.Reset()
 		}
-		fmt.Fprintf(b, "Workload %s on %d engines, %v of requests per run with the first %v left out: `%s`.\n\n",
-			p.kind, sp.Replicas, sp.Duration, sp.WarmUp, params.String())
+		events := ""
+		if sp.KVEvents {
+			events = ", the engines' KV events feeding the gateway's shadow indexes"
+		}
+		fmt.Fprintf(b, "Workload %s on %d engines%s, %v of requests per run with the first %v left out: `%s`.\n\n",
+			p.kind, sp.Replicas, events, sp.Duration, sp.WarmUp, params.String())
 	}
 	oracle, _ := g.oracle(p, p.main, "cost_model")
 	b.WriteString(pointHeadline(p, oracle) + "\n")

@@ -43,6 +43,7 @@ type Virtual struct{}
 func (Virtual) Run(_ context.Context, spec *RunSpec) (*harness.Run, error) {
 	res, err := fleet.Run(fleet.Config{
 		Replicas: spec.Replicas, Engine: spec.Engine, Policy: spec.Policy, Fanout: spec.Fanout,
+		KVEvents: spec.KVEvents,
 		Workload: spec.wl, Rate: spec.Rate, Duration: spec.Duration, WarmUp: spec.WarmUp, Seed: spec.Seed,
 	})
 	if err != nil {

@@ -70,6 +70,9 @@ type Point struct {
 	Replicas int           `toml:"replicas"`
 	Duration time.Duration `toml:"duration"`
 	WarmUp   time.Duration `toml:"warmup"`
+	// KVEvents feeds the engines' KV events into the gateway's shadow
+	// indexes (index.kv_events), on top of its routing decisions.
+	KVEvents bool `toml:"kv_events"`
 
 	wl workload.Workload
 }
@@ -227,7 +230,10 @@ type RunSpec struct {
 	Duration   time.Duration   `json:"duration"`
 	WarmUp     time.Duration   `json:"warmup"`
 	Fanout     int             `json:"fanout"`
-	SLO        harness.SLO     `json:"slo"`
+	// KVEvents is left out of the file when false, so that specifications
+	// written before it existed still match theirs.
+	KVEvents bool        `json:"kv_events,omitempty"`
+	SLO      harness.SLO `json:"slo"`
 	// Engine is every simulated engine's configuration.
 	Engine engine.Config `json:"engine"`
 
@@ -287,7 +293,8 @@ func (s *Sweep) Plan(mode string) []*RunSpec {
 						Kind: p.Workload, Params: params, Rate: rate, MainRate: p.Main,
 						Policy: pol, Repetition: rep, Seed: s.Seed*1000 + uint64(rep),
 						Replicas: p.Replicas, Duration: p.Duration, WarmUp: p.WarmUp, Fanout: s.Fanout,
-						SLO: harness.SLO{TTFT: s.TTFT, TPOT: s.TPOT}, Engine: eng, wl: p.wl,
+						KVEvents: p.KVEvents,
+						SLO:      harness.SLO{TTFT: s.TTFT, TPOT: s.TPOT}, Engine: eng, wl: p.wl,
 					})
 				}
 			}

@@ -236,3 +236,24 @@ func (m *Mirror) Prefix(dst []uint32, h uint64) ([]uint32, bool) {
 	}
 	return dst, true
 }
+
+// PlainBlocks reports which of e's blocks were hashed from their tokens and
+// parent alone: true where extra_keys is absent or None for that block. A
+// block with extra keys (a LoRA name, a cache_salt, multimodal inputs) was
+// hashed from more than its event tells, so its hash cannot be rebuilt from
+// the token ids. A malformed extra_keys marks every block as not plain.
+func (e *BlockStored) PlainBlocks() []bool {
+	out := make([]bool, len(e.BlockHashes))
+	if e.ExtraKeys == nil {
+		for i := range out {
+			out[i] = true
+		}
+		return out
+	}
+	if extra := splitArray(e.ExtraKeys, len(out)); extra != nil {
+		for i, x := range extra {
+			out[i] = x == nil
+		}
+	}
+	return out
+}

@@ -263,6 +263,24 @@ func (x *Index) Predict(hashes []prefix.Hash, promptTokens, blockSize int) int {
 	return x.Lookup(hashes[:limit]) * blockSize
 }
 
+// Remove drops block h, as when its engine reported evicting it, and
+// reports whether it was present. Receipts that named it take back nothing
+// for it afterwards.
+//
+// The index stays closed under prefixes only if h has no child present.
+// Engines evict that way (vLLM frees a request's blocks last first, and a
+// parent is always used at least as recently as its children), and so does
+// the index's own LRU; a caller that removes a parent before its children
+// makes lookups of those children's chains answer too long.
+func (x *Index) Remove(h prefix.Hash) bool {
+	j := x.find(h)
+	if j == 0 {
+		return false
+	}
+	x.remove(j)
+	return true
+}
+
 // Clear empties the index, as when its engine restarted. Capacity and memory
 // stay, and receipts taken before take back nothing.
 func (x *Index) Clear() {

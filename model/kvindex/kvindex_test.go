@@ -70,6 +70,16 @@ func (n *naive) takeBack(attempt int) int {
 
 func (n *naive) clear() { n.order = nil; clear(n.owner) }
 
+func (n *naive) remove(h prefix.Hash) bool {
+	i := slices.Index(n.order, h)
+	if i < 0 {
+		return false
+	}
+	n.order = slices.Delete(n.order, i, i+1)
+	delete(n.owner, h)
+	return true
+}
+
 func (n *naive) setCapacity(c int) { n.cap = max(c, 0); n.truncate() }
 
 func (n *naive) lookup(chain []prefix.Hash) int {
@@ -311,7 +321,24 @@ func run(t *testing.T, r intner, steps int, sh shape) {
 			op = "clear"
 			x.Clear()
 			ref.clear()
-		case k < 90:
+		case k < 87:
+			// An engine's eviction: a block no present block descends from,
+			// or now and then one that is absent.
+			op = "remove"
+			leaf := func(h prefix.Hash) bool {
+				return !slices.ContainsFunc(ref.order, func(c prefix.Hash) bool { p, ok := tr.parent[c]; return ok && p == h })
+			}
+			var h prefix.Hash
+			if c := tr.chain(r, sh.maxChain); len(c) > 0 && leaf(c[len(c)-1]) {
+				h = c[len(c)-1]
+			}
+			if leaves := slices.DeleteFunc(slices.Clone(ref.order), func(h prefix.Hash) bool { return !leaf(h) }); len(leaves) > 0 && r.IntN(4) != 0 {
+				h = leaves[r.IntN(len(leaves))]
+			}
+			if got, want := x.Remove(h), ref.remove(h); got != want {
+				t.Fatalf("step %d: remove %v, want %v", step, got, want)
+			}
+		case k < 92:
 			op = "capacity"
 			c := r.IntN(sh.maxCap + 5)
 			x.SetCapacity(c)

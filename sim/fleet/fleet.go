@@ -64,6 +64,11 @@ type Config struct {
 	// every replica. The gateway's default is 16.
 	Fanout int
 
+	// KVEvents feeds each engine's KV events into its replica's shadow
+	// index at the end of every step (estimate.Events), as the gateway does
+	// with index.kv_events, on top of the routing decisions it records.
+	KVEvents bool
+
 	// Workload makes the requests, arriving at Rate per second on average.
 	// Its text is tokenized as the simulator does.
 	Workload workload.Workload

@@ -11,6 +11,7 @@ import (
 
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/estimate"
+	"github.com/inferrail/inferrail/model/kvevent"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/prefix"
 	"github.com/inferrail/inferrail/sim/engine"
@@ -36,6 +37,8 @@ type replica struct {
 	key uint64 // policy.Candidate.Key: a stable hash of id
 	eng *engine.Engine
 	est *estimate.Replica
+	// events maps the engine's KV events onto est (Config.KVEvents).
+	events *estimate.Events
 
 	// The step in flight: planned at its start, applied at end.
 	busy bool
@@ -152,6 +155,9 @@ func newRun(cfg *Config) (*run, error) {
 			// engine reports.
 			est: estimate.New(cfg.Engine.NumBlocks),
 		})
+		if cfg.KVEvents {
+			r.reps[i].events = estimate.NewEvents(model)
+		}
 	}
 	r.feed = newFeed(cfg.Workload, cfg.Seed, cfg.Rate)
 	r.pull()
@@ -221,7 +227,9 @@ func (r *run) startStep(p *replica) error {
 	st := p.eng.Stats()
 	p.now = load{running: st.Running, kvUsage: st.KVUsage}
 	p.step = p.eng.Step(r.now)
-	p.step.Events = nil // the fleet reads the engine directly; drop them early
+	if p.events == nil {
+		p.step.Events = nil // nobody reads them; drop them early
+	}
 	p.end = r.now + p.step.Duration
 	p.busy = true
 	r.steps++
@@ -269,6 +277,10 @@ func (r *run) finishStep(p *replica) error {
 			rec.OutputTokens = o.Req.Generated
 			p.inFlight--
 		}
+	}
+	if p.events != nil && len(p.step.Events) > 0 {
+		// The engine publishes a step's events as it ends.
+		p.events.Apply(&kvevent.Batch{Events: p.step.Events}, p.est.Index)
 	}
 	p.step = engine.StepResult{}
 	p.busy = false

@@ -267,3 +267,42 @@ func TestShortlistAgreesWithBroadcast(t *testing.T) {
 		})
 	}
 }
+
+// Conversations (W2) and agent loops (W3) resend what the engine generated,
+// whose blocks the engine cached while decoding; routing decisions never
+// show those, so the index fed by decisions alone predicts too little. Fed
+// by the engines' KV events as well (Config.KVEvents), it predicts what
+// every engine finds.
+func TestKVEventsMakePredictionsExact(t *testing.T) {
+	criteria(t)
+	d, warm := span()
+	for _, tc := range []struct {
+		kind string
+		rate float64
+	}{{"W2", 7}, {"W3", 7}} {
+		t.Run(tc.kind, func(t *testing.T) {
+			wl, err := workload.New(tc.kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := Config{Replicas: 3, Engine: defaultEngine(), Workload: wl, Rate: tc.rate,
+				Duration: d, WarmUp: warm, Seed: 3, Policy: "cost_model"}
+			withEvents := base
+			withEvents.KVEvents = true
+			off, on := mustRun(t, base).Summary, mustRun(t, withEvents).Summary
+			for _, x := range []struct {
+				what string
+				s    Summary
+			}{{"decisions only", off}, {"with KV events", on}} {
+				t.Logf("%s %-15s exact %.4f, over %.4f, under %.4f; predicted hit %.3f, engine hit %.3f, p99 TTFT %v",
+					tc.kind, x.what, x.s.Accuracy, x.s.Over, x.s.Under, x.s.PredictedHitRate, x.s.HitRate, x.s.P99TTFT)
+			}
+			if on.Accuracy < 0.97 {
+				t.Errorf("with KV events, predictions exact on %.4f of %s's requests, want at least 0.97", on.Accuracy, tc.kind)
+			}
+			if on.Accuracy <= off.Accuracy {
+				t.Errorf("KV events did not make predictions better: %.4f with, %.4f without", on.Accuracy, off.Accuracy)
+			}
+		})
+	}
+}
