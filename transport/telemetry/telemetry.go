@@ -67,7 +67,7 @@ type Registry struct {
 	models   map[string]*Model
 
 	decisions sync.Map // policy → *metrics.PrometheusHistogram
-	extra     []*metrics.Set
+	extra     []Writer
 
 	procMu sync.Mutex // guards proc and procAt
 	proc   []byte     // the last go_* and process_* series
@@ -88,7 +88,17 @@ func New(fleet Fleet) *Registry {
 // Include adds a set written with the registry's own, such as the routing
 // actors' counters (fleet.Options.RoutingMetrics) or the tokenizer pool's.
 // Call it before the registry is first written.
-func (r *Registry) Include(set *metrics.Set) { r.extra = append(r.extra, set) }
+func (r *Registry) Include(set Writer) { r.extra = append(r.extra, set) }
+
+// Writer writes series in the Prometheus text format: a *metrics.Set, or
+// a WriterFunc for series computed when the page is read.
+type Writer interface{ WritePrometheus(w io.Writer) }
+
+// WriterFunc adapts a function to Writer.
+type WriterFunc func(w io.Writer)
+
+// WritePrometheus calls f(w).
+func (f WriterFunc) WritePrometheus(w io.Writer) { f(w) }
 
 // Model holds the per-model series that have no replica.
 type Model struct {
@@ -351,6 +361,32 @@ func writeGauges(b *bytes.Buffer, snaps []*replica.Snapshot, now time.Time) {
 			b.WriteString(`inferrail_load_scrapes_total{replica=` + strconv.Quote(s.ID) + `,result="` + rc.result + `"} ` +
 				strconv.FormatUint(rc.n, 10) + "\n")
 		}
+	}
+
+	// inferrail_kv_events_*, for replicas subscribed to their engine's KV
+	// events (replicas[].kv_events).
+	var evented []*replica.Snapshot
+	for _, s := range snaps {
+		if s.Events.Endpoint != "" && s.EventCounts != nil {
+			evented = append(evented, s)
+		}
+	}
+	if all := snaps; len(evented) > 0 {
+		snaps = evented
+		counter("inferrail_kv_events_batches_total", func(s *replica.Snapshot) float64 { return float64(s.EventCounts.Batches.Load()) })
+		metrics.WriteMetadataIfNeeded(b, "inferrail_kv_events_blocks_total", "counter")
+		for _, s := range snaps {
+			c := s.EventCounts
+			for _, oc := range [...]struct {
+				op string
+				n  uint64
+			}{{"stored", c.Stored.Load()}, {"removed", c.Removed.Load()}, {"unmapped", c.Unmapped.Load()}, {"unknown", c.Unknown.Load()}} {
+				b.WriteString(`inferrail_kv_events_blocks_total{replica=` + strconv.Quote(s.ID) + `,op="` + oc.op + `"} ` +
+					strconv.FormatUint(oc.n, 10) + "\n")
+			}
+		}
+		counter("inferrail_kv_events_gaps_total", func(s *replica.Snapshot) float64 { return float64(s.EventCounts.Gaps.Load()) })
+		snaps = all
 	}
 
 	// The engine's own view, for replicas whose page has been read.

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/prompt"
+	"github.com/inferrail/inferrail/model/token/hf"
 )
 
 // InlineBytes is the largest body Prepare tokenizes on the caller's
@@ -272,4 +276,44 @@ func classify(err error) Result {
 		return TemplateError
 	}
 	return Error
+}
+
+// WriteCacheMetrics writes, for every model with a piece cache, what the
+// cache holds and how its lookups went since the gateway started:
+// inferrail_tokenizer_cache_lookups_total{model,result="hit"|"miss"},
+// inferrail_tokenizer_cache_tokens{model} and
+// inferrail_tokenizer_cache_pieces{model}. A warm cache turns a long
+// system prompt into ids without running BPE on it; a hit rate that stays
+// low says tokenizer.cache_tokens is too small for the prompts in use.
+func (p *Pool) WriteCacheMetrics(w io.Writer) {
+	type row struct {
+		model string
+		st    hf.CacheStats
+	}
+	var rows []row
+	for name, m := range p.models {
+		if m.prep != nil && m.prep.Cache != nil {
+			rows = append(rows, row{name, m.prep.Cache.Stats()})
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	slices.SortFunc(rows, func(a, b row) int { return strings.Compare(a.model, b.model) })
+	var b strings.Builder
+	metrics.WriteMetadataIfNeeded(&b, "inferrail_tokenizer_cache_lookups_total", "counter")
+	for _, r := range rows {
+		m := strconv.Quote(r.model)
+		fmt.Fprintf(&b, "inferrail_tokenizer_cache_lookups_total{model=%s,result=\"hit\"} %d\n", m, r.st.Hits)
+		fmt.Fprintf(&b, "inferrail_tokenizer_cache_lookups_total{model=%s,result=\"miss\"} %d\n", m, r.st.Misses)
+	}
+	gauge := func(name string, v func(hf.CacheStats) int) {
+		metrics.WriteMetadataIfNeeded(&b, name, "gauge")
+		for _, r := range rows {
+			fmt.Fprintf(&b, "%s{model=%s} %d\n", name, strconv.Quote(r.model), v(r.st))
+		}
+	}
+	gauge("inferrail_tokenizer_cache_tokens", func(s hf.CacheStats) int { return s.Tokens })
+	gauge("inferrail_tokenizer_cache_pieces", func(s hf.CacheStats) int { return s.Pieces })
+	io.WriteString(w, b.String())
 }

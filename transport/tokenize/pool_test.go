@@ -247,3 +247,35 @@ func TestResultString(t *testing.T) {
 		t.Error(Result(42).String())
 	}
 }
+
+// TestCacheMetrics: the piece cache's lookups and contents are on the
+// metrics page, per model with a cache, and count what happened.
+func TestCacheMetrics(t *testing.T) {
+	p := NewPool(testModels(t), nil, config.Tokenizer{Workers: 1, MaxWait: 10 * time.Second}, metrics.NewSet())
+	defer p.Close()
+	page := func() string {
+		var b bytes.Buffer
+		p.WriteCacheMetrics(&b)
+		return b.String()
+	}
+	if got := page(); !strings.Contains(got, `inferrail_tokenizer_cache_lookups_total{model="mistral",result="hit"} 0`) ||
+		strings.Contains(got, `model="sim"`) {
+		t.Fatalf("before any request:\n%s", got)
+	}
+	body := []byte(`{"prompt":"` + strings.Repeat("A long shared preamble, said again and again. ", 8) + `"}`)
+	for range 3 {
+		if _, res := p.Prepare(context.Background(), "mistral", Completion, body); res != OK {
+			t.Fatalf("prepare: %v", res)
+		}
+	}
+	got := page()
+	for _, want := range []string{
+		`inferrail_tokenizer_cache_lookups_total{model="mistral",result="hit"} 2`,
+		`inferrail_tokenizer_cache_lookups_total{model="mistral",result="miss"} 1`,
+		`inferrail_tokenizer_cache_pieces{model="mistral"} 1`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %s in\n%s", want, got)
+		}
+	}
+}
