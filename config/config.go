@@ -169,6 +169,28 @@ type Replica struct {
 	// Engine is the engine kind whose metrics page is read: auto, vllm or
 	// sglang. Default "auto": recognized by its metric prefix.
 	Engine string `koanf:"engine"`
+	// KVEvents is the engine's KV event stream, the endpoint of vLLM's
+	// --kv-events-config: tcp://host:port (such as tcp://10.0.0.10:5557)
+	// or ipc://path. Set, the gateway subscribes to it and keeps this
+	// replica's cache prediction in step with what the engine stores and
+	// evicts, the blocks it generated included, which routing decisions
+	// alone never show. The engine's hashes are rebuilt from the token ids
+	// in its events, salted by the replica's first model, so a replica
+	// whose engine serves several models is mirrored only for that one.
+	// Default "": off, the prediction comes from routing decisions.
+	KVEvents string `koanf:"kv_events"`
+	// KVEventsReplay is the engine's replay endpoint (replay_endpoint in
+	// --kv-events-config), tcp://host:port or ipc://path: batches lost on
+	// the stream are fetched from it, and so is the engine's buffered
+	// history when the gateway subscribes. Needs kv_events. Default "": a
+	// lost batch is counted and the prediction may drift until the blocks
+	// it named are stored or evicted again.
+	KVEventsReplay string `koanf:"kv_events_replay"`
+	// KVEventsBind makes the gateway listen on kv_events and the engine
+	// connect to it, for an engine whose endpoint has no "*" (vLLM then
+	// connects rather than binds). Needs kv_events. Default false: the
+	// engine binds and the gateway connects.
+	KVEventsBind bool `koanf:"kv_events_bind"`
 }
 
 // Discovery configures replicas found at run time.

@@ -156,6 +156,30 @@ func TestExampleIsDefaults(t *testing.T) {
 	}
 }
 
+func TestKVEvents(t *testing.T) {
+	c := mustParse(t, `
+models: [{name: m}]
+replicas:
+  - {id: a, url: "http://a", models: [m], kv_events: "tcp://10.0.0.10:5557", kv_events_replay: "tcp://10.0.0.10:5558"}
+  - {id: b, url: "http://b", models: [m], kv_events: "tcp://*:5600", kv_events_bind: true}
+  - {id: c, url: "http://c", models: [m], kv_events: "ipc:///tmp/kv.sock"}
+  - {id: d, url: "http://d", models: [m]}
+`)
+	got := make([][3]any, len(c.Replicas))
+	for i, r := range c.Replicas {
+		got[i] = [3]any{r.KVEvents, r.KVEventsReplay, r.KVEventsBind}
+	}
+	want := [][3]any{
+		{"tcp://10.0.0.10:5557", "tcp://10.0.0.10:5558", false},
+		{"tcp://*:5600", "", true},
+		{"ipc:///tmp/kv.sock", "", false},
+		{"", "", false},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("kv_events, kv_events_replay, kv_events_bind = %v, want %v", got, want)
+	}
+}
+
 func TestLocalFleet(t *testing.T) {
 	c, err := Load("../deploy/local.yaml", nil)
 	if err != nil {

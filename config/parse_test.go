@@ -210,6 +210,15 @@ func TestParseInvalid(t *testing.T) {
 		{"replica limits", replica("max_concurrency: 0, max_pending: -1, kv_capacity_blocks: -5, engine: trtllm"), nil,
 			[]string{"replicas[0].max_concurrency", "replicas[0].max_pending", "replicas[0].kv_capacity_blocks", "replicas[0].engine"}, ""},
 		{"pending over concurrency", replica("max_concurrency: 4, max_pending: 5"), nil, []string{"replicas[0].max_pending"}, "more than max_concurrency (4)"},
+		{"kv events scheme", replica("kv_events: 'http://h:5557'"), nil, []string{"replicas[0].kv_events"}, "want tcp://host:port or ipc://path"},
+		{"kv events port", replica("kv_events: 'tcp://h:0', kv_events_replay: 'tcp://h'"), nil,
+			[]string{"replicas[0].kv_events", "replicas[0].kv_events_replay"}, "port must be a number from 1 to 65535"},
+		{"kv events wildcard", replica("kv_events: 'tcp://*:5557'"), nil, []string{"replicas[0].kv_events"}, `"*" is for listening`},
+		{"kv events empty ipc", replica("kv_events: 'ipc://'"), nil, []string{"replicas[0].kv_events"}, "ipc path is empty"},
+		{"kv events options alone", replica("kv_events_replay: 'tcp://h:5558', kv_events_bind: true"), nil,
+			[]string{"replicas[0].kv_events_replay", "replicas[0].kv_events_bind"}, "needs kv_events"},
+		{"kv events twice", "models: [{name: m}]\nreplicas: [{id: a, url: \"http://a\", models: [m], kv_events: 'tcp://e:1'}, {id: b, url: \"http://b\", models: [m], kv_events: 'tcp://e:1'}]",
+			nil, []string{"replicas[1].kv_events"}, `"tcp://e:1" is already replicas[0].kv_events`},
 
 		// DNS groups.
 		{"dns group", "models: [{name: m}]\ndiscovery: {dns: [{url: 'http://s', models: [x], refresh: 0s}, {name: g, url: 's:80', models: [m], engine: x}]}",

@@ -34,7 +34,7 @@ func (c *Config) validate(skip func(key string) bool, limit int) (errs []error, 
 	if len(c.Replicas) == 0 && len(c.Discovery.DNS) == 0 {
 		v.add("replicas", "at least one replica or discovery.dns group is required")
 	}
-	ids := map[string]string{}
+	ids, streams := map[string]string{}, map[string]string{}
 	for i := range c.Replicas {
 		r := &c.Replicas[i]
 		p := index("replicas", i)
@@ -42,6 +42,7 @@ func (c *Config) validate(skip func(key string) bool, limit int) (errs []error, 
 		v.url(p+".url", r.URL, true)
 		v.servedModels(p+".models", r.Models, models)
 		v.limits(p, r.MaxConcurrency, r.MaxPending, r.KVCapacityBlocks, r.Engine)
+		v.kvEvents(p, r, streams)
 	}
 	groups := map[string]string{}
 	for i := range c.Discovery.DNS {
@@ -259,6 +260,69 @@ func (v *validator) limits(p string, maxConcurrency, maxPending, kvCapacity int,
 	}
 	v.atLeast(p+".kv_capacity_blocks", kvCapacity, 0)
 	v.oneOf(p+".engine", engine, "auto", "vllm", "sglang")
+}
+
+// kvEvents checks a replica's KV event stream settings. Two replicas on
+// one stream would mirror one engine into both predictions, so a stream
+// is taken once.
+func (v *validator) kvEvents(p string, r *Replica, seen map[string]string) {
+	if r.KVEvents == "" {
+		if r.KVEventsReplay != "" {
+			v.add(p+".kv_events_replay", "needs kv_events")
+		}
+		if r.KVEventsBind {
+			v.add(p+".kv_events_bind", "needs kv_events")
+		}
+		return
+	}
+	if v.zmqEndpoint(p+".kv_events", r.KVEvents, r.KVEventsBind) {
+		if prev, dup := seen[r.KVEvents]; dup {
+			v.add(p+".kv_events", "%q is already %s", r.KVEvents, prev)
+		} else {
+			seen[r.KVEvents] = p + ".kv_events"
+		}
+	}
+	if r.KVEventsReplay != "" {
+		v.zmqEndpoint(p+".kv_events_replay", r.KVEventsReplay, false)
+	}
+}
+
+// zmqEndpoint checks a ZeroMQ endpoint the gateway connects to, or with
+// bind listens on, and reports whether it is valid.
+func (v *validator) zmqEndpoint(key, ep string, bind bool) bool {
+	scheme, addr, ok := strings.Cut(ep, "://")
+	switch {
+	case !ok || scheme != "tcp" && scheme != "ipc":
+		v.add(key, "%q: want tcp://host:port or ipc://path, such as tcp://10.0.0.10:5557", ep)
+		return false
+	case scheme == "ipc":
+		if addr == "" {
+			v.add(key, "%q: the ipc path is empty", ep)
+			return false
+		}
+		return true
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.add(key, "%q: want tcp://host:port, such as tcp://10.0.0.10:5557", ep)
+		return false
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		v.add(key, "%q: port must be a number from 1 to 65535", ep)
+		return false
+	}
+	switch {
+	case host == "":
+		v.add(key, "%q: the host is empty", ep)
+		return false
+	case host == "*" && !bind:
+		v.add(key, "%q: \"*\" is for listening; name the engine's address (or set kv_events_bind to listen)", ep)
+		return false
+	case strings.ContainsAny(host, " /\t"):
+		v.add(key, "%q: invalid host", ep)
+		return false
+	}
+	return true
 }
 
 func (v *validator) routing(r *Routing) {

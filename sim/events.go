@@ -32,7 +32,7 @@ func newEventSink(o *Options) (*eventSink, error) {
 	if o.KVEventsEncoding == "array" {
 		enc = kvevent.EncodingArray
 	}
-	pub, err := kvevents.NewPublisher(cfg, kvevents.Options{Encoding: enc})
+	pub, err := kvevents.NewPublisher(cfg, kvevents.Options{Encoding: enc, Bind: o.KVEventsBind})
 	if err != nil {
 		return nil, fmt.Errorf("--kv-events-config: %w", err)
 	}

@@ -26,6 +26,10 @@ type Options struct {
 	KVEventsConfig            string // --kv-events-config, vLLM's JSON
 	// KVEventsEncoding is "map" (vLLM ≥ 0.23, the default) or "array" (≤ 0.22).
 	KVEventsEncoding string
+	// KVEventsBind binds the PUB endpoint even where vLLM would connect to
+	// it, such as tcp://127.0.0.1:0: in-process fleets publish on loopback
+	// ports picked by the kernel (EventEndpoints tells them). No flag.
+	KVEventsBind bool
 }
 
 // DefaultOptions are the simulator's defaults: an 8B model on one 24 GB GPU.

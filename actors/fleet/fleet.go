@@ -34,6 +34,10 @@ type Options struct {
 	// Scraper reads the engines' /metrics pages (transport/scrape). Nil
 	// turns load scraping off.
 	Scraper replica.Scraper
+	// Events subscribes replicas with kv_events to their engines' KV event
+	// streams (transport/kvevents). Nil turns KV events off: shadow indexes
+	// follow routing decisions alone.
+	Events replica.EventSource
 	// Resolver resolves the DNS groups. Required when the config has any.
 	Resolver Resolver
 	// Logger gets membership, health and ejection changes. Nil discards.
@@ -141,6 +145,7 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	if opts.Prober != nil {
 		st.replicaCfg.Prober = opts.Prober
 	}
+	st.replicaCfg.Events = opts.Events
 	if opts.Scraper != nil {
 		st.replicaCfg.Scraper = opts.Scraper
 		st.replicaCfg.Load = cfg.Load
@@ -173,6 +178,7 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 		c := replica.NewCounters(r.MaxConcurrency, r.MaxPending)
 		h := replica.NewHandle(r.ID, r.URL, r.Models, c)
 		h.Shadow().SetConfiguredCapacity(r.KVCapacityBlocks)
+		h.SetEvents(replica.EventStream{Endpoint: r.KVEvents, Replay: r.KVEventsReplay, Bind: r.KVEventsBind})
 		st.entries[r.ID] = &entry{h: h, group: -1}
 		st.static = append(st.static, r.ID)
 	}

@@ -46,6 +46,10 @@ type Config struct {
 	// size for a replica without kv_capacity_blocks whose engine reports no
 	// KV capacity. At most 0 takes 16384.
 	IndexCapacity int
+	// Events subscribes replicas with a KV event stream (Handle.SetEvents)
+	// to it. Nil turns events off: shadow indexes follow routing decisions
+	// alone.
+	Events EventSource
 }
 
 // Metrics are the counters replica actors update; safe for concurrent use.
@@ -113,7 +117,8 @@ func Props(h *Handle, cfg Config) *actor.Props {
 		s := h.Snapshot()
 		return &replicaActor{
 			cfg: shared, h: h, id: s.ID, url: s.URL, models: s.Models, counters: s.Counters,
-			scrapes: s.Scrapes, shadow: s.Shadow, log: shared.Logger.With("replica", s.ID),
+			scrapes: s.Scrapes, shadow: s.Shadow, stream: s.Events, eventCounts: s.EventCounts,
+			log: shared.Logger.With("replica", s.ID),
 		}
 	})
 }
@@ -153,6 +158,13 @@ type replicaActor struct {
 	// incarnation starts it empty.
 	est    *estimate.Replica
 	shadow *Shadow
+
+	// The engine's KV events, applied to est.Index through mirror.
+	stream      EventStream
+	events      *eventsRun // the running subscription; nil when none
+	mirror      *estimate.Events
+	eventCounts *EventCounts
+	gapLogged   bool
 }
 
 // Receive handles one message. It never blocks.
@@ -171,11 +183,18 @@ func (a *replicaActor) Receive(ctx actor.Context) {
 		a.probed(m)
 	case *scraped:
 		a.scraped(m)
+	case *eventsBatch:
+		a.eventsApplied(m)
+	case *eventsGap:
+		a.eventsLost(m)
+	case *eventsFailed:
+		a.eventsFailed(m)
 	case *actor.Started:
 		a.started(ctx)
 	case *actor.Stopping:
 		a.stopProber()
 		a.stopScraper()
+		a.stopEvents()
 	case *actor.Restarting:
 		a.restarting()
 	case *actor.Stopped:
@@ -204,6 +223,7 @@ func (a *replicaActor) started(ctx actor.Context) {
 	a.cfg.Budget.Join(a.id, a.models)
 	a.publish()
 	a.startScraper(ctx)
+	a.startEvents(ctx)
 	if a.cfg.Prober == nil {
 		return
 	}
@@ -226,6 +246,7 @@ func (a *replicaActor) stopProber() {
 func (a *replicaActor) restarting() {
 	a.stopProber()
 	a.stopScraper()
+	a.stopEvents()
 	a.restarts++
 	a.cfg.Metrics.Restarts.Inc()
 	a.log.Warn("replica actor restarted after a panic", "restarts", a.restarts)
@@ -237,6 +258,7 @@ func (a *replicaActor) restarting() {
 func (a *replicaActor) stopped() {
 	a.stopProber()
 	a.stopScraper()
+	a.stopEvents()
 	a.cfg.Budget.Leave(a.id)
 	a.healthy = false
 	a.publish()
@@ -334,5 +356,7 @@ func (a *replicaActor) publish() {
 		EngineRestarts:  a.engineRestarts,
 		Scrapes:         a.scrapes,
 		Shadow:          a.shadow,
+		Events:          a.stream,
+		EventCounts:     a.eventCounts,
 	})
 }

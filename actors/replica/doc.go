@@ -21,8 +21,12 @@
 // Config's WaitGroup (the fleet, when it stops). The prober calls the Prober
 // every health.interval within health.timeout and reports each result to the
 // actor as a message; it never touches the actor's state. Receive never
-// blocks.
+// blocks. The scrape loop and, for a replica with a KV event stream, the
+// subscription to it (events.go) run the same way: the subscription's
+// batches come to the actor as messages, which it maps onto its shadow
+// index with estimate.Events.
 //
 // The package does no I/O itself: probes go through the Prober interface,
-// which transport/health implements over HTTP.
+// which transport/health implements over HTTP; scrapes through Scraper
+// (transport/scrape) and KV events through EventSource (transport/kvevents).
 package replica

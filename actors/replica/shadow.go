@@ -237,9 +237,13 @@ func (a *replicaActor) attemptEnded(at *Attempt, o Outcome) {
 	}
 }
 
-// engineRestarted clears the shadow state of an engine found restarted.
+// engineRestarted clears the shadow state of an engine found restarted,
+// and the mapping of its KV events: its block hashes are gone with it.
 func (a *replicaActor) engineRestarted() {
 	a.est.Restarted()
+	if a.mirror != nil {
+		a.mirror.Reset()
+	}
 	a.shadow.resets.Add(1)
 	a.publishShadow()
 }

@@ -58,6 +58,10 @@ type Snapshot struct {
 	// Shadow is the published part of the shadow index and prefill queue;
 	// shared by every snapshot.
 	Shadow *Shadow
+	// Events is the engine's KV event stream; zero when it has none.
+	Events EventStream
+	// EventCounts count the KV events applied; shared by every snapshot.
+	EventCounts *EventCounts
 }
 
 // Serves reports whether the replica serves the configured model.
@@ -87,8 +91,17 @@ type Handle struct {
 func NewHandle(id, url string, models []string, c *Counters) *Handle {
 	h := &Handle{}
 	h.snap.Store(&Snapshot{ID: id, URL: url, Models: slices.Clone(models), Healthy: true, Counters: c,
-		Scrapes: &ScrapeCounts{}, Shadow: &Shadow{}})
+		Scrapes: &ScrapeCounts{}, Shadow: &Shadow{}, EventCounts: &EventCounts{}})
 	return h
+}
+
+// SetEvents sets the engine's KV event stream, which the replica's actor
+// subscribes to when the fleet has an EventSource. Call it before the
+// actor starts.
+func (h *Handle) SetEvents(es EventStream) {
+	s := *h.snap.Load()
+	s.Events = es
+	h.snap.Store(&s)
 }
 
 // Snapshot returns the latest published snapshot. It never returns nil.

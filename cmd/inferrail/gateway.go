@@ -20,6 +20,7 @@ import (
 	"github.com/inferrail/inferrail/transport/admin"
 	"github.com/inferrail/inferrail/transport/frontend"
 	"github.com/inferrail/inferrail/transport/health"
+	"github.com/inferrail/inferrail/transport/kvevents"
 	"github.com/inferrail/inferrail/transport/scrape"
 	"github.com/inferrail/inferrail/transport/telemetry"
 	"github.com/inferrail/inferrail/transport/tokenize"
@@ -110,6 +111,7 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 	fl, err := fleet.Start(cfg, fleet.Options{
 		Prober:         health.NewProber(),
 		Scraper:        scraper,
+		Events:         kvevents.Source{},
 		Resolver:       net.DefaultResolver,
 		Logger:         log,
 		RoutingMetrics: routingMetrics,
@@ -130,6 +132,7 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 	met := telemetry.New(fl)
 	met.Include(routingMetrics)
 	met.Include(tokMetrics)
+	met.Include(telemetry.WriterFunc(tok.WriteCacheMetrics))
 	fe := frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met, Tokenizer: edgeTokenizer{tok}})
 	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{Fleet: fl, Tokenizer: edgeTokenizer{tok},
 		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)})
@@ -178,6 +181,7 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	listen := fs.String("listen", "127.0.0.1:8080", "gateway client address")
 	adminListen := fs.String("admin-listen", "127.0.0.1:9090", "gateway admin address (/metrics, /admin/replicas)")
 	policy := fs.String("policy", "cost_model", "routing policy")
+	events := fs.Bool("kv-events", false, "the simulators publish their KV events on loopback and the gateway follows them (exact cache predictions)")
 	simOpts := sim.DefaultOptions()
 	simOpts.EnablePromptTokensDetails = true // usage shows the engine's cache hits next to the prediction
 	simOpts.RegisterFlags(fs)
@@ -189,7 +193,7 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errUsage
 	}
 	simOpts.Port = 0
-	sims, err := sim.StartN(*n, simOpts)
+	sims, replicas, err := startSims(*n, simOpts, *events)
 	if err != nil {
 		return err
 	}
@@ -206,14 +210,16 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	m.Tokenizer = tokenize.Sim // the simulators' own tokenizer: predictions are exact
 	m.BlockSize = simOpts.Engine.BlockSize
 	cfg.Models = []config.Model{m}
-	for i, s := range sims {
-		cfg.Replicas = append(cfg.Replicas, config.NewReplica("sim-"+strconv.Itoa(i), s.URL(), simOpts.Model))
-	}
+	cfg.Replicas = replicas
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	mode := *policy
+	if *events {
+		mode += ", following their KV events"
+	}
 	return serve(ctx, cfg, stdout, stderr, func(addr, adminAddr string) {
-		fmt.Fprintf(stdout, "inferrail launch: gateway on http://%s in front of %d simulated engines (%s)\n", addr, len(sims), *policy)
+		fmt.Fprintf(stdout, "inferrail launch: gateway on http://%s in front of %d simulated engines (%s)\n", addr, len(sims), mode)
 		fmt.Fprintf(stdout, "  admin  http://%s/metrics  http://%s/admin/replicas  POST http://%s/admin/explain/v1/chat/completions\n",
 			adminAddr, adminAddr, adminAddr)
 		for i, s := range sims {
@@ -222,4 +228,27 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "\nTry:\n  curl -s http://%s/v1/chat/completions -H 'content-type: application/json' \\\n"+
 			"    -d '{\"model\":\"sim\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":16}'\n\n", addr)
 	})
+}
+
+// startSims starts n simulators with opts and returns them with their
+// replica entries, sim-0 to sim-<n-1>. With events each publishes its KV
+// events, with replay, on loopback ports the kernel picks, and its entry
+// subscribes to them.
+func startSims(n int, opts sim.Options, events bool) ([]*sim.Server, []config.Replica, error) {
+	if events {
+		opts.KVEventsConfig = `{"enable_kv_cache_events": true, "endpoint": "tcp://127.0.0.1:0", "replay_endpoint": "tcp://127.0.0.1:0"}`
+		opts.KVEventsBind = true // vLLM would connect to an address without "*"
+	}
+	sims, err := sim.StartN(n, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	replicas := make([]config.Replica, len(sims))
+	for i, s := range sims {
+		replicas[i] = config.NewReplica("sim-"+strconv.Itoa(i), s.URL(), opts.Model)
+		if events {
+			replicas[i].KVEvents, replicas[i].KVEventsReplay = s.EventEndpoints()
+		}
+	}
+	return sims, replicas, nil
 }

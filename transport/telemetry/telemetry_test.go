@@ -230,3 +230,34 @@ func BenchmarkRenderAfterChurn(b *testing.B) {
 	}
 	b.ReportMetric(float64(buf.Len()), "page-bytes")
 }
+
+// TestKVEventsSeries: replicas subscribed to their engine's KV events get
+// the inferrail_kv_events_* series; the others do not.
+func TestKVEventsSeries(t *testing.T) {
+	f := &fakeFleet{}
+	f.set("a", "b")
+	c := &replica.EventCounts{}
+	c.Batches.Add(3)
+	c.Stored.Add(7)
+	c.Removed.Add(2)
+	c.Gaps.Add(1)
+	a := *f.snaps[0]
+	a.Events, a.EventCounts = replica.EventStream{Endpoint: "tcp://10.0.0.1:5557"}, c
+	f.snaps[0] = &a
+	p := page(New(f))
+	for _, want := range []string{
+		`inferrail_kv_events_batches_total{replica="a"} 3`,
+		`inferrail_kv_events_blocks_total{replica="a",op="stored"} 7`,
+		`inferrail_kv_events_blocks_total{replica="a",op="removed"} 2`,
+		`inferrail_kv_events_blocks_total{replica="a",op="unmapped"} 0`,
+		`inferrail_kv_events_blocks_total{replica="a",op="unknown"} 0`,
+		`inferrail_kv_events_gaps_total{replica="a"} 1`,
+	} {
+		if !strings.Contains(p, want+"\n") {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Contains(p, `kv_events_batches_total{replica="b"}`) {
+		t.Error("a replica without kv_events has KV event series")
+	}
+}

@@ -1,0 +1,171 @@
+package replica
+
+import (
+	"context"
+	"io"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/inferrail/inferrail/model/estimate"
+	"github.com/inferrail/inferrail/model/kvevent"
+)
+
+// EventSource subscribes to an engine's KV event stream: endpoint is its
+// PUB socket, replay its replay socket ("" for none), and bind makes the
+// gateway listen on endpoint for an engine that connects. onBatch gets
+// every batch in order; onGap reports batches that were lost, restart set
+// when the engine started over with an empty cache. Both run on the
+// subscription's own goroutine, never after Close returns, and must not
+// block. transport/kvevents implements it over ZeroMQ; tests use fakes.
+type EventSource interface {
+	Subscribe(endpoint, replay string, bind bool, onBatch func(*kvevent.Batch), onGap func(restart bool)) (io.Closer, error)
+}
+
+// EventStream is where a replica's engine publishes its KV events
+// (replicas[].kv_events, kv_events_replay and kv_events_bind). The zero
+// value means none.
+type EventStream struct {
+	Endpoint, Replay string
+	Bind             bool
+}
+
+// EventCounts count what a replica's KV events did to its shadow index,
+// for the inferrail_kv_events_* series. Shared by pointer across the
+// replica's snapshots; safe for concurrent use.
+type EventCounts struct {
+	Batches atomic.Uint64 // batches applied
+	// Blocks by what became of them (estimate.EventStats).
+	Stored, Removed, Unmapped, Unknown atomic.Uint64
+	Gaps                               atomic.Uint64 // lost batches reported, restarts included
+}
+
+// eventsRun is one incarnation's subscription goroutine, like probeRun.
+type eventsRun struct {
+	cancel context.CancelFunc
+}
+
+// eventsBatch is one batch of the engine's events, sent by the
+// subscription's callbacks.
+type eventsBatch struct {
+	run   *eventsRun
+	batch *kvevent.Batch
+}
+
+// eventsGap reports lost batches.
+type eventsGap struct {
+	run     *eventsRun
+	restart bool
+}
+
+// eventsFailed reports a subscription that could not start.
+type eventsFailed struct {
+	run *eventsRun
+	err error
+}
+
+func (*eventsBatch) replicaMsg()  {}
+func (*eventsGap) replicaMsg()    {}
+func (*eventsFailed) replicaMsg() {}
+
+// Batches keep coming until the subscription closes, which can be after
+// the actor stopped; not worth a log line.
+func (*eventsBatch) IgnoreDeadLetterLogging()  {}
+func (*eventsGap) IgnoreDeadLetterLogging()    {}
+func (*eventsFailed) IgnoreDeadLetterLogging() {}
+
+var (
+	_ Message = (*eventsBatch)(nil)
+	_ Message = (*eventsGap)(nil)
+	_ Message = (*eventsFailed)(nil)
+)
+
+// eventsLoop holds one subscription to the engine's stream until ctx ends.
+// Subscribing and closing are I/O (a listen, a join that may wait out a
+// replay), so they run here and not in Receive.
+func eventsLoop(ctx context.Context, run *eventsRun, send actor.SenderContext, self *actor.PID,
+	src EventSource, es EventStream) {
+	c, err := src.Subscribe(es.Endpoint, es.Replay, es.Bind,
+		func(b *kvevent.Batch) { send.Send(self, &eventsBatch{run: run, batch: b}) },
+		func(restart bool) { send.Send(self, &eventsGap{run: run, restart: restart}) })
+	if err != nil {
+		send.Send(self, &eventsFailed{run: run, err: err})
+		return
+	}
+	<-ctx.Done()
+	_ = c.Close()
+}
+
+// startEvents subscribes this incarnation to the engine's KV events, when
+// the replica has a stream and the fleet an EventSource. Its mirror starts
+// empty, as the index does.
+func (a *replicaActor) startEvents(ctx actor.Context) {
+	if a.cfg.Events == nil || a.stream.Endpoint == "" || len(a.models) == 0 {
+		return
+	}
+	a.mirror = estimate.NewEvents(a.models[0])
+	ectx, cancel := context.WithCancel(context.Background())
+	run := &eventsRun{cancel: cancel}
+	a.events = run
+	send, self := actor.SenderContext(ctx.ActorSystem().Root), ctx.Self()
+	src, es := a.cfg.Events, a.stream
+	a.cfg.Goroutines.Go(func() { eventsLoop(ectx, run, send, self, src, es) })
+}
+
+func (a *replicaActor) stopEvents() {
+	if a.events != nil {
+		a.events.cancel()
+		a.events = nil
+	}
+}
+
+// eventsApplied applies one batch of the engine's events to the index.
+func (a *replicaActor) eventsApplied(m *eventsBatch) {
+	if m.run != a.events {
+		return // from a subscription that was stopped
+	}
+	before := a.mirror.Stats()
+	a.mirror.Apply(m.batch, a.est.Index)
+	after := a.mirror.Stats()
+	c := a.eventCounts
+	c.Batches.Add(after.Batches - before.Batches)
+	c.Stored.Add(after.Stored - before.Stored)
+	c.Removed.Add(after.Removed - before.Removed)
+	c.Unmapped.Add(after.Unmapped - before.Unmapped)
+	c.Unknown.Add(after.Unknown - before.Unknown)
+	if after.Stored != before.Stored || after.Removed != before.Removed || after.Cleared != before.Cleared {
+		a.publishShadow()
+	}
+}
+
+// eventsLost handles batches the subscription could not deliver. An engine
+// that restarted has an empty cache, and so gets an empty index. Other
+// losses leave stale or missing blocks behind, which later events and
+// decisions correct; they are counted and logged once.
+func (a *replicaActor) eventsLost(m *eventsGap) {
+	if m.run != a.events {
+		return
+	}
+	a.eventCounts.Gaps.Add(1)
+	if m.restart {
+		a.engineRestarts++
+		a.log.Info("engine restarted: its KV event sequence went backwards; its shadow index is cleared")
+		a.engineRestarted()
+		a.publish()
+		return
+	}
+	if !a.gapLogged {
+		a.gapLogged = true
+		a.log.Warn("KV events lost; the cache prediction may be off until the engine stores or evicts those blocks again (logged once)")
+	}
+}
+
+func (a *replicaActor) eventsFailed(m *eventsFailed) {
+	if m.run != a.events {
+		return
+	}
+	a.events.cancel()
+	a.events = nil
+	a.log.Error("KV events: cannot subscribe; the cache prediction comes from routing decisions alone",
+		"endpoint", a.stream.Endpoint, "err", m.err)
+}

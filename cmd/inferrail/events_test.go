@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/sim"
+	"github.com/inferrail/inferrail/transport/tokenize"
+)
+
+// TestKVEventsPredictionMatchesEngine runs multi-turn conversations that
+// resend the assistant's answers, as bench's W2 does, through the gateway
+// and three simulators, once with the gateway following the engines' KV
+// events and once without. Without them the index knows only the prompts
+// it routed, not the blocks each engine filled while answering, so every
+// later turn is predicted short. With them the prediction
+// (x-inferrail-cached-tokens) equals the engine's own count
+// (usage.prompt_tokens_details.cached_tokens) on at least 97% of requests,
+// and more often than without.
+func TestKVEventsPredictionMatchesEngine(t *testing.T) {
+	off := conversationPredictions(t, false)
+	on := conversationPredictions(t, true)
+	for _, r := range []struct {
+		what string
+		p    conversationStats
+	}{{"decisions only", off}, {"with KV events", on}} {
+		t.Logf("%-15s %d of %d predictions exact (%.1f%%); after the first turn %d of %d (%.1f%%); %d requests hit the cache",
+			r.what, r.p.exact, r.p.n, r.p.rate(), r.p.laterExact, r.p.later, 100*float64(r.p.laterExact)/float64(max(r.p.later, 1)), r.p.hits)
+	}
+	if on.hits < on.n/2 {
+		t.Errorf("with KV events only %d of %d requests hit the cache: the test shows nothing", on.hits, on.n)
+	}
+	if on.rate() < 97 {
+		t.Errorf("with KV events %.1f%% of predictions exact, want at least 97%%", on.rate())
+	}
+	if on.exact <= off.exact {
+		t.Errorf("KV events did not make predictions better: %d exact with them, %d without", on.exact, off.exact)
+	}
+}
+
+type conversationStats struct {
+	n, exact, later, laterExact, hits int
+}
+
+func (s conversationStats) rate() float64 { return 100 * float64(s.exact) / float64(max(s.n, 1)) }
+
+// conversationPredictions runs the conversations through a fresh gateway
+// and fleet, with or without KV events, and counts exact predictions.
+func conversationPredictions(t *testing.T, events bool) conversationStats {
+	t.Helper()
+	opts := sim.DefaultOptions()
+	opts.Port = 0
+	opts.EnablePromptTokensDetails = true
+	opts.Engine.NumBlocks = 2048
+	opts.Engine.MaxModelLen = 4096
+	opts.Engine.Latency.PrefillToken = 10 * time.Microsecond
+	opts.Engine.Latency.PrefillFixed = time.Millisecond
+	opts.Engine.Latency.DecodeToken = time.Millisecond
+	sims, replicas, err := startSims(3, opts, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, s := range sims {
+			s.Close()
+		}
+	})
+	cfg := config.Default()
+	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Routing.DefaultPolicy = "cost_model"
+	cfg.Routing.Seed = 1
+	// A replica that misses the estimate deadline is priced without its
+	// index; a -race run on two busy cores should measure the index, not
+	// the deadline.
+	cfg.Routing.EstimateDeadline = 100 * time.Millisecond
+	m := config.NewModel(opts.Model, "sim")
+	m.Tokenizer, m.BlockSize = tokenize.Sim, opts.Engine.BlockSize
+	cfg.Models = []config.Model{m}
+	for i := range replicas {
+		replicas[i].KVCapacityBlocks = opts.Engine.NumBlocks
+	}
+	cfg.Replicas = replicas
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := startGateway(t, cfg)
+
+	// Twelve conversations of six turns, four at a time. Each starts with
+	// a system prompt of its own (10-25 blocks) and asks for answers of
+	// 20-60 tokens, one to three blocks the engine fills while decoding.
+	const convs, turns, workers = 12, 6, 4
+	client := &http.Client{Timeout: 30 * time.Second}
+	var mu sync.Mutex
+	var st conversationStats
+	jobs := make(chan int)
+	errs := make(chan error, convs)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for c := range jobs {
+				rng := rand.New(rand.NewPCG(uint64(c), 7))
+				var sys strings.Builder
+				for w := range 150 + rng.IntN(250) {
+					fmt.Fprintf(&sys, "c%dw%d ", c, w)
+				}
+				msgs := []map[string]string{{"role": "system", "content": sys.String()}}
+				for turn := range turns {
+					msgs = append(msgs, map[string]string{"role": "user", "content": fmt.Sprintf("turn %d of conversation %d: go on", turn, c)})
+					stream := (c+turn)%2 == 1
+					r, answer, err := chatTurn(client, addr, msgs, 20+rng.IntN(40), stream)
+					if err != nil {
+						errs <- fmt.Errorf("conversation %d turn %d: %w", c, turn, err)
+						return
+					}
+					msgs = append(msgs, map[string]string{"role": "assistant", "content": answer})
+					// The user reads the answer before writing again; the
+					// engine's events about it travel meanwhile.
+					time.Sleep(5 * time.Millisecond)
+					mu.Lock()
+					st.n++
+					if r.predicted == r.cached {
+						st.exact++
+					} else if events {
+						t.Logf("with KV events: conversation %d turn %d (%s): predicted %d, engine cached %d of %d",
+							c, turn, r.replica, r.predicted, r.cached, r.prompt)
+					}
+					if turn > 0 {
+						st.later++
+						if r.predicted == r.cached {
+							st.laterExact++
+						}
+					}
+					if r.cached > 0 {
+						st.hits++
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for c := range convs {
+		jobs <- c
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// chatTurn sends one chat request and returns the gateway's prediction,
+// the engine's usage and the answer's text.
+func chatTurn(client *http.Client, addr string, msgs []map[string]string, maxTokens int, stream bool) (predictedUsage, string, error) {
+	req := map[string]any{"model": "sim", "max_tokens": maxTokens, "messages": msgs}
+	if stream {
+		req["stream"] = true
+		req["stream_options"] = map[string]any{"include_usage": true}
+	}
+	body, _ := json.Marshal(req)
+	resp, err := client.Post("http://"+addr+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return predictedUsage{}, "", err
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return predictedUsage{}, "", fmt.Errorf("%v %d %.200s", err, resp.StatusCode, raw)
+	}
+	r := predictedUsage{predicted: -1, replica: resp.Header.Get("X-Inferrail-Replica")}
+	if h := resp.Header.Get("X-Inferrail-Cached-Tokens"); h != "" {
+		r.predicted, _ = strconv.Atoi(h)
+	}
+	if r.prompt, r.cached, err = usageOf(stream, raw); err != nil {
+		return predictedUsage{}, "", err
+	}
+	answer, err := answerOf(stream, raw)
+	return r, answer, err
+}
+
+// answerOf returns the assistant's text from a whole or streamed chat
+// response.
+func answerOf(stream bool, body []byte) (string, error) {
+	type choice struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+		Delta struct {
+			Content string `json:"content"`
+		} `json:"delta"`
+	}
+	var r struct {
+		Choices []choice `json:"choices"`
+	}
+	if !stream {
+		if err := json.Unmarshal(body, &r); err != nil || len(r.Choices) == 0 {
+			return "", fmt.Errorf("no answer in %.200q: %v", body, err)
+		}
+		return r.Choices[0].Message.Content, nil
+	}
+	var b strings.Builder
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || line == "[DONE]" {
+			continue
+		}
+		r.Choices = nil
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return "", err
+		}
+		for _, c := range r.Choices {
+			b.WriteString(c.Delta.Content)
+		}
+	}
+	return b.String(), nil
+}
