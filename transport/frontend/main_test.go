@@ -94,6 +94,11 @@ func start(t testing.TB, n int, simEdit func(*sim.Options), cfgEdit func(*config
 	return g
 }
 
+// testFasthttpBodies starts gateways that leave reading bodies to fasthttp
+// (Options.fasthttpBodies), for benchmarks that compare; tests leave it
+// false.
+var testFasthttpBodies bool
+
 // startWith runs a gateway in front of engines at urls, replicas r0, r1, …
 func startWith(t testing.TB, urls []string, cfgEdit func(*config.Config)) *gw {
 	t.Helper()
@@ -123,7 +128,7 @@ func startWith(t testing.TB, urls []string, cfgEdit func(*config.Config)) *gw {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.fe = New(Options{Config: cfg, Fleet: g.fl, Logger: log})
+	g.fe = New(Options{Config: cfg, Fleet: g.fl, Logger: log, fasthttpBodies: testFasthttpBodies})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,10 @@ type Options struct {
 	// Tokenizer prepares prompts for the KV index; nil routes every
 	// request without a prediction.
 	Tokenizer Tokenizer
+
+	// fasthttpBodies leaves reading request bodies to fasthttp, as the
+	// gateway did before readBody (see body.go); benchmarks compare the two.
+	fasthttpBodies bool
 }
 
 // Server is the gateway's client port. See the package doc.
@@ -39,6 +43,9 @@ type Server struct {
 	met   *telemetry.Registry
 	tok   Tokenizer
 	srv   *fasthttp.Server
+	// streamBodies: fasthttp streams request bodies, and readBody reads
+	// them.
+	streamBodies bool
 	// watcher checks clients and replicas of requests in flight.
 	watcher *conncheck.Watcher
 
@@ -65,6 +72,8 @@ func New(opts Options) *Server {
 		met:   opts.Metrics,
 		tok:   opts.Tokenizer,
 		pools: make(map[string]*upstream.Pool),
+
+		streamBodies: !opts.fasthttpBodies,
 	}
 	if s.met == nil {
 		s.met = telemetry.New(opts.Fleet)
@@ -80,8 +89,14 @@ func New(opts Options) *Server {
 		ReadTimeout:        sc.RequestTimeout,
 		IdleTimeout:        sc.HeaderReadTimeout,
 		MaxRequestBodySize: int(sc.MaxBodyBytes),
-		ReduceMemoryUsage:  false,
-		CloseOnShutdown:    true,
+		// readBody reads streamed bodies within server.max_body_bytes.
+		StreamRequestBody: s.streamBodies,
+		// A multipart body is a body like any other: fasthttp would read it
+		// into a form (and temporary files) before the handler, whatever
+		// its length, when streaming.
+		DisablePreParseMultipartForm: s.streamBodies,
+		ReduceMemoryUsage:            false,
+		CloseOnShutdown:              true,
 		// Bodies are never logged: fasthttp's own error log gets none.
 		Logger: discardLogger{},
 	}
@@ -152,6 +167,11 @@ var routes = map[string]string{
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	// Every body is read before the request is looked at, as fasthttp
+	// reads them when it does not stream them.
+	if s.streamBodies && !s.readBody(ctx) {
+		return
+	}
 	path := string(ctx.Path())
 	allow, ok := routes[path]
 	if !ok {
@@ -220,9 +240,10 @@ func pathOf(uri []byte) []byte {
 	return uri
 }
 
-// readError answers requests fasthttp could not read: a body over the limit
-// (413), a body or head that stalled past server.request_timeout (408), and
-// malformed HTTP (400), in the OpenAI error shape.
+// readError answers requests fasthttp or readBody could not read: a body
+// over the limit (413), a body or head that stalled past
+// server.request_timeout (408), and malformed HTTP (400), in the OpenAI
+// error shape.
 func (s *Server) readError(ctx *fasthttp.RequestCtx, err error) {
 	var ne net.Error
 	switch {
