@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/actors/routing"
 	"github.com/inferrail/inferrail/model/policy"
 )
 
@@ -41,6 +42,10 @@ type Decision struct {
 	Predicted    bool
 	CachedTokens int
 	Estimate     time.Duration
+
+	// Explanation is every replica as the policy saw it and the decision,
+	// when PickRequest.Log asked for it.
+	Explanation *routing.Explanation
 
 	attempt *replica.Attempt // the shadow record, when Predicted
 	pid     *actor.PID       // the replica actor, when Predicted
@@ -92,4 +97,7 @@ type PickRequest struct {
 	Policy   policy.Request // what the policy may know of the request
 	Exclude  []string       // replica ids already tried by this request
 	Deadline time.Time      // answer by then or fail with ErrDeadline
+	// Log asks for the decision's explanation (Decision.Explanation), for
+	// the decision log.
+	Log bool
 }

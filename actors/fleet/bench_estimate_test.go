@@ -55,13 +55,23 @@ func BenchmarkCostModelActor(b *testing.B) {
 				continue
 			}
 			b.Run(fmt.Sprintf("fanout=%d/replicas=%d", fanout, n), func(b *testing.B) {
-				benchCostModelActor(b, n, fanout)
+				benchCostModelActor(b, n, fanout, false)
 			})
 		}
 	}
 }
 
-func benchCostModelActor(b *testing.B, n, fanout int) {
+// BenchmarkCostModelActorLogged is BenchmarkCostModelActor for a request
+// the decision log samples: the policy explains its choice too.
+func BenchmarkCostModelActorLogged(b *testing.B) {
+	for _, n := range []int{8, 64} {
+		for _, log := range []bool{false, true} {
+			b.Run(fmt.Sprintf("replicas=%d/log=%v", n, log), func(b *testing.B) { benchCostModelActor(b, n, 16, log) })
+		}
+	}
+}
+
+func benchCostModelActor(b *testing.B, n, fanout int, log bool) {
 	{
 		{
 			set := metrics.NewSet()
@@ -96,7 +106,7 @@ func benchCostModelActor(b *testing.B, n, fanout int) {
 			b.ResetTimer()
 			for range b.N {
 				t0 := time.Now()
-				d, err := f.Pick(PickRequest{Model: "m", Policy: req, Deadline: t0.Add(time.Second)})
+				d, err := f.Pick(PickRequest{Model: "m", Policy: req, Deadline: t0.Add(time.Second), Log: log})
 				el := time.Since(t0)
 				lat = append(lat, el)
 				if err != nil {

@@ -120,3 +120,55 @@ func TestExplainNamesTheNextPick(t *testing.T) {
 		})
 	}
 }
+
+// A Pick that asks to be logged carries its explanation: every replica as
+// the policy saw it, and the replica chosen; one that does not carries none.
+// The explanation, made with the same draw before the choice, does not
+// change the choice (the same requests route the same way without it).
+func TestPickLogExplains(t *testing.T) {
+	logged, plain := costModelFleet(t, 3), costModelFleet(t, 3)
+	for i := range 30 {
+		req := promptReq(uint32(i%5)*7777, 1200)
+		d, err := logged.Pick(PickRequest{Model: "m", Policy: req, Deadline: time.Now().Add(5 * time.Second), Log: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := pickOK(t, plain, req)
+		if e.Explanation != nil {
+			t.Fatal("a Pick that did not ask to be logged carries an explanation")
+		}
+		ex := d.Explanation
+		if ex == nil || ex.Err != nil || ex.Winner != d.Replica || len(ex.Replicas) != 3 || ex.Policy != "cost_model" {
+			t.Fatalf("request %d: picked %s, explanation %+v", i, d.Replica, ex)
+		}
+		if d.Replica != e.Replica {
+			t.Fatalf("request %d: %s when logged, %s when not", i, d.Replica, e.Replica)
+		}
+		for _, r := range ex.Replicas {
+			if r.ID == d.Replica && (r.CachedTokens != d.CachedTokens || r.Estimate.Total() != d.Estimate) {
+				t.Fatalf("request %d: the winner explained with %d cached and %v, decided with %d and %v",
+					i, r.CachedTokens, r.Estimate.Total(), d.CachedTokens, d.Estimate)
+			}
+		}
+		for _, x := range []struct {
+			f *Fleet
+			d Decision
+		}{{logged, d}, {plain, e}} {
+			x.f.FirstByte(x.d)
+			x.f.Done(x.d, OutcomeOK)
+			waitFor(t, "idle", func() bool {
+				s, _ := x.f.Snapshot(x.d.Replica)
+				return s.Shadow.Queued(time.Now()) == 0 && s.Counters.InFlight() == 0
+			})
+		}
+	}
+	// A baseline explains nothing but still shows the replicas it saw.
+	rr := start(t, testConfig(3, func(c *config.Config) { c.Models[0].Policy = "round_robin" }), Options{})
+	d, err := rr.Pick(PickRequest{Model: "m", Deadline: time.Now().Add(5 * time.Second), Log: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex := d.Explanation; ex == nil || ex.Winner != d.Replica || len(ex.Replicas) != 3 {
+		t.Fatalf("round_robin: picked %s, explanation %+v", d.Replica, ex)
+	}
+}

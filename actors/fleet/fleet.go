@@ -302,7 +302,7 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 	if wait <= 0 {
 		return Decision{}, ErrDeadline
 	}
-	msg := &routing.Pick{Request: req.Policy, Deadline: req.Deadline}
+	msg := &routing.Pick{Request: req.Policy, Deadline: req.Deadline, Log: req.Log}
 	if len(req.Exclude) > 0 {
 		// The actor may read it after Pick has given up waiting.
 		msg.Exclude = slices.Clone(req.Exclude)
@@ -365,7 +365,7 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 		}
 		return Decision{}, ErrDeadline
 	}
-	d := Decision{Replica: p.Replica.ID, URL: p.Replica.URL, Policy: p.Policy, Lease: p.Lease}
+	d := Decision{Replica: p.Replica.ID, URL: p.Replica.URL, Policy: p.Policy, Lease: p.Lease, Explanation: p.Explanation}
 	if p.Attempt != nil {
 		if mem, ok := f.view.Load().byID[p.Replica.ID]; ok && mem.pid != nil {
 			d.attempt, d.pid = p.Attempt, mem.pid

@@ -169,7 +169,25 @@ func (a *routingActor) decide(m *Pick) *Picked {
 			a.price(&a.cands[i], a.snaps[i], &m.Request, nil, now)
 		}
 	}
+	if m.Log {
+		ex := a.explanation(&m.Request, &pending{cands: a.cands, snaps: a.snaps, offered: offered}, now)
+		return a.logged(ex, a.choose(m, a.cands, a.snaps, offered, now))
+	}
 	return a.choose(m, a.cands, a.snaps, offered, now)
+}
+
+// logged attaches ex, the explanation of the decision p, for the decision
+// log. The winner is the replica chosen: the policy's pick, or the next
+// best when a lease could not be taken on it.
+func (a *routingActor) logged(ex *Explanation, p *Picked) *Picked {
+	switch {
+	case p.Replica != nil:
+		ex.Winner = p.Replica.ID
+	case p.Err != nil:
+		ex.Winner, ex.Err = "", p.Err
+	}
+	p.Explanation = ex
+	return p
 }
 
 // choose runs the policy over cands (built from snaps) and takes a lease on

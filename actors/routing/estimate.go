@@ -378,5 +378,10 @@ func (a *routingActor) finish(ctx actor.Context, m *Pick, pd *pending) {
 		a.answer(ctx, m, &Picked{Err: ErrDeadline, Policy: a.st.name})
 		return
 	}
+	if m.Log {
+		ex := a.explanation(&m.Request, pd, now)
+		a.answer(ctx, m, a.logged(ex, a.choose(m, pd.cands, pd.snaps, pd.offered, now)))
+		return
+	}
 	a.answer(ctx, m, a.choose(m, pd.cands, pd.snaps, pd.offered, now))
 }

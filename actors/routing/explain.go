@@ -89,6 +89,18 @@ func (a *routingActor) explain(ctx actor.Context, m *Explain) {
 
 // explained answers an Explain from the priced candidates of pd.
 func (a *routingActor) explained(m *Explain, pd *pending, now time.Time) {
+	ex := a.explanation(&m.Request, pd, now)
+	if time.Now().Before(m.Deadline) {
+		select {
+		case m.Answered <- ex:
+		default:
+		}
+	}
+}
+
+// explanation explains what the policy makes of req over the priced
+// candidates of pd, with its next draw, changing nothing.
+func (a *routingActor) explanation(req0 *policy.Request, pd *pending, now time.Time) *Explanation {
 	ex := &Explanation{Policy: a.st.name}
 	byReplica := make(map[int]int, len(pd.cands))
 	for i, c := range pd.cands {
@@ -126,7 +138,7 @@ func (a *routingActor) explained(m *Explain, pd *pending, now time.Time) {
 	case len(pd.cands) == 0:
 		ex.Err = ErrOverloaded
 	default:
-		req := m.Request
+		req := *req0
 		if req.Now.IsZero() {
 			req.Now = now
 		}
@@ -151,12 +163,7 @@ func (a *routingActor) explained(m *Explain, pd *pending, now time.Time) {
 			ex.Winner = a.st.replicas[pd.cands[w].Replica].Snapshot().ID
 		}
 	}
-	if time.Now().Before(m.Deadline) {
-		select {
-		case m.Answered <- ex:
-		default:
-		}
-	}
+	return ex
 }
 
 // peek returns the policy's next draw without taking it.

@@ -46,6 +46,11 @@ type Pick struct {
 	// deadline is answered ErrDeadline without deciding.
 	Deadline time.Time
 
+	// Log asks for the decision's explanation (Picked.Explanation), for
+	// the decision log: the policy explains its choice before making it,
+	// with the same draw, which costs a second evaluation.
+	Log bool
+
 	// Answered, when not nil, receives one value once the actor has
 	// answered (capacity 1, so the actor never blocks). An asker that waits
 	// on it instead of on a protoactor future saves the future's
@@ -110,6 +115,10 @@ type Picked struct {
 	CachedTokens int
 	Estimate     cost.Estimate
 	Estimated    bool
+
+	// Explanation is the decision explained, when the Pick asked to Log
+	// it: every replica as the policy saw it, and the one chosen.
+	Explanation *Explanation
 }
 
 // An answer can reach its future after it timed out: the asker then reads

@@ -18,6 +18,7 @@ import (
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/sim"
 	"github.com/inferrail/inferrail/transport/admin"
+	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/frontend"
 	"github.com/inferrail/inferrail/transport/health"
 	"github.com/inferrail/inferrail/transport/kvevents"
@@ -133,7 +134,24 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 	met.Include(routingMetrics)
 	met.Include(tokMetrics)
 	met.Include(telemetry.WriterFunc(tok.WriteCacheMetrics))
-	fe := frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met, Tokenizer: edgeTokenizer{tok}})
+	if o := cfg.Observability; o.OTLPEndpoint != "" || o.ShadowLog != "" {
+		log.Warn("observability.otlp_endpoint and observability.shadow_log are not implemented yet; ignored",
+			"otlp_endpoint", o.OTLPEndpoint, "shadow_log", o.ShadowLog)
+	}
+	var dlog *decisionlog.Writer
+	if dc := cfg.Observability.DecisionLog; dc.SampleRate > 0 {
+		dlogMetrics := metrics.NewSet()
+		if dlog, err = decisionlog.Open(dc.Path, dc.SampleRate, dlogMetrics); err != nil {
+			ln.Close()
+			aln.Close()
+			return err
+		}
+		defer dlog.Close() // after the front end stops: every decision is written
+		met.Include(dlogMetrics)
+		log.Info("decision log", "path", dc.Path, "sample_rate", dc.SampleRate)
+	}
+	fe := frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met, Tokenizer: edgeTokenizer{tok},
+		DecisionLog: dlog})
 	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{Fleet: fl, Tokenizer: edgeTokenizer{tok},
 		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)})
 	served := make(chan error, 1)

@@ -2,7 +2,6 @@ package admin
 
 import (
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -10,6 +9,7 @@ import (
 	"github.com/inferrail/inferrail/actors/routing"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/frontend"
 )
 
@@ -33,55 +33,14 @@ type ExplainOptions struct {
 // explainPrefix is the path prefix of the explain routes.
 const explainPrefix = "/admin/explain"
 
-// explainView is the answer of /admin/explain.
+// explainView is the answer of /admin/explain: the request, then the
+// decision in the decision log's shape.
 type explainView struct {
-	Model        string        `json:"model"`
-	Policy       string        `json:"policy"`
-	PromptTokens int           `json:"prompt_tokens"`
-	Blocks       int           `json:"blocks"`
-	Tokenized    bool          `json:"tokenized"`
-	Winner       *string       `json:"winner"`
-	DecidedBy    *string       `json:"decided_by"`
-	Steer        *string       `json:"steered_by"`
-	Cap          int           `json:"bounded_load_cap,omitempty"`
-	Owners       int           `json:"hot_prefix_owners,omitempty"`
-	KVWaived     bool          `json:"kv_pressure_waived,omitempty"`
-	Error        *string       `json:"error"`
-	Replicas     []explainedRe `json:"replicas"`
-}
-
-type explainedRe struct {
-	Replica      string        `json:"replica"`
-	Offered      bool          `json:"offered"`
-	Reason       *string       `json:"not_offered_because"`
-	InFlight     int           `json:"in_flight"`
-	Pending      int           `json:"pending"`
-	Running      int           `json:"running"`
-	KVUsage      *float64      `json:"kv_usage"`
-	Answered     bool          `json:"answered_in_time"`
-	CachedTokens int           `json:"cached_tokens"`
-	PricedTokens int           `json:"priced_cached_tokens"`
-	QueuedSecs   float64       `json:"queued_secs"`
-	HotOwner     bool          `json:"hot_prefix_owner,omitempty"`
-	Session      bool          `json:"session,omitempty"`
-	Guard        *string       `json:"guard"`
-	Estimate     *estimateView `json:"estimate"`
-	KVAwareScore *float64      `json:"score,omitempty"`
-	PrefixWeight *uint64       `json:"rendezvous_weight,omitempty"`
-}
-
-type estimateView struct {
-	Queue   float64 `json:"queue_secs"`
-	Prefill float64 `json:"prefill_secs"`
-	Tier    float64 `json:"tier_secs"`
-	TTFT    float64 `json:"ttft_secs"`
-}
-
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
+	Model        string `json:"model"`
+	PromptTokens int    `json:"prompt_tokens"`
+	Blocks       int    `json:"blocks"`
+	Tokenized    bool   `json:"tokenized"`
+	decisionlog.Decision
 }
 
 // explain answers POST /admin/explain/v1/...: what the model's policy would
@@ -120,40 +79,7 @@ func (s *Server) explain(ctx *fasthttp.RequestCtx, path string) {
 		writeErr(ctx, fasthttp.StatusServiceUnavailable, "ServiceUnavailableError", "The routing actor did not answer: "+err.Error())
 		return
 	}
-	out := explainView{Model: model, Policy: ex.Policy, PromptTokens: p.Tokens, Blocks: len(p.Blocks), Tokenized: tokenized,
-		Winner: strPtr(ex.Winner), Replicas: make([]explainedRe, 0, len(ex.Replicas))}
-	if ex.Err != nil {
-		out.Error = strPtr(ex.Err.Error())
-	} else {
-		out.DecidedBy, out.Steer = strPtr(string(ex.Decision.Term)), strPtr(string(ex.Decision.Steer))
-		out.Cap, out.Owners, out.KVWaived = ex.Decision.Cap, ex.Decision.Owners, ex.Decision.KVWaived
-	}
-	for _, r := range ex.Replicas {
-		v := explainedRe{Replica: r.ID, Offered: r.Offered, Reason: strPtr(r.Reason), InFlight: r.InFlight, Pending: r.Pending,
-			Running: r.Running, Answered: r.Answered, CachedTokens: r.CachedTokens, PricedTokens: r.PricedTokens,
-			QueuedSecs: r.QueuedPrefill.Seconds(), HotOwner: r.Owner, Session: r.Session, Guard: strPtr(string(r.Guard))}
-		if r.Fresh {
-			u := r.KVUsage
-			v.KVUsage = &u
-		}
-		if r.Offered && ex.Err == nil {
-			switch ex.Policy {
-			case "cost_model":
-				e := r.Estimate
-				v.Estimate = &estimateView{Queue: e.Queue.Seconds(), Prefill: e.Prefill.Seconds(), Tier: e.Tier.Seconds(), TTFT: e.Total().Seconds()}
-			case "kv_aware":
-				sc := r.Score
-				v.KVAwareScore = &sc
-			case "prefix_hash":
-				w := r.Weight
-				v.PrefixWeight = &w
-			}
-		}
-		out.Replicas = append(out.Replicas, v)
-	}
-	if errors.Is(ex.Err, routing.ErrNoExplain) {
-		out.Error = strPtr("policy " + ex.Policy + " does not explain its decisions; the replicas are as it would see them")
-	}
+	out := explainView{Model: model, PromptTokens: p.Tokens, Blocks: len(p.Blocks), Tokenized: tokenized, Decision: decisionlog.View(ex)}
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		writeErr(ctx, fasthttp.StatusInternalServerError, "InternalServerError", err.Error())

@@ -16,6 +16,7 @@ import (
 	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/telemetry"
 	"github.com/inferrail/inferrail/transport/upstream"
 )
@@ -113,7 +114,7 @@ func (s *Server) route(r *request) (streaming bool) {
 			r.met.Retries.Inc()
 		}
 		t0 := time.Now()
-		d, err := s.pick(r, tried)
+		d, err := s.pick(r, tried, attempt)
 		if err != nil {
 			if last != nil {
 				s.failUpstream(r, last)
@@ -147,17 +148,29 @@ const pickWait = time.Second
 
 // pick asks the fleet for a replica, preferring ones this request has not
 // tried; when every candidate has been tried, a tried one may serve again.
-func (s *Server) pick(r *request, tried []string) (fleet.Decision, error) {
+// A decision of a sampled request goes to the decision log.
+func (s *Server) pick(r *request, tried []string, attempt int) (fleet.Decision, error) {
 	dl := time.Now().Add(pickWait)
 	if dl.After(r.deadline) {
 		dl = r.deadline
 	}
-	d, err := s.fleet.Pick(fleet.PickRequest{Model: r.model, Policy: r.policy, Exclude: tried, Deadline: dl})
+	logged := s.dlog.Sampled(r.id)
+	d, err := s.fleet.Pick(fleet.PickRequest{Model: r.model, Policy: r.policy, Exclude: tried, Deadline: dl, Log: logged})
 	if errors.Is(err, fleet.ErrNoReplica) && len(tried) > 0 {
-		d, err = s.fleet.Pick(fleet.PickRequest{Model: r.model, Policy: r.policy, Deadline: dl})
+		d, err = s.fleet.Pick(fleet.PickRequest{Model: r.model, Policy: r.policy, Deadline: dl, Log: logged})
 	}
 	if err == nil && d.Predicted {
 		r.met.Estimated(d.Policy, d.Estimate)
+	}
+	if err == nil && d.Explanation != nil {
+		rec := &decisionlog.Record{RequestID: r.id, Model: r.model, Attempt: attempt,
+			PromptTokens: r.policy.PromptTokens, Blocks: len(r.policy.Blocks), Tokenized: r.tokenized,
+			Decision: decisionlog.View(d.Explanation)}
+		if d.Predicted {
+			cached, ttft := d.CachedTokens, d.Estimate.Seconds()
+			rec.PredictedCachedTokens, rec.EstimatedTTFT = &cached, &ttft
+		}
+		s.dlog.Log(rec)
 	}
 	return d, err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/transport/conncheck"
+	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/telemetry"
 	"github.com/inferrail/inferrail/transport/upstream"
 )
@@ -29,6 +30,9 @@ type Options struct {
 	// Tokenizer prepares prompts for the KV index; nil routes every
 	// request without a prediction.
 	Tokenizer Tokenizer
+	// DecisionLog gets the sampled requests' routing decisions; nil logs
+	// none.
+	DecisionLog *decisionlog.Writer
 
 	// fasthttpBodies leaves reading request bodies to fasthttp, as the
 	// gateway did before readBody (see body.go); benchmarks compare the two.
@@ -42,6 +46,7 @@ type Server struct {
 	log   *slog.Logger
 	met   *telemetry.Registry
 	tok   Tokenizer
+	dlog  *decisionlog.Writer
 	srv   *fasthttp.Server
 	// streamBodies: fasthttp streams request bodies, and readBody reads
 	// them.
@@ -71,6 +76,7 @@ func New(opts Options) *Server {
 		log:   log,
 		met:   opts.Metrics,
 		tok:   opts.Tokenizer,
+		dlog:  opts.DecisionLog,
 		pools: make(map[string]*upstream.Pool),
 
 		streamBodies: !opts.fasthttpBodies,

@@ -1,0 +1,186 @@
+// Package decisionlog writes the gateway's sampled routing decisions as JSON
+// lines (observability.decision_log): for each sampled request, one line per
+// routing decision, that is per attempt, with the prompt's size, the
+// replica chosen, what steered the policy and what its guards set aside,
+// and every replica's state, load, queued prefill and predicted cache as
+// the policy saw it. Prompts are never logged.
+//
+// Requests are sampled by their id, so that all attempts of a request are
+// kept or left out together. A goroutine drains a bounded queue to the
+// file; when the disk falls behind, records are dropped and counted, and
+// the request is never made to wait.
+package decisionlog
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/zeebo/xxh3"
+)
+
+// Record is one line of the log.
+type Record struct {
+	Time         string `json:"time"` // RFC 3339 with nanoseconds, UTC
+	RequestID    string `json:"request_id"`
+	Model        string `json:"model"`
+	Attempt      int    `json:"attempt"` // 1 for the first, 2 for the first retry...
+	PromptTokens int    `json:"prompt_tokens"`
+	Blocks       int    `json:"blocks"`
+	Tokenized    bool   `json:"tokenized"`
+	// PredictedCachedTokens and EstimatedTTFT are the winner's, when the
+	// policy priced replicas on the KV index.
+	PredictedCachedTokens *int     `json:"predicted_cached_tokens"`
+	EstimatedTTFT         *float64 `json:"estimated_ttft_secs"`
+	Decision
+}
+
+// QueueLen is how many records may wait for the disk.
+const QueueLen = 4096
+
+// Writer appends records to a file from its own goroutine. Its methods are
+// safe for concurrent use.
+type Writer struct {
+	rate  float64
+	queue chan []byte
+
+	written, dropped, failed *metrics.Counter
+
+	// mu orders Log against Close: Log queues under the read lock, Close
+	// marks the writer closed under the write lock, so every record is
+	// either queued before the drain or counted as dropped.
+	mu       sync.RWMutex
+	closed   bool
+	done     chan struct{} // closed by Close: drain and stop
+	finished chan struct{} // closed by run when the file is closed
+	err      error         // the first write error, reported by Close
+}
+
+// Open opens (creating, or appending to) the file at path and starts the
+// writer. rate is observability.decision_log.sample_rate, in [0, 1]. Its
+// counters, inferrail_decision_log_records_total{result="written",
+// "dropped" or "failed"}, go into set.
+func Open(path string, rate float64, set *metrics.Set) (*Writer, error) {
+	if !(rate >= 0 && rate <= 1) {
+		return nil, fmt.Errorf("decision log: sample rate %v is not in [0, 1]", rate)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("observability.decision_log.path: %w", err)
+	}
+	w := &Writer{
+		rate:     rate,
+		queue:    make(chan []byte, QueueLen),
+		written:  set.GetOrCreateCounter(`inferrail_decision_log_records_total{result="written"}`),
+		dropped:  set.GetOrCreateCounter(`inferrail_decision_log_records_total{result="dropped"}`),
+		failed:   set.GetOrCreateCounter(`inferrail_decision_log_records_total{result="failed"}`),
+		done:     make(chan struct{}),
+		finished: make(chan struct{}),
+	}
+	go w.run(f)
+	return w, nil
+}
+
+// Sampled reports whether the request with this id is logged. The same id
+// always gets the same answer, and ids are sampled at the configured rate.
+// A nil Writer samples nothing.
+func (w *Writer) Sampled(requestID string) bool {
+	if w == nil || w.rate <= 0 {
+		return false
+	}
+	if w.rate >= 1 {
+		return true
+	}
+	// The top 53 bits of the id's hash, as a fraction in [0, 1).
+	u := float64(xxh3.HashString(requestID)>>11) / (1 << 53)
+	return u < w.rate
+}
+
+// Log queues r for writing, or drops and counts it when the queue is full.
+// It never blocks on the disk. Records logged after Close are dropped.
+func (w *Writer) Log(r *Record) {
+	if r.Time == "" {
+		r.Time = time.Now().UTC().Format(time.RFC3339Nano)
+	}
+	line, err := json.Marshal(r)
+	if err != nil {
+		w.failed.Inc()
+		return
+	}
+	line = append(line, '\n')
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		w.dropped.Inc()
+		return
+	}
+	select {
+	case w.queue <- line:
+	default:
+		w.dropped.Inc()
+	}
+}
+
+// run writes queued lines, flushing whenever the queue runs dry, until
+// Close.
+func (w *Writer) run(f *os.File) {
+	bw := bufio.NewWriterSize(f, 64<<10)
+	write := func(line []byte) {
+		if _, err := bw.Write(line); err != nil {
+			w.failed.Inc()
+			if w.err == nil {
+				w.err = err
+			}
+			return
+		}
+		w.written.Inc()
+	}
+	flush := func() {
+		if err := bw.Flush(); err != nil && w.err == nil {
+			w.err = err
+		}
+	}
+	for {
+		select {
+		case line := <-w.queue:
+			write(line)
+			if len(w.queue) == 0 {
+				flush()
+			}
+		case <-w.done:
+			// Drain what was queued before Close.
+			for {
+				select {
+				case line := <-w.queue:
+					write(line)
+				default:
+					flush()
+					w.err = errors.Join(w.err, f.Close())
+					close(w.finished)
+					return
+				}
+			}
+		}
+	}
+}
+
+// Close stops the writer once every record queued before it is written,
+// and closes the file. It returns the first write error, if any.
+func (w *Writer) Close() error {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.done)
+	}
+	w.mu.Unlock()
+	<-w.finished
+	return w.err
+}
