@@ -87,6 +87,7 @@ bench-report: build
 	$(BIN) bench report --results bench/results/matrix --out bench/report/matrix
 	$(BIN) bench report --results bench/results/realtime --results bench/results/realtime-virtual --out bench/report/realtime
 	$(BIN) bench report --results bench/results/kv-events --out bench/report/kv-events
+	$(BIN) bench report --results bench/results/kv-events-realtime --results bench/results/kv-events-realtime-virtual --out bench/report/kv-events-realtime
 
 ## fuzz: each fuzz target for FUZZTIME (short by default)
 fuzz:

@@ -324,7 +324,7 @@ type inProcess struct{}
 func (inProcess) Run(ctx context.Context, spec *sweep.RunSpec) (*harness.Run, error) {
 	opts := sim.DefaultOptions()
 	opts.Port, opts.Engine, opts.EnablePromptTokensDetails = 0, spec.Engine, true
-	sims, err := sim.StartN(spec.Replicas, opts)
+	sims, replicas, err := startSims(spec.Replicas, opts, spec.KVEvents)
 	if err != nil {
 		return nil, err
 	}
@@ -339,9 +339,9 @@ func (inProcess) Run(ctx context.Context, spec *sweep.RunSpec) (*harness.Run, er
 	m := config.NewModel(opts.Model, "sim")
 	m.Tokenizer = tokenize.Sim
 	cfg.Models = []config.Model{m}
+	cfg.Replicas = replicas
 	var metrics []string
-	for i, s := range sims {
-		cfg.Replicas = append(cfg.Replicas, config.NewReplica("sim-"+strconv.Itoa(i), s.URL(), opts.Model))
+	for _, s := range sims {
 		metrics = append(metrics, s.URL()+"/metrics")
 	}
 	if err := cfg.Validate(); err != nil {
