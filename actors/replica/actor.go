@@ -153,6 +153,10 @@ type replicaActor struct {
 	loadAt         time.Time // when the last good scrape began; zero before one
 	scrapeFailing  bool
 	engineRestarts int
+	// The last engine restart noticed, when and how (restartBy*), so that
+	// the metrics and the KV events noticing one restart count it once.
+	restartAt time.Time
+	restartBy int
 
 	// The shadow state: what was routed here, for cost estimates. A new
 	// incarnation starts it empty.

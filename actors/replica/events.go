@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -58,7 +59,8 @@ type eventsGap struct {
 	restart bool
 }
 
-// eventsFailed reports a subscription that could not start.
+// eventsFailed reports a subscription that could not start (err set) or
+// that started after failing (err nil).
 type eventsFailed struct {
 	run *eventsRun
 	err error
@@ -82,19 +84,46 @@ var (
 
 // eventsLoop holds one subscription to the engine's stream until ctx ends.
 // Subscribing and closing are I/O (a listen, a join that may wait out a
-// replay), so they run here and not in Receive.
+// replay), so they run here and not in Receive. A subscription that cannot
+// start (an address in use, say) is tried again after
+// eventsRetryMin, doubling to eventsRetryMax; the actor hears of the first
+// failure and of the success after failures.
 func eventsLoop(ctx context.Context, run *eventsRun, send actor.SenderContext, self *actor.PID,
 	src EventSource, es EventStream) {
-	c, err := src.Subscribe(es.Endpoint, es.Replay, es.Bind,
-		func(b *kvevent.Batch) { send.Send(self, &eventsBatch{run: run, batch: b}) },
-		func(restart bool) { send.Send(self, &eventsGap{run: run, restart: restart}) })
-	if err != nil {
-		send.Send(self, &eventsFailed{run: run, err: err})
-		return
+	wait := eventsRetryMin
+	failed := false
+	for {
+		c, err := src.Subscribe(es.Endpoint, es.Replay, es.Bind,
+			func(b *kvevent.Batch) { send.Send(self, &eventsBatch{run: run, batch: b}) },
+			func(restart bool) { send.Send(self, &eventsGap{run: run, restart: restart}) })
+		if err == nil {
+			if failed {
+				send.Send(self, &eventsFailed{run: run})
+			}
+			<-ctx.Done()
+			_ = c.Close()
+			return
+		}
+		if !failed {
+			failed = true
+			send.Send(self, &eventsFailed{run: run, err: err})
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, eventsRetryMax)
 	}
-	<-ctx.Done()
-	_ = c.Close()
 }
+
+// How long a failed subscription waits before it is tried again.
+const (
+	eventsRetryMin = time.Second
+	eventsRetryMax = 30 * time.Second
+)
 
 // startEvents subscribes this incarnation to the engine's KV events, when
 // the replica has a stream and the fleet an EventSource. Its mirror starts
@@ -148,10 +177,11 @@ func (a *replicaActor) eventsLost(m *eventsGap) {
 	}
 	a.eventCounts.Gaps.Add(1)
 	if m.restart {
-		a.engineRestarts++
-		a.log.Info("engine restarted: its KV event sequence went backwards; its shadow index is cleared")
-		a.engineRestarted()
-		a.publish()
+		if a.engineRestarted(restartByEvents) {
+			a.engineRestarts++
+			a.log.Info("engine restarted: its KV event sequence went backwards; its shadow index is cleared")
+			a.publish()
+		}
 		return
 	}
 	if !a.gapLogged {
@@ -160,12 +190,17 @@ func (a *replicaActor) eventsLost(m *eventsGap) {
 	}
 }
 
+// eventsFailed hears that the subscription could not start (err set), and
+// later that it did after all (err nil). Meanwhile the index follows
+// routing decisions alone.
 func (a *replicaActor) eventsFailed(m *eventsFailed) {
 	if m.run != a.events {
 		return
 	}
-	a.events.cancel()
-	a.events = nil
-	a.log.Error("KV events: cannot subscribe; the cache prediction comes from routing decisions alone",
+	if m.err == nil {
+		a.log.Info("KV events: subscribed after all", "endpoint", a.stream.Endpoint)
+		return
+	}
+	a.log.Error("KV events: cannot subscribe; the cache prediction comes from routing decisions alone until a retry succeeds",
 		"endpoint", a.stream.Endpoint, "err", m.err)
 }

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/estimate"
 	"github.com/inferrail/inferrail/model/kvevent"
+	"github.com/inferrail/inferrail/model/load"
 	"github.com/inferrail/inferrail/model/prefix"
 )
 
@@ -16,7 +18,15 @@ import (
 // Subscribe hands its callbacks over on subs.
 type fakeEvents struct {
 	subs chan *fakeSub
-	err  error // returned by Subscribe when set
+
+	mu  sync.Mutex
+	err error // returned by Subscribe when set
+}
+
+func (f *fakeEvents) setErr(err error) {
+	f.mu.Lock()
+	f.err = err
+	f.mu.Unlock()
 }
 
 type fakeSub struct {
@@ -30,8 +40,11 @@ type fakeSub struct {
 }
 
 func (f *fakeEvents) Subscribe(endpoint, replay string, bind bool, onBatch func(*kvevent.Batch), onGap func(bool)) (io.Closer, error) {
-	if f.err != nil {
-		return nil, f.err
+	f.mu.Lock()
+	err := f.err
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
 	s := &fakeSub{endpoint: endpoint, replay: replay, bind: bind, onBatch: onBatch, onGap: onGap}
 	f.subs <- s
@@ -183,7 +196,7 @@ func TestEventsDrivePrediction(t *testing.T) {
 }
 
 // TestEventsSubscribeFails: a stream that cannot be subscribed to leaves
-// the replica routing on decisions alone.
+// the replica routing on decisions alone, and is tried again until it can.
 func TestEventsSubscribeFails(t *testing.T) {
 	h := newHarness(t)
 	src := &fakeEvents{subs: make(chan *fakeSub, 1), err: errors.New("address in use")}
@@ -198,5 +211,54 @@ func TestEventsSubscribeFails(t *testing.T) {
 	h.sync(t, pid)
 	if r, ok := g.Reply(0); !ok || r.CachedTokens != 4 {
 		t.Fatalf("estimate %+v %v: decisions no longer recorded", r, ok)
+	}
+	src.setErr(nil) // the address is free again: the retry, a second later, subscribes
+	if sub := src.next(t); sub.endpoint != "tcp://127.0.0.1:5557" || !sub.bind {
+		t.Fatalf("retried subscription %+v", sub)
+	}
+}
+
+// TestOneRestartCountedOnce: an engine restart that the KV event sequence
+// reports and the metrics' counters then show too is one restart. The
+// second notice does not clear what the new engine stored in between.
+func TestOneRestartCountedOnce(t *testing.T) {
+	h := newHarness(t)
+	src := &fakeEvents{subs: make(chan *fakeSub, 1)}
+	sc := &scriptScraper{results: make(chan scrapeResult)}
+	hd := NewHandle("r0", "http://10.0.0.1:8000", []string{"m"}, NewCounters(0, 0))
+	hd.SetEvents(EventStream{Endpoint: "tcp://10.0.0.1:5557"})
+	pid := h.spawn(hd, Config{Health: testHealth(), Events: src, Scraper: sc,
+		Load: config.LoadSignals{ScrapeInterval: time.Millisecond, ScrapeTimeout: time.Second, MaxAge: time.Second}})
+	sub := src.next(t)
+	report := func(queries float64) load.Report {
+		return load.Report{Engine: load.EngineVLLM, PrefixQueries: queries, PrefixHits: queries / 2, Fields: load.FieldPrefix}
+	}
+	sc.next(t, report(1000), nil)
+
+	const bs = 4
+	tokens := []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	var hs prefix.Hasher
+	q := estimate.Query{Blocks: hs.Chain(nil, prefix.Root("m", "", ""), tokens, bs), PromptTokens: len(tokens), BlockSize: bs}
+	predict := func() int {
+		g := NewGather(q, 1)
+		h.send(pid, &Estimate{Gather: g, Slot: 0})
+		h.sync(t, pid)
+		r, _ := g.Reply(0)
+		return r.CachedTokens
+	}
+	// The engine restarts; its event stream says so first, then the new
+	// engine stores the prompt, then a scrape sees the counters reset.
+	sub.onGap(true)
+	sub.onBatch(&kvevent.Batch{Events: []kvevent.Event{
+		&kvevent.BlockStored{BlockHashes: []uint64{1, 2}, TokenIDs: tokens[:2*bs], BlockSize: bs, Medium: "GPU"},
+	}})
+	sc.next(t, report(10), nil)
+	sc.next(t, report(20), nil) // the actor has taken the one before
+	h.sync(t, pid)
+	if s := hd.Snapshot(); s.EngineRestarts != 1 || s.Shadow.Resets() != 1 {
+		t.Fatalf("one restart noticed twice: %d restarts, %d index resets", s.EngineRestarts, s.Shadow.Resets())
+	}
+	if got := predict(); got != 2*bs {
+		t.Fatalf("the second notice cleared what the new engine stored: predicted %d, want %d", got, 2*bs)
 	}
 }

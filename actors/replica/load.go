@@ -101,10 +101,9 @@ func (a *replicaActor) scraped(m *scraped) {
 		a.scrapeFailing = false
 		a.log.Info("engine metrics available again")
 	}
-	if !a.loadAt.IsZero() && load.Restarted(a.load, m.report) {
+	if !a.loadAt.IsZero() && load.Restarted(a.load, m.report) && a.engineRestarted(restartByMetrics) {
 		a.engineRestarts++
 		a.log.Info("engine restarted: its prefix cache counters went backwards; its shadow index is cleared")
-		a.engineRestarted()
 	}
 	a.load, a.loadAt = m.report, m.at
 	if c := a.capacity(); c != a.est.Index.Capacity() {

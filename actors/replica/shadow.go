@@ -237,15 +237,37 @@ func (a *replicaActor) attemptEnded(at *Attempt, o Outcome) {
 	}
 }
 
+// How an engine restart was noticed: its metrics' counters went backwards,
+// or its KV event sequence did.
+const (
+	restartByMetrics = iota + 1
+	restartByEvents
+)
+
+// sameRestart is how close together the two ways must notice a restart for
+// it to count as one. The KV event stream sees the new engine's first batch
+// at once, the scrape loop its counters within a scrape interval.
+const sameRestart = 5 * time.Second
+
 // engineRestarted clears the shadow state of an engine found restarted,
-// and the mapping of its KV events: its block hashes are gone with it.
-func (a *replicaActor) engineRestarted() {
+// and the mapping of its KV events: its block hashes are gone with it. It
+// reports false, clearing nothing, when the other way noticed the same
+// restart just before: by then the index holds what the new engine stored
+// or was sent since, which a second clear would throw away.
+func (a *replicaActor) engineRestarted(by int) bool {
+	now := a.cfg.Now()
+	if a.restartBy != 0 && a.restartBy != by && now.Sub(a.restartAt) < sameRestart {
+		a.restartBy = 0 // the next restart is a new one
+		return false
+	}
+	a.restartAt, a.restartBy = now, by
 	a.est.Restarted()
 	if a.mirror != nil {
 		a.mirror.Reset()
 	}
 	a.shadow.resets.Add(1)
 	a.publishShadow()
+	return true
 }
 
 func (a *replicaActor) publishQueue() {
