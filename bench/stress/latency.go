@@ -26,7 +26,6 @@ const (
 
 func runLatency(t *T) error {
 	n := pick(t, 10000, 5000)
-	const block, warmup = 1000, 1000
 	sims, err := t.startSims(3, func(o *sim.Options) { o.Engine.Latency.Zero = true })
 	if err != nil {
 		return err
@@ -40,10 +39,7 @@ func runLatency(t *T) error {
 		direct[i] = t.client(s.Addr(), 256)
 	}
 	via := []*fasthttp.HostClient{t.client(gw.Addr, 256)}
-	targets := []struct {
-		name    string
-		clients []*fasthttp.HostClient
-	}{{"direct", direct}, {"gateway", via}}
+	targets := [2]target{{"direct", direct}, {"gateway", via}}
 
 	// A Prometheus of its own: the gateway's /metrics read every second
 	// while the load runs, as the engines' are every 100 ms.
@@ -72,102 +68,148 @@ func runLatency(t *T) error {
 	}()
 
 	for _, rate := range []float64{2000, 5000} {
-		type tally struct {
-			lat, lag []time.Duration
-			errs     int
-			kinds    map[string]int
-			span     time.Duration
-			sent     int
-			// p50 and p99 of each block, to compare block by block.
-			p50, p99 []time.Duration
-		}
-		tallies := []*tally{{kinds: map[string]int{}}, {kinds: map[string]int{}}}
-		tag := fmt.Sprintf("latency-%.0f", rate)
-		for k, tg := range targets {
-			w, err := openLoop(t.ctx, tg.clients, rate, warmup, func(i int) loadgen.Spec { return specN(tag+"-warmup-"+tg.name, i, 1, false) })
-			if err != nil {
-				return fmt.Errorf("%s warm-up at %.0f/s: %w", tg.name, rate, err)
-			}
-			failed, kinds := w.checkAll(nil)
-			tallies[k].errs += failed
-			for m, c := range kinds {
-				tallies[k].kinds["warm-up: "+m] += c
-			}
-		}
-		// The targets take turns block by block, the order alternating, so
-		// that a burst of noise lands on both rather than on one. A pair of
-		// blocks during which other processes kept more than half a core
-		// busy is measured again (errors count either way), up to
-		// maxRedos times a rate.
-		redos := 0
-		for b, first := 0, 0; first < n; {
-			size := min(block, n-first)
-			self0, machine0 := loadgen.SelfCPU(), machineCPU()
-			t0 := time.Now()
-			runs := make([]*load, len(targets))
-			for j := range targets {
-				k := (j + b) % len(targets)
-				tg := targets[k]
-				r, err := openLoop(t.ctx, tg.clients, rate, size, func(i int) loadgen.Spec {
-					return specN(fmt.Sprintf("%s-%s-%d", tag, tg.name, redos), first+i, 1, false)
-				})
-				if err != nil {
-					return fmt.Errorf("%s at %.0f/s: %w", tg.name, rate, err)
-				}
-				runs[k] = r
-			}
-			others := ((machineCPU() - machine0) - (loadgen.SelfCPU() - self0)).Seconds() / time.Since(t0).Seconds()
-			noisy := others > maxOtherCores && redos < maxRedos
-			for k, r := range runs {
-				tl := tallies[k]
-				failed, kinds := r.checkAll(nil)
-				tl.errs += failed
-				for m, c := range kinds {
-					tl.kinds[m] += c
-				}
-				if noisy {
-					continue
-				}
-				ok := r.okLatencies()
-				tl.lat = append(tl.lat, ok...)
-				tl.p50 = append(tl.p50, loadgen.Percentile(ok, 50))
-				tl.p99 = append(tl.p99, loadgen.Percentile(ok, 99))
-				tl.lag = append(tl.lag, r.Lag...)
-				tl.span += r.LastSent.Sub(r.Start)
-				tl.sent += size - 1
-			}
-			if noisy {
-				redos++
-				continue
-			}
-			b, first = b+1, first+block
-		}
-		// Added latency is compared block by block, each gateway block with
-		// the direct block next to it, and the median over blocks taken: a
-		// burst of noise on the machine spoils a block, not the figure.
-		d, g := loadgen.Summarize(tallies[0].lat), loadgen.Summarize(tallies[1].lat)
-		p50s, err := loadgen.AddedPerRound(tallies[1].p50, tallies[0].p50)
+		r, err := measureAdded(t, targets, rate, n, fmt.Sprintf("latency-%.0f", rate))
 		if err != nil {
 			return err
 		}
-		p99s, err := loadgen.AddedPerRound(tallies[1].p99, tallies[0].p99)
-		if err != nil {
-			return err
-		}
-		addedP50, addedP99 := loadgen.Median(p50s), loadgen.Median(p99s)
-		achieved := float64(tallies[1].sent) / tallies[1].span.Seconds()
-		lag := loadgen.Summarize(tallies[1].lag)
 		t.Figf("%.0f/s (%d requests each way, sent at %.0f/s, send lag p99 %s): direct p50 %s p99 %s; gateway p50 %s p99 %s; added (median of %d blocks of %d) p50 %s, p99 %s; errors %d direct, %d gateway; %d block pairs measured again for noise",
-			rate, n, achieved, ms(lag.P99S), ms(d.P50S), ms(d.P99S), ms(g.P50S), ms(g.P99S),
-			len(p50s), block, dur(addedP50), dur(addedP99), tallies[0].errs, tallies[1].errs, redos)
-		for k, tg := range targets {
-			t.Checkf(tallies[k].errs == 0, "%s at %.0f/s: %d errors: %v", tg.name, rate, tallies[k].errs, tallies[k].kinds)
-		}
-		t.Checkf(achieved >= 0.9*rate, "%.0f/s: the load kept only %.0f/s", rate, achieved)
-		t.Checkf(addedP50 <= maxAddedP50, "%.0f/s: added p50 %s, want ≤ %s", rate, dur(addedP50), maxAddedP50)
-		t.Checkf(addedP99 <= maxAddedP99, "%.0f/s: added p99 %s, want ≤ %s", rate, dur(addedP99), maxAddedP99)
+			rate, n, r.achieved, ms(r.lag.P99S), ms(r.base.P50S), ms(r.base.P99S), ms(r.test.P50S), ms(r.test.P99S),
+			r.blocks, latencyBlock, dur(r.addedP50), dur(r.addedP99), r.errs[0], r.errs[1], r.redos)
+		r.check(t, targets, rate)
 	}
 	return nil
+}
+
+// latencyBlock is how many requests a target gets in a row before the other
+// takes its turn; latencyWarmup how many each gets before measuring.
+const latencyBlock, latencyWarmup = 1000, 1000
+
+// target is one side of a latency comparison: where requests go.
+type target struct {
+	name    string
+	clients []*fasthttp.HostClient
+}
+
+// added is what measureAdded found: the second target's latency over the
+// first's.
+type added struct {
+	base, test         loadgen.Summary // all measured requests of each target
+	addedP50, addedP99 time.Duration   // medians over block pairs
+	blocks, redos      int
+	achieved           float64 // the test target's sending rate
+	lag                loadgen.Summary
+	errs               [2]int
+	kinds              [2]map[string]int
+	sent               [2]int // requests sent to each target, warm-up and blocks measured again included
+}
+
+// check asserts the scenario bounds on a: no errors, the rate kept, and
+// the added latency within maxAddedP50 and maxAddedP99.
+func (a *added) check(t *T, targets [2]target, rate float64) {
+	for k, tg := range targets {
+		t.Checkf(a.errs[k] == 0, "%s at %.0f/s: %d errors: %v", tg.name, rate, a.errs[k], a.kinds[k])
+	}
+	t.Checkf(a.achieved >= 0.9*rate, "%.0f/s: the load kept only %.0f/s", rate, a.achieved)
+	t.Checkf(a.addedP50 <= maxAddedP50, "%.0f/s: added p50 %s, want ≤ %s", rate, dur(a.addedP50), maxAddedP50)
+	t.Checkf(a.addedP99 <= maxAddedP99, "%.0f/s: added p99 %s, want ≤ %s", rate, dur(a.addedP99), maxAddedP99)
+}
+
+// measureAdded sends n requests open loop at rate to each of two targets,
+// after a warm-up, and measures what the second adds to the first.
+func measureAdded(t *T, targets [2]target, rate float64, n int, tag string) (added, error) {
+	type tally struct {
+		lat, lag []time.Duration
+		errs     int
+		kinds    map[string]int
+		span     time.Duration
+		sent     int
+		// p50 and p99 of each block, to compare block by block.
+		p50, p99 []time.Duration
+	}
+	tallies := []*tally{{kinds: map[string]int{}}, {kinds: map[string]int{}}}
+	var sent [2]int
+	for k, tg := range targets {
+		sent[k] += latencyWarmup
+		w, err := openLoop(t.ctx, tg.clients, rate, latencyWarmup, func(i int) loadgen.Spec { return specN(tag+"-warmup-"+tg.name, i, 1, false) })
+		if err != nil {
+			return added{}, fmt.Errorf("%s warm-up at %.0f/s: %w", tg.name, rate, err)
+		}
+		failed, kinds := w.checkAll(nil)
+		tallies[k].errs += failed
+		for m, c := range kinds {
+			tallies[k].kinds["warm-up: "+m] += c
+		}
+	}
+	// The targets take turns block by block, the order alternating, so
+	// that a burst of noise lands on both rather than on one. A pair of
+	// blocks during which other processes kept more than half a core
+	// busy is measured again (errors count either way), up to
+	// maxRedos times a rate.
+	redos := 0
+	for b, first := 0, 0; first < n; {
+		size := min(latencyBlock, n-first)
+		self0, machine0 := loadgen.SelfCPU(), machineCPU()
+		t0 := time.Now()
+		runs := make([]*load, len(targets))
+		for j := range targets {
+			k := (j + b) % len(targets)
+			tg := targets[k]
+			r, err := openLoop(t.ctx, tg.clients, rate, size, func(i int) loadgen.Spec {
+				return specN(fmt.Sprintf("%s-%s-%d", tag, tg.name, redos), first+i, 1, false)
+			})
+			if err != nil {
+				return added{}, fmt.Errorf("%s at %.0f/s: %w", tg.name, rate, err)
+			}
+			runs[k] = r
+			sent[k] += size
+		}
+		others := ((machineCPU() - machine0) - (loadgen.SelfCPU() - self0)).Seconds() / time.Since(t0).Seconds()
+		noisy := others > maxOtherCores && redos < maxRedos
+		for k, r := range runs {
+			tl := tallies[k]
+			failed, kinds := r.checkAll(nil)
+			tl.errs += failed
+			for m, c := range kinds {
+				tl.kinds[m] += c
+			}
+			if noisy {
+				continue
+			}
+			ok := r.okLatencies()
+			tl.lat = append(tl.lat, ok...)
+			tl.p50 = append(tl.p50, loadgen.Percentile(ok, 50))
+			tl.p99 = append(tl.p99, loadgen.Percentile(ok, 99))
+			tl.lag = append(tl.lag, r.Lag...)
+			tl.span += r.LastSent.Sub(r.Start)
+			tl.sent += size - 1
+		}
+		if noisy {
+			redos++
+			continue
+		}
+		b, first = b+1, first+latencyBlock
+	}
+	// Added latency is compared block by block, each block of the second
+	// target with the first's next to it, and the median over blocks taken:
+	// a burst of noise on the machine spoils a block, not the figure.
+	p50s, err := loadgen.AddedPerRound(tallies[1].p50, tallies[0].p50)
+	if err != nil {
+		return added{}, err
+	}
+	p99s, err := loadgen.AddedPerRound(tallies[1].p99, tallies[0].p99)
+	if err != nil {
+		return added{}, err
+	}
+	return added{
+		base: loadgen.Summarize(tallies[0].lat), test: loadgen.Summarize(tallies[1].lat),
+		addedP50: loadgen.Median(p50s), addedP99: loadgen.Median(p99s),
+		blocks: len(p50s), redos: redos,
+		achieved: float64(tallies[1].sent) / tallies[1].span.Seconds(),
+		lag:      loadgen.Summarize(tallies[1].lag),
+		errs:     [2]int{tallies[0].errs, tallies[1].errs},
+		kinds:    [2]map[string]int{tallies[0].kinds, tallies[1].kinds},
+		sent:     sent,
+	}, nil
 }
 
 // ms renders seconds as milliseconds.

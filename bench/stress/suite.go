@@ -109,6 +109,8 @@ func suite() []scenario {
 			"all complete, 0 errors, each replica within ±15% of an even share", 90 * time.Second, runStreams},
 		{"latency", "Open loop at 2,000 and 5,000 req/s, 10,000 requests each (short: 5,000), through the gateway and straight to the --zero-latency simulators, metrics and load scraping on",
 			"0 errors; rate kept within 10%; added p50 ≤ 1 ms and p99 ≤ 10 ms (medians over block pairs; a pair run while other processes kept half a core busy is measured again)", 150 * time.Second, runLatency},
+		{"decisionlog", "The decision log at full sampling: gateways with and without it at 5,000 req/s, 10,000 requests each (short: 5,000), cost_model over 3 --zero-latency simulators",
+			"0 errors; added p50 ≤ 1 ms and p99 ≤ 10 ms; every decision on disk, none dropped", time.Minute, runDecisionLog},
 		{"kill", "A simulator killed under 1,000 req/s, then restarted",
 			"0 errors for requests sent after the kill; out of rotation ≤ 500 ms; back ≤ 1 s after the restart", time.Minute, runKill},
 		{"hang", "A replica that hangs while requests wait on it (probes every 100 ms)",
