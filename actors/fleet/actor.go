@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,10 +44,13 @@ type entry struct {
 	group int        // index in discovery.dns; -1 for a static replica
 }
 
-// modelState is one configured model as the fleet actor routes it.
+// modelState is one routing actor as the fleet actor spawns it: one arm of
+// a configured model's split.
 type modelState struct {
-	name      string
-	policy    policy.Policy // owned by the model's routing actor once spawned
+	name      string        // the model
+	actorName string        // routing-<model index>, then -<arm index> past the first arm
+	arm       *arm          // Fleet's record of it; Start sets its routing PID
+	policy    policy.Policy // owned by the routing actor once spawned
 	rng       *rand.Rand    // likewise
 	src       *rand.PCG     // rng's source, which Explain peeks at
 	pid       *actor.PID    // the routing actor
@@ -129,7 +131,7 @@ func (a *fleetActor) started(ctx actor.Context) {
 		// nothing that Stop would not join.
 		return
 	}
-	for i, m := range st.models {
+	for _, m := range st.models {
 		pid, err := ctx.SpawnNamed(routing.Props(routing.Config{
 			Model:     m.name,
 			Policy:    m.policy,
@@ -143,11 +145,11 @@ func (a *fleetActor) started(ctx actor.Context) {
 			Fanout:    st.fanout,
 			Source:    m.src,
 			Metrics:   st.set,
-		}), "routing-"+strconv.Itoa(i))
+		}), m.actorName)
 		if err != nil {
 			// Names are free once the previous incarnation's children
 			// have stopped, which protoactor waits for.
-			st.log.Error("fleet: spawn routing actor", "model", m.name, "err", err)
+			st.log.Error("fleet: spawn routing actor", "model", m.name, "policy", m.arm.policy, "err", err)
 			continue
 		}
 		m.pid = pid
@@ -317,7 +319,8 @@ func (a *fleetActor) terminated(m *actor.Terminated) {
 	}
 	for _, ms := range a.st.models {
 		if ms.pid != nil && ms.pid.Equal(m.Who) {
-			a.st.log.Error("fleet: routing actor stopped after repeated panics; its model gets no decisions", "model", ms.name)
+			a.st.log.Error("fleet: routing actor stopped after repeated panics; its model (or arm of its split) gets no decisions", "model", ms.name,
+				"policy", ms.arm.policy)
 			return
 		}
 	}

@@ -30,7 +30,7 @@ type Resolver interface {
 type Decision struct {
 	Replica string // replica id
 	URL     string // the replica's base URL, such as http://10.0.0.7:8000
-	Policy  string // the policy that chose it, for x-inferrail-policy
+	Policy  string // the policy that chose it (the request's arm of a split), for x-inferrail-policy
 	// Lease holds the replica's in-flight and pending slots for this
 	// attempt. The caller calls Fleet.FirstByte when the response head
 	// arrives and Fleet.Done exactly once when the attempt ends.
@@ -75,7 +75,7 @@ type ModelInfo struct {
 	Card  []byte // the engine's card JSON for Model, or nil
 }
 
-// Errors Pick returns.
+// Errors Pick and Explain return.
 var (
 	// ErrUnknownModel: the model is neither configured nor an alias.
 	ErrUnknownModel = errors.New("fleet: unknown model")
@@ -89,6 +89,9 @@ var (
 	ErrDeadline = errors.New("fleet: routing deadline passed")
 	// ErrStopped: the fleet has been stopped.
 	ErrStopped = errors.New("fleet: stopped")
+	// ErrUnknownPolicy: Explain named a policy that is not an arm of the
+	// model's split.
+	ErrUnknownPolicy = errors.New("fleet: the model has no such policy")
 )
 
 // PickRequest is one routing question.

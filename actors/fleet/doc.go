@@ -1,6 +1,7 @@
 // Package fleet runs the gateway's actors: one supervised replica actor per
-// engine replica, one routing actor per model, and the fleet actor that
-// starts and stops replica actors from the config and DNS discovery.
+// engine replica, one routing actor per model (per policy of its A/B split),
+// and the fleet actor that starts and stops replica actors from the config
+// and DNS discovery.
 //
 // The request path talks to the fleet only through Fleet's methods: Pick
 // asks the model's routing actor for a replica under a deadline and returns
@@ -19,7 +20,12 @@
 //     It publishes the membership as an immutable view through an atomic
 //     pointer, which Fleet's read methods load without messaging.
 //   - One routing actor per model (actors/routing) answers Pick from the
-//     replicas' snapshots and takes the winner's lease before answering.
+//     replicas' snapshots and takes the winner's lease before answering. A
+//     model with an A/B split (routing.split or its own split) has one per
+//     policy, each with its own policy state; Pick and Explain choose the
+//     arm from the request's key (policy.Split), so a conversation stays
+//     with one policy. The arms share the replica actors and their shadow
+//     indexes.
 //   - One replica actor per replica (actors/replica) owns health, ejection
 //     and model cards, and publishes snapshots.
 //

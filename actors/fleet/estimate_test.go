@@ -101,7 +101,7 @@ func TestExplainNamesTheNextPick(t *testing.T) {
 	f := costModelFleet(t, 3)
 	for i := range 20 {
 		req := promptReq(uint32(i%4)*7777, 1500)
-		ex, err := f.Explain("m", req, time.Now().Add(5*time.Second))
+		ex, err := f.Explain("m", "", req, time.Now().Add(5*time.Second))
 		if err != nil || ex.Err != nil {
 			t.Fatalf("explain: %v %v", err, ex.Err)
 		}

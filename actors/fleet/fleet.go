@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,21 +77,46 @@ type Fleet struct {
 	stopOnce   sync.Once
 }
 
-// model is a configured model as Fleet sees it. Immutable.
+// model is a configured model as Fleet sees it. Immutable once Start
+// returns.
 type model struct {
 	name      string
 	aliases   []string
+	split     policy.Split
+	arms      []*arm // as split.Arms()
+	estimates bool   // some arm routes on the estimate broadcast
+}
+
+// arm is one policy of a model's split, with its own routing actor. A model
+// without a split has one arm. Immutable once Start returns.
+type arm struct {
+	policy    string
+	percent   int
 	routing   *actor.PID
 	estimates bool // the policy routes on the estimate broadcast
 }
 
-// Start starts the actors for cfg: a routing actor per model, and a replica
-// actor per configured replica and per address of each DNS group, every
-// group resolved once before Start returns (a group whose first lookup
-// fails starts empty and is retried every refresh). It fails on a config it
-// cannot route: a model whose policy is not implemented yet, or whose split
-// names several policies, which comes later. Stop releases everything Start
-// started.
+// arm returns the arm a request with key falls in.
+func (m *model) arm(key uint64) *arm { return m.arms[m.split.Arm(key)] }
+
+// armNamed returns the arm of policy name, if the model has one.
+func (m *model) armNamed(name string) (*arm, bool) {
+	for _, a := range m.arms {
+		if a.policy == name {
+			return a, true
+		}
+	}
+	return nil, false
+}
+
+// Start starts the actors for cfg: a routing actor per policy of each
+// model's split (one per model without a split), and a replica actor per
+// configured replica and per address of each DNS group, every group
+// resolved once before Start returns (a group whose first lookup fails
+// starts empty and is retried every refresh). The arms of a split share the
+// replica actors: the cache-aware arms record their decisions in the same
+// shadow indexes. It fails on a config it cannot route: a model whose
+// policy is not implemented yet. Stop releases everything Start started.
 func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	if cfg == nil || len(cfg.Models) == 0 {
 		return nil, errors.New("fleet: no models configured")
@@ -154,17 +180,33 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	f := &Fleet{byName: make(map[string]*model), view: st.view, st: st, goroutines: st.goroutines}
 	for i := range cfg.Models {
 		m := &cfg.Models[i]
-		p, err := modelPolicy(cfg, m)
+		r := cfg.RoutingFor(m)
+		split, err := policy.NewSplit(r.Split)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("fleet: model %s: %w", m.Name, err)
 		}
-		if r := cfg.RoutingFor(m); len(r.Shadow) > 0 {
+		if len(r.Shadow) > 0 {
 			log.Warn("fleet: shadow policies are not implemented yet; ignored", "model", m.Name, "shadow", r.Shadow)
 		}
-		src := rand.NewPCG(seed, uint64(i))
-		st.models = append(st.models, &modelState{name: m.Name, policy: p, rng: rand.New(src), src: src,
-			estimates: policy.CacheAware(p.Name()), costModel: cost.Model(cfg.RoutingFor(m).CostModel)})
-		fm := &model{name: m.Name, aliases: slices.Clone(m.Aliases), estimates: policy.CacheAware(p.Name())}
+		fm := &model{name: m.Name, aliases: slices.Clone(m.Aliases), split: split}
+		for j, sa := range split.Arms() {
+			p, err := modelPolicy(cfg, m, sa.Policy)
+			if err != nil {
+				return nil, err
+			}
+			// The first arm draws from the stream a model without a split
+			// draws from, so a split of one policy routes as that policy.
+			stream, actorName := uint64(i), "routing-"+strconv.Itoa(i)
+			if j > 0 {
+				stream, actorName = stream|uint64(j)<<32, actorName+"-"+strconv.Itoa(j)
+			}
+			src := rand.NewPCG(seed, stream)
+			a := &arm{policy: sa.Policy, percent: sa.Percent, estimates: policy.CacheAware(sa.Policy)}
+			st.models = append(st.models, &modelState{name: m.Name, actorName: actorName, arm: a, policy: p,
+				rng: rand.New(src), src: src, estimates: a.estimates, costModel: cost.Model(r.CostModel)})
+			fm.arms = append(fm.arms, a)
+			fm.estimates = fm.estimates || a.estimates
+		}
 		f.models = append(f.models, fm)
 		f.byName[m.Name] = fm
 		for _, a := range m.Aliases {
@@ -214,27 +256,21 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 		f.Stop()
 		return nil, errors.New("fleet: the fleet actor did not start")
 	}
-	for i, m := range st.models {
+	for _, m := range st.models {
 		if m.pid == nil {
 			f.Stop()
-			return nil, fmt.Errorf("fleet: model %s: routing actor did not start", m.name)
+			return nil, fmt.Errorf("fleet: model %s: %s routing actor did not start", m.name, m.arm.policy)
 		}
-		f.models[i].routing = m.pid
+		m.arm.routing = m.pid
 	}
 	return f, nil
 }
 
-// modelPolicy returns a fresh policy for model m: its own policy, else the
-// routing section's default (a split with one policy is that policy), with
-// its parameters from the routing section.
-func modelPolicy(cfg *config.Config, m *config.Model) (policy.Policy, error) {
+// modelPolicy returns a fresh policy named name, one arm of model m's
+// split, with its parameters from the routing section and the model's cost
+// model.
+func modelPolicy(cfg *config.Config, m *config.Model, name string) (policy.Policy, error) {
 	r := cfg.RoutingFor(m)
-	if len(r.Split) != 1 {
-		return nil, fmt.Errorf("fleet: model %s: split across %d policies: %w", m.Name, len(r.Split), policy.ErrNotImplemented)
-	}
-	var name string
-	for name = range r.Split {
-	}
 	rt := &cfg.Routing
 	switch name {
 	case "prefix_hash":
@@ -285,7 +321,8 @@ func (st *state) resolveFirst() {
 	}
 }
 
-// Pick asks the model's routing actor for a replica for one attempt and
+// Pick asks the routing actor of the model's arm the request falls in (by
+// req.Policy.Key, see policy.Split) for a replica for one attempt and
 // returns the decision with its lease, which the caller ends with Done. It
 // sends one message and waits on one future, until req.Deadline at the
 // latest (a zero Deadline has passed). A decision is never returned after
@@ -302,6 +339,7 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 	if wait <= 0 {
 		return Decision{}, ErrDeadline
 	}
+	a := m.arm(req.Policy.Key)
 	msg := &routing.Pick{Request: req.Policy, Deadline: req.Deadline, Log: req.Log}
 	if len(req.Exclude) > 0 {
 		// The actor may read it after Pick has given up waiting.
@@ -310,12 +348,12 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 	// The answer comes through the message's own channel rather than a
 	// protoactor future: no registry entry, no AfterFunc per decision.
 	msg.Answered = make(chan struct{}, 1)
-	f.sys.Root.Send(m.routing, msg)
+	f.sys.Root.Send(a.routing, msg)
 	// One timer: first the estimate deadline, when the actor broadcasts
 	// estimate requests (it decides when the last replica answers, and
 	// past routing.estimate_deadline this asker tells it to decide with
 	// what it has), then the request's own deadline.
-	gathering := m.estimates && len(req.Policy.Blocks) > 0
+	gathering := a.estimates && len(req.Policy.Blocks) > 0
 	first := wait
 	if gathering {
 		first = min(max(f.st.estimateDeadline, time.Microsecond), wait)
@@ -330,7 +368,7 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 		case <-timer.C:
 			if gathering {
 				gathering = false
-				f.sys.Root.Send(m.routing, &routing.Gathered{Pick: msg})
+				f.sys.Root.Send(a.routing, &routing.Gathered{Pick: msg})
 				if rest := time.Until(req.Deadline); rest > 0 {
 					timer.Reset(rest)
 					continue
@@ -388,18 +426,27 @@ func (f *Fleet) FirstByte(d Decision) {
 	}
 }
 
-// Explain asks the model's routing actor what it would decide for req now,
-// routing nothing. It waits until deadline at the latest.
-func (f *Fleet) Explain(model string, req policy.Request, deadline time.Time) (*routing.Explanation, error) {
+// Explain asks a routing actor of the model what it would decide for req
+// now, routing nothing: the actor of the arm named pol, or when pol is
+// empty of the arm req falls in, as Pick would. It fails with
+// ErrUnknownPolicy when the model has no arm named pol. It waits until
+// deadline at the latest.
+func (f *Fleet) Explain(model, pol string, req policy.Request, deadline time.Time) (*routing.Explanation, error) {
 	m, ok := f.byName[model]
 	if !ok {
 		return nil, ErrUnknownModel
+	}
+	a := m.arm(req.Key)
+	if pol != "" {
+		if a, ok = m.armNamed(pol); !ok {
+			return nil, ErrUnknownPolicy
+		}
 	}
 	if f.stopped.Load() {
 		return nil, ErrStopped
 	}
 	msg := &routing.Explain{Request: req, Deadline: deadline, Answered: make(chan *routing.Explanation, 1)}
-	f.sys.Root.Send(m.routing, msg)
+	f.sys.Root.Send(a.routing, msg)
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	select {
@@ -410,11 +457,22 @@ func (f *Fleet) Explain(model string, req policy.Request, deadline time.Time) (*
 	}
 }
 
-// UsesEstimates reports whether the model's policy routes on predicted
-// cache, so its requests are worth tokenizing.
+// UsesEstimates reports whether a policy of the model (any arm of its
+// split) routes on predicted cache, so its requests are worth tokenizing.
 func (f *Fleet) UsesEstimates(model string) bool {
 	m, ok := f.byName[model]
 	return ok && m.estimates
+}
+
+// Arms returns the policies routing model (a configured name or an alias)
+// and each one's percent of its traffic, sorted by policy name: one arm of
+// 100 for a model without a split. Nil for an unknown model.
+func (f *Fleet) Arms(model string) []policy.Arm {
+	m, ok := f.byName[model]
+	if !ok {
+		return nil
+	}
+	return slices.Clone(m.split.Arms())
 }
 
 // Done ends an attempt: it releases the decision's lease (if the caller has

@@ -12,7 +12,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/inferrail/inferrail/config"
-	"github.com/inferrail/inferrail/model/policy"
 )
 
 func TestPickAndDone(t *testing.T) {
@@ -482,7 +481,8 @@ func TestStartErrors(t *testing.T) {
 		}
 		t.Logf("%s: %v", what, err)
 	}
-	f("split", func(c *config.Config) { c.Models[0].Split = map[string]int{"random": 50, "p2c": 50} }, Options{}, policy.ErrNotImplemented)
+	f("split with an unknown policy", func(c *config.Config) { c.Models[0].Split = map[string]int{"random": 50, "fastest": 50} }, Options{}, nil)
+	f("split not summing to 100", func(c *config.Config) { c.Models[0].Split = map[string]int{"random": 50, "p2c": 60} }, Options{}, nil)
 	f("unknown policy", func(c *config.Config) { c.Routing.DefaultPolicy = "fastest" }, Options{}, nil)
 	f("dns without resolver", func(c *config.Config) {
 		c.Discovery.DNS = []config.DNSGroup{{Name: "g", URL: "http://vllm:8000", Models: []string{"m"}, Refresh: time.Second}}

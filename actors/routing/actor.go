@@ -209,8 +209,9 @@ func (a *routingActor) choose(m *Pick, cands []policy.Candidate, snaps []*replic
 			}
 			return p
 		}
-		// Another model's routing actor filled it since collect looked:
-		// drop it and choose again among the rest.
+		// Another routing actor (another model's, or another arm of a
+		// split) filled it since collect looked: drop it and choose
+		// again among the rest.
 		last := len(cands) - 1
 		cands[k], snaps[k] = cands[last], snaps[last]
 		cands, snaps = cands[:last], snaps[:last]

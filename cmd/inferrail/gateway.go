@@ -131,6 +131,15 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 		return fmt.Errorf("server.admin_listen: %w", err)
 	}
 	met := telemetry.New(fl)
+	for _, m := range cfg.Models {
+		arms := fl.Arms(m.Name)
+		for _, a := range arms {
+			met.ModelPolicy(m.Name, a.Policy, a.Percent)
+		}
+		if len(arms) > 1 {
+			log.Info("A/B split", "model", m.Name, "arms", arms)
+		}
+	}
 	met.Include(routingMetrics)
 	met.Include(tokMetrics)
 	met.Include(telemetry.WriterFunc(tok.WriteCacheMetrics))

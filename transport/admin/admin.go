@@ -1,7 +1,8 @@
 // Package admin serves the gateway's admin port: GET /metrics for
 // Prometheus and VictoriaMetrics, GET /admin/replicas for operators, and
 // POST /admin/explain/v1/chat/completions (or /v1/completions), which
-// answers what the routing policy would do with a request, routing nothing.
+// answers what the routing policy would do with a request, routing nothing
+// (?policy=NAME: what that arm of an A/B split would do).
 // The admin routes have no authentication; keep server.admin_listen on
 // localhost or a private network.
 //

@@ -2,10 +2,12 @@ package admin
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/actors/routing"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/policy"
@@ -16,7 +18,7 @@ import (
 // Explainer is what /admin/explain asks: *fleet.Fleet.
 type Explainer interface {
 	Resolve(name string) (model string, ok bool)
-	Explain(model string, req policy.Request, deadline time.Time) (*routing.Explanation, error)
+	Explain(model, pol string, req policy.Request, deadline time.Time) (*routing.Explanation, error)
 }
 
 // ExplainOptions turn on POST /admin/explain/v1/chat/completions and
@@ -44,7 +46,8 @@ type explainView struct {
 }
 
 // explain answers POST /admin/explain/v1/...: what the model's policy would
-// do with the request now, routing nothing.
+// do with the request now, routing nothing. Of a model with an A/B split it
+// explains the arm the request falls in, or with ?policy=NAME that arm.
 func (s *Server) explain(ctx *fasthttp.RequestCtx, path string) {
 	if s.ex == nil {
 		notFound(ctx)
@@ -74,7 +77,13 @@ func (s *Server) explain(ctx *fasthttp.RequestCtx, path string) {
 	deadline := time.Now().Add(s.ex.Timeout)
 	req, p, tokenized := frontend.PolicyRequest(s.ex.Tokenizer, model, chat,
 		ctx.Request.Header.Peek("X-Session-Id"), body, "explain", deadline)
-	ex, err := s.ex.Fleet.Explain(model, req, deadline)
+	pol := string(ctx.QueryArgs().Peek("policy"))
+	ex, err := s.ex.Fleet.Explain(model, pol, req, deadline)
+	if errors.Is(err, fleet.ErrUnknownPolicy) {
+		writeErr(ctx, fasthttp.StatusBadRequest, openai.TypeBadRequestError,
+			"The model `"+model+"` is not routed by a policy `"+pol+"`.")
+		return
+	}
 	if err != nil {
 		writeErr(ctx, fasthttp.StatusServiceUnavailable, "ServiceUnavailableError", "The routing actor did not answer: "+err.Error())
 		return

@@ -168,6 +168,14 @@ func (m *Model) Error(reason string) {
 	c.Inc()
 }
 
+// ModelPolicy reports that policy routes percent of model's traffic
+// (inferrail_model_policy_percent{model,policy}): each arm of an A/B split,
+// or one policy at 100. Call it once per policy of each model at startup.
+func (r *Registry) ModelPolicy(model, policy string, percent int) {
+	r.global.GetOrCreateGauge(`inferrail_model_policy_percent{model=`+strconv.Quote(model)+
+		`,policy=`+strconv.Quote(policy)+`}`, nil).Set(float64(percent))
+}
+
 // Decision records the time one routing decision took, by policy.
 func (r *Registry) Decision(policy string, d time.Duration) {
 	h, ok := r.decisions.Load(policy)

@@ -261,3 +261,21 @@ func TestKVEventsSeries(t *testing.T) {
 		t.Error("a replica without kv_events has KV event series")
 	}
 }
+
+// Each policy of a model's split has its percent on the page.
+func TestModelPolicyPercent(t *testing.T) {
+	r := New(&fakeFleet{})
+	r.ModelPolicy("m", "cost_model", 75)
+	r.ModelPolicy("m", "round_robin", 25)
+	r.ModelPolicy("other", "p2c", 100)
+	p := page(r)
+	for _, want := range []string{
+		`inferrail_model_policy_percent{model="m",policy="cost_model"} 75`,
+		`inferrail_model_policy_percent{model="m",policy="round_robin"} 25`,
+		`inferrail_model_policy_percent{model="other",policy="p2c"} 100`,
+	} {
+		if !strings.Contains(p, want+"\n") {
+			t.Errorf("page lacks %s:\n%s", want, p)
+		}
+	}
+}
