@@ -55,6 +55,10 @@ type modelState struct {
 	src       *rand.PCG     // rng's source, which Explain peeks at
 	pid       *actor.PID    // the routing actor
 	estimates bool
+	// records: the arm skips the broadcast but another arm of the model
+	// routes on estimates, so its decisions are recorded too
+	// (routing.Config.Records).
+	records   bool
 	costModel cost.Model
 }
 
@@ -140,6 +144,7 @@ func (a *fleetActor) started(ctx actor.Context) {
 			Logger:    st.log,
 			Unhandled: st.routingCnt,
 			Estimates: m.estimates,
+			Records:   m.records,
 			CostModel: m.costModel,
 			MaxAge:    st.maxAge,
 			Fanout:    st.fanout,

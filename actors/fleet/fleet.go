@@ -207,6 +207,11 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 			fm.arms = append(fm.arms, a)
 			fm.estimates = fm.estimates || a.estimates
 		}
+		if fm.estimates {
+			for _, ms := range st.models[len(st.models)-len(fm.arms):] {
+				ms.records = !ms.estimates
+			}
+		}
 		f.models = append(f.models, fm)
 		f.byName[m.Name] = fm
 		for _, a := range m.Aliases {
@@ -409,7 +414,9 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 			d.attempt, d.pid = p.Attempt, mem.pid
 			f.sys.Root.Send(mem.pid, &replica.Assign{Attempt: p.Attempt})
 		}
-		d.Predicted, d.CachedTokens, d.Estimate = true, p.CachedTokens, p.Estimate.Total()
+		if p.Estimated {
+			d.Predicted, d.CachedTokens, d.Estimate = true, p.CachedTokens, p.Estimate.Total()
+		}
 	}
 	return d, nil
 }

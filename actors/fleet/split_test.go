@@ -212,3 +212,54 @@ func TestSplitOfOneIsThePolicy(t *testing.T) {
 		split.Done(d[1], OutcomeOK)
 	}
 }
+
+// A cache-blind arm of a split with a cache-aware one records its
+// decisions in the shared shadow state: the prompt round_robin routed is
+// predicted cached for cost_model, and its prefill sits on that replica's
+// queue until its first byte, priced from the replica's own prediction. The
+// cache-blind decision itself predicts nothing.
+func TestSplitBlindArmRecords(t *testing.T) {
+	f := start(t, testConfig(3, func(c *config.Config) {
+		c.Models[0].Split = map[string]int{"cost_model": 50, "round_robin": 50}
+		c.Routing.EstimateDeadline = time.Second
+	}), Options{})
+	split, _ := policy.NewSplit(map[string]int{"cost_model": 50, "round_robin": 50})
+	key := map[string]uint64{}
+	for i := uint64(1); len(key) < 2; i++ {
+		key[split.Arms()[split.Arm(i)].Policy] = i
+	}
+	req := promptReq(777, 2000)
+	req.Key = key["round_robin"]
+	d1 := pickOK(t, f, req)
+	if d1.Policy != "round_robin" || d1.Predicted {
+		t.Fatalf("round_robin's decision: policy %s, predicted %v", d1.Policy, d1.Predicted)
+	}
+	waitFor(t, "the blind arm's attempt recorded and queued", func() bool {
+		s, _ := f.Snapshot(d1.Replica)
+		b, _, _ := s.Shadow.Index()
+		return b == 2000/16 && s.Shadow.Queued(time.Now()) > 0
+	})
+	f.FirstByte(d1)
+	f.Done(d1, OutcomeOK)
+	waitFor(t, "its queue drained at the first byte", func() bool {
+		s, _ := f.Snapshot(d1.Replica)
+		return s.Shadow.Queued(time.Now()) == 0
+	})
+	req.Key = key["cost_model"]
+	d2 := pickOK(t, f, req)
+	if d2.Policy != "cost_model" || d2.Replica != d1.Replica || d2.CachedTokens != 1984 {
+		t.Fatalf("cost_model sent round_robin's prompt to %s with %d cached; want %s with 1984", d2.Replica, d2.CachedTokens, d1.Replica)
+	}
+	f.Done(d2, OutcomeOK)
+
+	// A model routed by round_robin alone records nothing.
+	rr := start(t, testConfig(3, func(c *config.Config) { c.Models[0].Policy = "round_robin" }), Options{})
+	d := pickOK(t, rr, promptReq(777, 2000))
+	rr.Done(d, OutcomeOK)
+	time.Sleep(20 * time.Millisecond)
+	if s, _ := rr.Snapshot(d.Replica); s.Shadow != nil {
+		if b, _, _ := s.Shadow.Index(); b != 0 {
+			t.Fatalf("a round_robin-only model recorded %d blocks", b)
+		}
+	}
+}

@@ -135,6 +135,12 @@ type Attempt struct {
 	Prefill time.Duration
 	// Seq is the assignment number Shadow.Next gave it.
 	Seq uint64
+	// Price, when set, prices Prefill on the replica, from its own
+	// prediction for the prompt of PromptTokens tokens in blocks of
+	// BlockSize: the decision was made without an estimate (a cache-blind
+	// arm of a split). It runs on the replica actor.
+	Price                   func(cachedTokens int) time.Duration
+	PromptTokens, BlockSize int
 
 	receipt   kvindex.Receipt
 	firstByte bool
@@ -197,6 +203,9 @@ func (a *replicaActor) estimate(m *Estimate) {
 func (a *replicaActor) assign(m *Assign) {
 	at := m.Attempt
 	now := a.cfg.Now()
+	if at.Price != nil {
+		at.Prefill = at.Price(a.est.Index.Predict(at.Blocks, at.PromptTokens, at.BlockSize))
+	}
 	at.receipt = a.est.Assign(at.Blocks, at.Prefill, now)
 	if at.Seq > a.shadow.applied.Load() {
 		a.shadow.applied.Store(at.Seq)

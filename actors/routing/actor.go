@@ -40,6 +40,12 @@ type Config struct {
 	// recorded in its shadow index. The cache-aware policies need it; the
 	// baselines skip it.
 	Estimates bool
+	// Records makes a policy that skips the broadcast record its decisions
+	// all the same, for a model whose other arms route on estimates: the
+	// shadow indexes and prefill queues must see every request routed to
+	// the replicas, whichever arm routed it. The replica actor prices the
+	// prefill from its own prediction (replica.Attempt.Price).
+	Records bool
 	// CostModel prices the winner's prefill for its prefill queue.
 	CostModel cost.Model
 	// Fanout is routing.estimate_fanout: at most this many replicas are
@@ -206,6 +212,8 @@ func (a *routingActor) choose(m *Pick, cands []policy.Candidate, snaps []*replic
 			p := &Picked{Replica: s, Lease: lease, Policy: a.st.name}
 			if a.st.Estimates {
 				a.assign(p, &cands[k], &m.Request, now)
+			} else if a.st.Records {
+				a.record(p, &m.Request)
 			}
 			return p
 		}

@@ -249,6 +249,19 @@ func (a *routingActor) assign(p *Picked, w *policy.Candidate, req *policy.Reques
 	a.count()
 }
 
+// record makes the attempt of a decision made without estimates (Records),
+// for the replica actor to record and to price from its own prediction.
+// The decision itself predicted nothing: p.Estimated stays false.
+func (a *routingActor) record(p *Picked, req *policy.Request) {
+	sh := p.Replica.Shadow
+	if sh == nil || len(req.Blocks) == 0 {
+		return
+	}
+	cm, prompt := a.st.CostModel, req.PromptTokens
+	p.Attempt = &replica.Attempt{Blocks: req.Blocks, Seq: sh.Next(), PromptTokens: prompt, BlockSize: blockSize(req),
+		Price: func(cached int) time.Duration { return cm.Estimate(prompt, cached, 0, 0).Prefill }}
+}
+
 // count records the cost model's guards and steering for the decision just
 // made.
 func (a *routingActor) count() {
