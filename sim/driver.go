@@ -23,11 +23,15 @@ type job struct {
 	maxParam int    // the request's max_tokens, 0 when unset (for metrics)
 	notify   chan struct{}
 
-	generated atomic.Int64 // output tokens produced so far
-	gone      atomic.Bool  // the client has disconnected
-	done      atomic.Bool  // set last; the fields below are valid once it is true
-	reason    string       // "stop", "length" or "abort"
-	cached    int          // prefix cache hit at admission
+	// state is the output tokens produced so far, shifted left by one,
+	// with the low bit set once the job is done: one word, so that a reader
+	// never sees the last token without seeing that it was the last (the
+	// stream puts the last token on the finish chunk, as vLLM does). The
+	// fields below it are valid once the done bit is set.
+	state  atomic.Int64
+	gone   atomic.Bool // the client has disconnected
+	reason string      // "stop", "length" or "abort"
+	cached int         // prefix cache hit at admission
 
 	// Driver-owned: when the last token came and the gaps between tokens,
 	// for vLLM's inter-token latency histogram.
@@ -36,6 +40,15 @@ type job struct {
 }
 
 func newJob() *job { return &job{notify: make(chan struct{}, 1)} }
+
+// progress returns how many output tokens the job has produced and whether
+// it is done, as of one step.
+func (j *job) progress() (generated int, done bool) {
+	s := j.state.Load()
+	return int(s >> 1), s&1 == 1
+}
+
+func (j *job) isDone() bool { return j.state.Load()&1 == 1 }
 
 // clientGone is the watcher's callback: it marks the client gone and wakes
 // the handler, which aborts the request. It never blocks.
@@ -231,14 +244,13 @@ func (d *driver) deliver(res *engine.StepResult, end time.Duration) {
 	for i := range res.Outputs {
 		o := &res.Outputs[i]
 		j := o.Req.Ctx.(*job)
-		if o.NewTokens > 0 {
-			j.generated.Store(int64(o.Req.Generated))
-		}
-		if o.Done {
+		switch {
+		case o.Done:
 			j.reason = o.Reason
 			j.cached = o.Req.CachedTokens
-			j.generated.Store(int64(o.Req.Generated))
-			j.done.Store(true)
+			j.state.Store(int64(o.Req.Generated)<<1 | 1)
+		case o.NewTokens > 0:
+			j.state.Store(int64(o.Req.Generated) << 1)
 		}
 		j.wake()
 	}

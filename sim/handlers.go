@@ -332,7 +332,7 @@ func (inst *instance) generate(ctx *fasthttp.RequestCtx, chat bool) {
 	if !inst.wait(conn, j) {
 		return
 	}
-	n := int(j.generated.Load())
+	n, _ := j.progress()
 	usage := openai.Usage{PromptTokens: len(r.prompt), CompletionTokens: n, CachedTokens: j.cached,
 		Details: inst.opts.EnablePromptTokensDetails}
 	text := token.Generate(j.seed, n)
@@ -353,7 +353,7 @@ func (inst *instance) generate(ctx *fasthttp.RequestCtx, chat bool) {
 func (inst *instance) wait(conn net.Conn, j *job) bool {
 	e := inst.watch.Add(conn, nil, j.clientGone)
 	defer inst.watch.Remove(e)
-	for !j.done.Load() {
+	for !j.isDone() {
 		select {
 		case <-j.notify:
 			if j.gone.Load() {
@@ -392,8 +392,7 @@ func (inst *instance) stream(w *bufio.Writer, conn net.Conn, j *job, r *request,
 			inst.drv.abort(j)
 			return
 		}
-		done := j.done.Load()
-		n := int(j.generated.Load())
+		n, done := j.progress()
 		buf = buf[:0]
 		if !roleSent && (n > 0 || done) {
 			buf = st.AppendRole(buf, r.role, cont(0))

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -431,5 +432,37 @@ func TestIdleTTFTIsPrefill(t *testing.T) {
 	}
 	if d := sum - want; d < -1e-6 || d > 1e-6 {
 		t.Fatalf("idle TTFT %.9f s, want P(1500,0) = %.9f s", sum, want)
+	}
+}
+
+// TestLastTokenRidesTheFinishChunk: however the stream's reads interleave
+// with the engine's steps, the last token is never sent as a content chunk
+// of its own followed by an empty finish chunk; many concurrent streams of
+// zero-latency steps give the interleavings every chance.
+func TestLastTokenRidesTheFinishChunk(t *testing.T) {
+	s := start(t, fast)
+	body := `{"messages":[{"role":"user","content":"hello"}],"max_tokens":5,"stream":true}`
+	const streams = 200
+	var wg sync.WaitGroup
+	bad := make(chan string, streams)
+	for range streams {
+		wg.Go(func() {
+			resp, err := client().Post(s.URL()+"/v1/chat/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				bad <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			ev := sse(t, resp.Body)
+			// role, 4 content chunks, finish with the 5th token, [DONE].
+			if len(ev) != 7 || strings.Contains(ev[5], `"content":""`) {
+				bad <- fmt.Sprintf("%d events: %q", len(ev), ev)
+			}
+		})
+	}
+	wg.Wait()
+	close(bad)
+	for b := range bad {
+		t.Fatal(b)
 	}
 }
