@@ -251,6 +251,9 @@ func do(ctx context.Context, pool *upstream.Pool, path, session string, body []b
 	if rep := resp.Header.Peek("X-Inferrail-Replica"); len(rep) > 0 {
 		rec.Replica = string(rep)
 	}
+	if pol := resp.Header.Peek("X-Inferrail-Policy"); len(pol) > 0 {
+		rec.Policy = string(pol)
+	}
 	if v := resp.Header.Peek("X-Inferrail-Cached-Tokens"); len(v) > 0 {
 		if n, err := strconv.Atoi(string(v)); err == nil {
 			rec.PredictedTokens, rec.Predicted = n, true

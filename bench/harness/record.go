@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -34,8 +35,10 @@ type Record struct {
 	// (x-inferrail-cached-tokens), when Predicted.
 	PredictedTokens int
 	Predicted       bool
-	// Replica is the replica that served it (x-inferrail-replica).
-	Replica string
+	// Replica is the replica that served it (x-inferrail-replica), Policy
+	// the routing policy that chose it (x-inferrail-policy): an A/B split's
+	// arm.
+	Replica, Policy string
 	// Preemptions counts the engine's preemptions of it, and OracleTokens
 	// what an infinite cache with perfect placement would have served of
 	// its prompt; both known in virtual runs only.
@@ -197,11 +200,40 @@ type Summary struct {
 	// requests in virtual runs, from their counters after the warm-up in
 	// real ones.
 	Preemptions int64 `json:"preemptions"`
+	// Policies compares the arms of an A/B split (routing.split), by
+	// policy name, when the measured requests were routed by more than one
+	// policy; nil otherwise.
+	Policies []PolicySummary `json:"policies,omitempty"`
+}
+
+// PolicySummary is one policy's part of a run routed by a split: the
+// measured requests it routed and how they fared.
+type PolicySummary struct {
+	Policy    string  `json:"policy"`
+	Requests  int     `json:"requests"`
+	Errors    int     `json:"errors"`
+	TTFT      Dist    `json:"ttft"`
+	HitRate   float64 `json:"hit_rate"`
+	GoodShare float64 `json:"good_share"`
 }
 
 // Summarize condenses the measured requests of run against slo.
 func (run *Run) Summarize(slo SLO) Summary {
-	return run.summarize(slo, func(*Record) bool { return true }, true)
+	s := run.summarize(slo, func(*Record) bool { return true }, true)
+	seen := map[string]bool{}
+	for i := range run.Records {
+		if r := &run.Records[i]; !r.WarmUp && r.Policy != "" {
+			seen[r.Policy] = true
+		}
+	}
+	if len(seen) > 1 {
+		for _, p := range slices.Sorted(maps.Keys(seen)) {
+			ps := run.summarize(slo, func(r *Record) bool { return r.Policy == p }, false)
+			s.Policies = append(s.Policies, PolicySummary{Policy: p, Requests: ps.Requests, Errors: ps.Errors,
+				TTFT: ps.TTFT, HitRate: ps.HitRate, GoodShare: ps.GoodShare})
+		}
+	}
+	return s
 }
 
 // SummarizeClass condenses the measured requests of one class, such as W6

@@ -76,6 +76,28 @@ func TestSummarize(t *testing.T) {
 	if got := strings.Join(run.Classes(), ","); got != ",x,y" {
 		t.Errorf("classes %q", got)
 	}
+	if s.Policies != nil {
+		t.Errorf("policies of a run without x-inferrail-policy: %+v", s.Policies)
+	}
+
+	// The same requests routed by a split: the first two by cost_model,
+	// the others by round_robin; the warm-up's arm does not count.
+	run.Records[0].Policy = "p2c"
+	for i, p := range []string{"cost_model", "cost_model", "round_robin", "round_robin"} {
+		run.Records[i+1].Policy = p
+	}
+	s = run.Summarize(DefaultSLO())
+	want := []PolicySummary{
+		{Policy: "cost_model", Requests: 2, TTFT: Dist{Mean: 1.75, P50: 1, P90: 2.5, P99: 2.5, Max: 2.5}, HitRate: 0.25, GoodShare: 0.5},
+		{Policy: "round_robin", Requests: 2, Errors: 1, TTFT: Dist{Mean: 0.1, P50: 0.1, P90: 0.1, P99: 0.1, Max: 0.1}, HitRate: 0.5},
+	}
+	if len(s.Policies) != 2 || s.Policies[0] != want[0] || s.Policies[1] != want[1] {
+		t.Errorf("policies %+v, want %+v", s.Policies, want)
+	}
+	run.Records[3].Policy, run.Records[4].Policy = "cost_model", "cost_model"
+	if s = run.Summarize(DefaultSLO()); s.Policies != nil {
+		t.Errorf("policies of a run routed by one policy: %+v", s.Policies)
+	}
 }
 
 // The harness's own precision: against zero-latency simulators at 300

@@ -158,6 +158,10 @@ func printSummary(w io.Writer, title string, s *harness.Summary) {
 		shares = append(shares, fmt.Sprintf("%s %.3f", sh.Replica, sh.Share))
 	}
 	fmt.Fprintf(w, "  shares %s; busiest %.3f\n", strings.Join(shares, ", "), s.BusiestShare)
+	for _, p := range s.Policies {
+		fmt.Fprintf(w, "  arm %s: %d requests (%d errors), TTFT p50 %s p99 %s, hit rate %.3f, %.1f%% within the SLO\n",
+			p.Policy, p.Requests, p.Errors, ms(p.TTFT.P50), ms(p.TTFT.P99), p.HitRate, p.GoodShare*100)
+	}
 }
 
 // sweepFlags are the flags of the commands that execute sweeps.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -208,6 +209,7 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	listen := fs.String("listen", "127.0.0.1:8080", "gateway client address")
 	adminListen := fs.String("admin-listen", "127.0.0.1:9090", "gateway admin address (/metrics, /admin/replicas)")
 	policy := fs.String("policy", "cost_model", "routing policy")
+	split := fs.String("split", "", "an A/B split instead of --policy, e.g. cost_model=75,round_robin=25 (routing.split)")
 	events := fs.Bool("kv-events", false, "the simulators publish their KV events on loopback and the gateway follows them (exact cache predictions)")
 	simOpts := sim.DefaultOptions()
 	simOpts.EnablePromptTokensDetails = true // usage shows the engine's cache hits next to the prediction
@@ -233,6 +235,15 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg.Server.Listen = *listen
 	cfg.Server.AdminListen = *adminListen
 	cfg.Routing.DefaultPolicy = *policy
+	mode := *policy
+	if *split != "" {
+		sp, err := parseSplit(*split)
+		if err != nil {
+			fmt.Fprintf(stderr, "--split: %v\n", err)
+			return errUsage
+		}
+		cfg.Routing.Split, mode = sp, "split "+*split
+	}
 	m := config.NewModel(simOpts.Model, "sim")
 	m.Tokenizer = tokenize.Sim // the simulators' own tokenizer: predictions are exact
 	m.BlockSize = simOpts.Engine.BlockSize
@@ -241,7 +252,6 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	mode := *policy
 	if *events {
 		mode += ", following their KV events"
 	}
@@ -278,4 +288,21 @@ func startSims(n int, opts sim.Options, events bool) ([]*sim.Server, []config.Re
 		}
 	}
 	return sims, replicas, nil
+}
+
+// parseSplit reads --split: policy=percent pairs separated by commas.
+func parseSplit(s string) (map[string]int, error) {
+	out := map[string]int{}
+	for part := range strings.SplitSeq(s, ",") {
+		name, pct, ok := strings.Cut(strings.TrimSpace(part), "=")
+		n, err := strconv.Atoi(pct)
+		if !ok || name == "" || err != nil {
+			return nil, fmt.Errorf("%q: want policy=percent, e.g. cost_model=75", part)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%s named twice", name)
+		}
+		out[name] = n
+	}
+	return out, nil
 }
