@@ -168,12 +168,15 @@ func (m *Model) Error(reason string) {
 	c.Inc()
 }
 
-// ModelPolicy reports that policy routes percent of model's traffic
-// (inferrail_model_policy_percent{model,policy}): each arm of an A/B split,
-// or one policy at 100. Call it once per policy of each model at startup.
+// ModelPolicy reports that policy routes percent of model's traffic:
+// inferrail_model_policy{model,policy} is 1 for each policy routing the
+// model, for joins in queries, and inferrail_model_policy_percent{model,
+// policy} its share; each arm of an A/B split, or one policy at 100. Call
+// it once per policy of each model at startup.
 func (r *Registry) ModelPolicy(model, policy string, percent int) {
-	r.global.GetOrCreateGauge(`inferrail_model_policy_percent{model=`+strconv.Quote(model)+
-		`,policy=`+strconv.Quote(policy)+`}`, nil).Set(float64(percent))
+	labels := `{model=` + strconv.Quote(model) + `,policy=` + strconv.Quote(policy) + `}`
+	r.global.GetOrCreateGauge(`inferrail_model_policy`+labels, nil).Set(1)
+	r.global.GetOrCreateGauge(`inferrail_model_policy_percent`+labels, nil).Set(float64(percent))
 }
 
 // Decision records the time one routing decision took, by policy.

@@ -273,6 +273,9 @@ func TestModelPolicyPercent(t *testing.T) {
 		`inferrail_model_policy_percent{model="m",policy="cost_model"} 75`,
 		`inferrail_model_policy_percent{model="m",policy="round_robin"} 25`,
 		`inferrail_model_policy_percent{model="other",policy="p2c"} 100`,
+		`inferrail_model_policy{model="m",policy="cost_model"} 1`,
+		`inferrail_model_policy{model="m",policy="round_robin"} 1`,
+		`inferrail_model_policy{model="other",policy="p2c"} 1`,
 	} {
 		if !strings.Contains(p, want+"\n") {
 			t.Errorf("page lacks %s:\n%s", want, p)
