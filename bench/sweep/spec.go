@@ -158,8 +158,8 @@ func (s *Sweep) validate() error {
 	if s.Name == "" || strings.ContainsAny(s.Name, `/\`) {
 		bad("name %q: want a name without slashes", s.Name)
 	}
-	if s.Repetitions < 1 {
-		bad("repetitions %d: want at least 1", s.Repetitions)
+	if s.Repetitions < 1 || s.Repetitions > maxRepetitions {
+		bad("repetitions %d: want 1 to %d", s.Repetitions, maxRepetitions)
 	}
 	if len(s.Policies) == 0 {
 		bad("policies: none")
@@ -176,21 +176,23 @@ func (s *Sweep) validate() error {
 		bad("point: none")
 	}
 	names := map[string]bool{}
+	runs := 0
 	for i := range s.Points {
 		p := &s.Points[i]
 		if p.Name == "" || names[p.Name] {
 			bad("point %d: name %q: want a unique name", i, p.Name)
 		}
 		names[p.Name] = true
-		if p.Replicas < 1 {
-			bad("point %q: replicas %d: want at least 1", p.Name, p.Replicas)
+		if p.Replicas < 1 || p.Replicas > maxReplicas {
+			bad("point %q: replicas %d: want 1 to %d", p.Name, p.Replicas, maxReplicas)
 		}
 		if p.Duration <= 0 || p.WarmUp < 0 || p.WarmUp >= p.Duration {
 			bad("point %q: duration %v, warmup %v: want 0 <= warmup < duration", p.Name, p.Duration, p.WarmUp)
 		}
-		if len(p.Rates) == 0 {
-			bad("point %q: rates: none", p.Name)
+		if len(p.Rates) == 0 || len(p.Rates) > maxRates {
+			bad("point %q: %d rates: want 1 to %d", p.Name, len(p.Rates), maxRates)
 		}
+		runs += len(p.Rates) * max(s.Repetitions, 1) * max(len(s.Policies), 1)
 		for _, r := range p.Rates {
 			if !(r > 0) || math.IsInf(r, 0) {
 				bad("point %q: rate %v: want a finite number above 0", p.Name, r)
@@ -205,8 +207,20 @@ func (s *Sweep) validate() error {
 			}
 		}
 	}
+	if runs > maxRuns {
+		bad("%d runs: want at most %d in one sweep", runs, maxRuns)
+	}
 	return errors.Join(errs...)
 }
+
+// Bounds of a sweep file, so that a typo costs an error rather than a plan
+// of billions of runs.
+const (
+	maxRepetitions = 1000
+	maxRates       = 1000
+	maxReplicas    = 4096
+	maxRuns        = 100_000
+)
 
 // RunSpec is everything that determines one run. Its hash names it in its
 // result file, so that a sweep resumes past the runs already made.

@@ -276,3 +276,32 @@ func TestReportRebuiltByteForByte(t *testing.T) {
 		t.Errorf("files %d: want the report and W1's two charts (mix has one rate)", len(a))
 	}
 }
+
+// FuzzParse reads arbitrary text as a sweep file: an error naming the
+// problems, or a sweep whose runs can be planned, never a panic.
+func FuzzParse(f *testing.F) {
+	if b, err := os.ReadFile("../sweeps/matrix.toml"); err == nil {
+		f.Add(string(b))
+	}
+	f.Add("name = \"x\"\nreplicas = 1\nduration = \"1s\"\nrepetitions = 1\npolicies = [\"round_robin\"]\n[[point]]\nname = \"W1\"\nworkload = \"W1\"\nrates = [1]\nmain = 1\n")
+	f.Add("[[point]]\nworkload = \"W2\"\n[point.set]\nsharegpt = \"/dev/null\"\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := Parse(text, t.TempDir())
+		if err != nil {
+			return
+		}
+		for _, r := range s.Plan("virtual") {
+			if r.Rate <= 0 || r.Policy == "" || r.File() == "" {
+				t.Fatalf("planned run %+v", r)
+			}
+		}
+	})
+}
+
+// A sweep whose plan would run into the billions is refused at once.
+func TestPlanBounded(t *testing.T) {
+	text := strings.Replace(small, "repetitions = 2", "repetitions = 100000000", 1)
+	if _, err := Parse(text, ""); err == nil || !strings.Contains(err.Error(), "repetitions 100000000") {
+		t.Fatalf("a hundred million repetitions: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -86,7 +87,8 @@ func (c *Conversations) Validate() error {
 	if c.SystemPrompts < 0 {
 		errs = append(errs, fmt.Errorf("%s: system_prompts %d: want at least 0", n, c.SystemPrompts))
 	} else if c.SystemPrompts > 0 {
-		errs = append(errs, c.SystemTokens.validate(n+": system_tokens", 1))
+		errs = append(errs, c.SystemTokens.validate(n+": system_tokens", 1),
+			material(n+": system_prompts", c.SystemPrompts, c.SystemTokens))
 	}
 	if c.MaxContext < 0 {
 		errs = append(errs, fmt.Errorf("%s: max_context %d: want at least 0", n, c.MaxContext))
@@ -123,7 +125,7 @@ func (c *Conversations) LoadFrom(dir string) error {
 	if dir != "" && !filepath.IsAbs(name) {
 		name = filepath.Join(dir, name)
 	}
-	b, err := os.ReadFile(name)
+	b, err := readShareGPT(name)
 	if err != nil {
 		return fmt.Errorf("%s: sharegpt: %w", c.Name(), err)
 	}
@@ -295,6 +297,7 @@ func (a *Agent) Validate() error {
 	}
 	errs = append(errs,
 		a.ToolTokens.validate(n+": tool_tokens", 1),
+		material(n+": toolsets", a.Toolsets, a.ToolTokens),
 		a.TaskTokens.validate(n+": task_tokens", 1),
 		a.Steps.validate(n+": steps", 1),
 		a.CallTokens.validate(n+": call_tokens", 1),
@@ -354,3 +357,28 @@ var (
 	_ Workload = (*Conversations)(nil)
 	_ Workload = (*Agent)(nil)
 )
+
+// maxShareGPT bounds a ShareGPT file: the usual public dumps are a few
+// hundred MB.
+const maxShareGPT = 1 << 30
+
+// readShareGPT reads a ShareGPT file: a regular file (not a device or a
+// pipe that never ends) of at most maxShareGPT bytes.
+func readShareGPT(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", name)
+	}
+	if st.Size() > maxShareGPT {
+		return nil, fmt.Errorf("%s: %d bytes, over %d", name, st.Size(), maxShareGPT)
+	}
+	return io.ReadAll(io.LimitReader(f, maxShareGPT+1))
+}

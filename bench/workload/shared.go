@@ -74,6 +74,7 @@ func (s *Shared) Validate() error {
 	}
 	errs = append(errs,
 		s.SystemTokens.validate(n+": system_tokens", 1),
+		material(n+": prompts", s.Prompts, s.SystemTokens),
 		s.QuestionTokens.validate(n+": question_tokens", 1),
 		s.OutputTokens.validate(n+": output_tokens", 1),
 		prefixed(n, s.Arrivals.Validate()))
@@ -226,6 +227,7 @@ func (f *FewShot) Validate() error {
 	}
 	errs = append(errs,
 		f.ExampleTokens.validate(n+": example_tokens", max(f.Shots, 1)*4),
+		material(n+": tasks", f.Tasks, f.ExampleTokens),
 		f.QuestionTokens.validate(n+": question_tokens", 1),
 		f.OutputTokens.validate(n+": output_tokens", 1),
 		prefixed(n, f.Arrivals.Validate()))
@@ -309,6 +311,7 @@ func (r *RAG) Validate() error {
 	}
 	errs = append(errs,
 		r.DocTokens.validate(n+": doc_tokens", 1),
+		material(n+": corpus", r.Corpus, r.DocTokens),
 		r.Docs.validate(n+": docs", 1),
 		r.InstructionTokens.validate(n+": instruction_tokens", 1),
 		r.QuestionTokens.validate(n+": question_tokens", 1),

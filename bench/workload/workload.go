@@ -125,8 +125,28 @@ func (r Range) draw(rng *rand.Rand) int {
 func (r Range) mean() float64 { return float64(r.Min+r.Max) / 2 }
 
 func (r Range) validate(what string, least int) error {
-	if r.Min < least || r.Max < r.Min {
-		return fmt.Errorf("%s: range [%d, %d]: want %d <= min <= max", what, r.Min, r.Max, least)
+	if r.Min < least || r.Max < r.Min || r.Max > maxRange {
+		return fmt.Errorf("%s: range [%d, %d]: want %d <= min <= max <= %d", what, r.Min, r.Max, least, maxRange)
+	}
+	return nil
+}
+
+// maxRange bounds every range of a workload (token counts, turns, steps,
+// documents): a million tokens is past any model's context.
+const maxRange = 1 << 20
+
+// maxMaterial bounds the tokens of a workload's fixed material (its shared
+// system prompts, corpus, tool sets, examples), drawn before the first
+// request: a parameter off by a few orders of magnitude is an error, not a
+// run that never starts.
+const maxMaterial = 1 << 26
+
+// material reports an error when count items of up to each.Max tokens are
+// over maxMaterial.
+func material(what string, count int, each Range) error {
+	if count > 0 && each.Max > 0 && count > maxMaterial/each.Max {
+		return fmt.Errorf("%s: %d of up to %d tokens: over the %d tokens a workload's fixed material may hold",
+			what, count, each.Max, maxMaterial)
 	}
 	return nil
 }

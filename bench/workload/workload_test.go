@@ -3,6 +3,8 @@ package workload
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -395,5 +397,56 @@ func TestValidateReportsEverything(t *testing.T) {
 	}
 	if _, err := New("W7"); err == nil {
 		t.Error("New accepted W7")
+	}
+}
+
+// FuzzShareGPT loads arbitrary bytes as a ShareGPT file: an error or a
+// workload whose requests can be drawn, never a panic or a hang.
+func FuzzShareGPT(f *testing.F) {
+	if b, err := os.ReadFile("testdata/sharegpt.json"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte(`[{"conversations":[{"from":"human","value":"hi"},{"from":"gpt","value":"hello"}]}]`))
+	f.Add([]byte(`[{"conversations":[{"from":"system","value":""},{"from":"human","value":""}]}]`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "sharegpt.json")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		w := W2()
+		w.ShareGPT = path
+		if err := w.Load(); err != nil {
+			return
+		}
+		if err := w.Validate(); err != nil {
+			return // e.g. no usable dialogue
+		}
+		src := w.Start(1, 5)
+		for range 20 {
+			if r := src.Next(); r.MaxTokens < 1 {
+				t.Fatalf("request with max_tokens %d", r.MaxTokens)
+			}
+		}
+	})
+}
+
+// Workload parameters off by orders of magnitude are errors, and so is a
+// ShareGPT "file" that is a device.
+func TestBounds(t *testing.T) {
+	w := W1()
+	w.Prompts = 1_000_000
+	if err := w.Validate(); err == nil || !strings.Contains(err.Error(), "fixed material") {
+		t.Errorf("a million 8k-token system prompts: %v", err)
+	}
+	w = W1()
+	w.QuestionTokens = Range{10, 1 << 30}
+	if err := w.Validate(); err == nil || !strings.Contains(err.Error(), "question_tokens") {
+		t.Errorf("a billion-token question: %v", err)
+	}
+	c := W2()
+	c.ShareGPT = "/dev/zero"
+	if err := c.Load(); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("sharegpt /dev/zero: %v", err)
 	}
 }

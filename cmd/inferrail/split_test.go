@@ -184,3 +184,22 @@ func TestSplitEndToEnd(t *testing.T) {
 		t.Fatalf("%d decisions logged, want %d", n, sessions*turns)
 	}
 }
+
+// FuzzParseSplit reads arbitrary --split values: an error, or percents by
+// policy name that the config then validates; never a panic.
+func FuzzParseSplit(f *testing.F) {
+	for _, s := range []string{"cost_model=75,round_robin=25", "a=1", "=", ",,", "x=1,x=2", "p2c=-5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sp, err := parseSplit(s)
+		if err != nil {
+			return
+		}
+		for name := range sp {
+			if name == "" {
+				t.Fatalf("%q: an empty policy name", s)
+			}
+		}
+	})
+}
