@@ -60,6 +60,9 @@ type modelState struct {
 	// (routing.Config.Records).
 	records   bool
 	costModel cost.Model
+	// shadows is the model's shadow worker, fed every decision; nil
+	// without shadow policies.
+	shadows *shadowWorker
 }
 
 // state is what outlives the fleet actor's restarts: a restarted fleet actor
@@ -136,6 +139,10 @@ func (a *fleetActor) started(ctx actor.Context) {
 		return
 	}
 	for _, m := range st.models {
+		var shadows routing.Shadows
+		if m.shadows != nil {
+			shadows = m.shadows // a nil *shadowWorker would not be a nil interface
+		}
 		pid, err := ctx.SpawnNamed(routing.Props(routing.Config{
 			Model:     m.name,
 			Policy:    m.policy,
@@ -150,6 +157,7 @@ func (a *fleetActor) started(ctx actor.Context) {
 			Fanout:    st.fanout,
 			Source:    m.src,
 			Metrics:   st.set,
+			Shadows:   shadows,
 		}), m.actorName)
 		if err != nil {
 			// Names are free once the previous incarnation's children

@@ -80,23 +80,7 @@ func benchCostModelActor(b *testing.B, n, fanout int, log bool) {
 				c.Routing.EstimateFanout = fanout
 			})
 			f := start(b, cfg, Options{Logger: discard(), RoutingMetrics: set})
-			req, held := benchState(n)
-			v := f.view.Load()
-			for i, m := range v.order {
-				for _, chain := range held[i] {
-					at := &replica.Attempt{Blocks: chain}
-					f.sys.Root.Send(m.pid, &replica.Assign{Attempt: at})
-					f.sys.Root.Send(m.pid, &replica.RequestDone{Outcome: replica.OutcomeOK, Attempt: at})
-				}
-			}
-			waitFor(b, "indexes filled", func() bool {
-				for i, m := range v.order {
-					if blocks, _, _ := m.h.Shadow().Index(); blocks < len(held[i])*500 {
-						return false
-					}
-				}
-				return true
-			})
+			req := fillIndexes(b, f, n)
 			misses := set.GetOrCreateCounter(`inferrail_estimate_deadline_misses_total{model="m"}`)
 			deadline := cfg.Routing.EstimateDeadline
 			lat := make([]time.Duration, 0, b.N)
@@ -125,6 +109,29 @@ func benchCostModelActor(b *testing.B, n, fanout int, log bool) {
 			b.ReportMetric(float64(misses.Get()-m0)/float64(b.N), "misses/op")
 		}
 	}
+}
+
+// fillIndexes fills the n replicas' indexes of f with benchState's chains
+// and returns the benchmark prompt.
+func fillIndexes(b *testing.B, f *Fleet, n int) policy.Request {
+	req, held := benchState(n)
+	v := f.view.Load()
+	for i, m := range v.order {
+		for _, chain := range held[i] {
+			at := &replica.Attempt{Blocks: chain}
+			f.sys.Root.Send(m.pid, &replica.Assign{Attempt: at})
+			f.sys.Root.Send(m.pid, &replica.RequestDone{Outcome: replica.OutcomeOK, Attempt: at})
+		}
+	}
+	waitFor(b, "indexes filled", func() bool {
+		for i, m := range v.order {
+			if blocks, _, _ := m.h.Shadow().Index(); blocks < len(held[i])*500 {
+				return false
+			}
+		}
+		return true
+	})
+	return req
 }
 
 // BenchmarkCostModelDirect is the same decision on the same state without

@@ -55,8 +55,16 @@ type Options struct {
 	// (inferrail_estimate_deadline_misses_total), the broadcasts
 	// (inferrail_estimate_gathers_total), guards
 	// (inferrail_routing_guards_total) and steering
-	// (inferrail_routing_steered_total). Nil keeps them private.
+	// (inferrail_routing_steered_total), and where the shadow policies
+	// count (inferrail_shadow_*). Nil keeps them private.
 	RoutingMetrics *metrics.Set
+	// ShadowQueue is how many decisions may wait for a model's shadow
+	// worker before new ones are dropped. 0 takes DefaultShadowQueue.
+	ShadowQueue int
+
+	// extraShadow, when not nil, adds its policy to every model's shadows:
+	// a test's way to stall the shadow worker.
+	extraShadow func() policy.Policy
 }
 
 // Fleet is the running set of gateway actors for one config. Its methods are
@@ -75,6 +83,9 @@ type Fleet struct {
 	goroutines *sync.WaitGroup
 	stopped    atomic.Bool
 	stopOnce   sync.Once
+	// stopShadows ends the shadow workers' goroutines (joined with
+	// goroutines).
+	stopShadows context.CancelFunc
 }
 
 // model is a configured model as Fleet sees it. Immutable once Start
@@ -84,16 +95,21 @@ type model struct {
 	aliases   []string
 	split     policy.Split
 	arms      []*arm // as split.Arms()
-	estimates bool   // some arm routes on the estimate broadcast
+	estimates bool   // some arm broadcasts estimate requests
+	// shadows runs the model's shadow policies; nil without any.
+	shadows *shadowWorker
 }
 
 // arm is one policy of a model's split, with its own routing actor. A model
 // without a split has one arm. Immutable once Start returns.
 type arm struct {
-	policy    string
-	percent   int
-	routing   *actor.PID
-	estimates bool // the policy routes on the estimate broadcast
+	policy  string
+	percent int
+	routing *actor.PID
+	// estimates: the arm's routing actor broadcasts estimate requests,
+	// because its policy routes on them or a shadow policy of the model
+	// needs them (see Start).
+	estimates bool
 }
 
 // arm returns the arm a request with key falls in.
@@ -115,8 +131,17 @@ func (m *model) armNamed(name string) (*arm, bool) {
 // resolved once before Start returns (a group whose first lookup fails
 // starts empty and is retried every refresh). The arms of a split share the
 // replica actors: the cache-aware arms record their decisions in the same
-// shadow indexes. It fails on a config it cannot route: a model whose
+// shadow indexes. A model with shadow policies gets a shadow worker, fed
+// by all its arms. It fails on a config it cannot route: a model whose
 // policy is not implemented yet. Stop releases everything Start started.
+//
+// A model with a cache-aware shadow policy (prefix_hash, kv_aware,
+// cost_model) has every arm broadcast estimate requests, so the shadow
+// sees predicted caches and the replicas record every decision. A
+// cache-blind arm still decides as without shadows, from the same random
+// stream: the baselines ignore what the broadcast adds. Its decisions are
+// then priced (Decision.Predicted) like a cache-aware arm's. Each shadow
+// policy draws from a stream of its own, seeded from routing.seed.
 func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	if cfg == nil || len(cfg.Models) == 0 {
 		return nil, errors.New("fleet: no models configured")
@@ -185,10 +210,24 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 		if err != nil {
 			return nil, fmt.Errorf("fleet: model %s: %w", m.Name, err)
 		}
-		if len(r.Shadow) > 0 {
-			log.Warn("fleet: shadow policies are not implemented yet; ignored", "model", m.Name, "shadow", r.Shadow)
-		}
 		fm := &model{name: m.Name, aliases: slices.Clone(m.Aliases), split: split}
+		shadowAware := false
+		var sps []policy.Policy
+		var srngs []*rand.Rand
+		for k, name := range r.Shadow {
+			p, err := modelPolicy(cfg, m, name)
+			if err != nil {
+				return nil, err
+			}
+			shadowAware = shadowAware || policy.CacheAware(name)
+			sps, srngs = append(sps, p), append(srngs, rand.New(rand.NewPCG(seed, shadowStream(i, k))))
+		}
+		if opts.extraShadow != nil {
+			sps, srngs = append(sps, opts.extraShadow()), append(srngs, rand.New(rand.NewPCG(seed, shadowStream(i, len(sps)))))
+		}
+		if len(sps) > 0 {
+			fm.shadows = newShadowWorker(m.Name, sps, srngs, cost.Model(r.CostModel), opts.ShadowQueue, st.set, log)
+		}
 		for j, sa := range split.Arms() {
 			p, err := modelPolicy(cfg, m, sa.Policy)
 			if err != nil {
@@ -201,9 +240,9 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 				stream, actorName = stream|uint64(j)<<32, actorName+"-"+strconv.Itoa(j)
 			}
 			src := rand.NewPCG(seed, stream)
-			a := &arm{policy: sa.Policy, percent: sa.Percent, estimates: policy.CacheAware(sa.Policy)}
+			a := &arm{policy: sa.Policy, percent: sa.Percent, estimates: policy.CacheAware(sa.Policy) || shadowAware}
 			st.models = append(st.models, &modelState{name: m.Name, actorName: actorName, arm: a, policy: p,
-				rng: rand.New(src), src: src, estimates: a.estimates, costModel: cost.Model(r.CostModel)})
+				rng: rand.New(src), src: src, estimates: a.estimates, costModel: cost.Model(r.CostModel), shadows: fm.shadows})
 			fm.arms = append(fm.arms, a)
 			fm.estimates = fm.estimates || a.estimates
 		}
@@ -241,6 +280,13 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	}
 	st.resolveFirst()
 
+	sctx, stopShadows := context.WithCancel(context.Background())
+	f.stopShadows = stopShadows
+	for _, m := range f.models {
+		if w := m.shadows; w != nil {
+			st.goroutines.Go(func() { w.run(sctx) })
+		}
+	}
 	f.sys = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log.With("component", "protoactor") }),
 		// A Pick that reaches a stopped routing actor fails with
@@ -252,6 +298,8 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	pid, err := f.sys.Root.SpawnNamed(props, "fleet")
 	if err != nil {
 		f.sys.Shutdown()
+		stopShadows()
+		st.goroutines.Wait()
 		return nil, fmt.Errorf("fleet: spawn: %w", err)
 	}
 	f.pid = pid
@@ -270,6 +318,10 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	}
 	return f, nil
 }
+
+// shadowStream is the random stream of shadow policy k of model i. The arms
+// draw from streams i | j<<32 (model i, arm j), which never set bit 31.
+func shadowStream(i, k int) uint64 { return uint64(i) | 1<<31 | uint64(k)<<32 }
 
 // modelPolicy returns a fresh policy named name, one arm of model m's
 // split, with its parameters from the routing section and the model's cost
@@ -600,6 +652,7 @@ func (f *Fleet) Stop() {
 		if err := f.sys.Root.StopFuture(f.pid).Wait(); err != nil {
 			f.sys.Logger().Error("fleet: stop", "err", err)
 		}
+		f.stopShadows()
 		f.goroutines.Wait()
 		f.sys.Shutdown()
 	})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -13,6 +14,7 @@ import (
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/prefix"
+	"github.com/inferrail/inferrail/model/shadow"
 )
 
 // Config is one routing actor's setup. The actor owns Policy and Rand from
@@ -62,6 +64,20 @@ type Config struct {
 	// Metrics counts deadline misses, guards and steering, labelled with
 	// the model. Nil counts into a set of its own.
 	Metrics *metrics.Set
+	// Shadows, when not nil, gets every decision that picked a replica and
+	// reached its asker: the request, a copy of the candidates the policy
+	// chose among and its pick, for the model's shadow policies. The
+	// candidates then carry running requests, KV usage and the published
+	// queue even without the estimate broadcast, so that the cost model can
+	// price the picks; the policy's decision is the same either way.
+	Shadows Shadows
+}
+
+// Shadows takes decisions for a model's shadow policies (the fleet's shadow
+// worker). Offer never blocks: a decision it has no room for is dropped and
+// counted. It owns d once called.
+type Shadows interface {
+	Offer(d *shadow.Decision)
 }
 
 // Props returns the props of the routing actor for cfg. A restarted actor
@@ -153,6 +169,8 @@ func (a *routingActor) pick(ctx actor.Context, m *Pick) {
 
 // answer hands p to m's asker, or releases its lease if the asker left.
 func (a *routingActor) answer(ctx actor.Context, m *Pick, p *Picked) {
+	sd := p.shadow
+	p.shadow = nil
 	if !m.settle(p) {
 		// The asker stopped waiting: give the slots back, say nothing.
 		if p.Lease != nil {
@@ -163,6 +181,9 @@ func (a *routingActor) answer(ctx actor.Context, m *Pick, p *Picked) {
 	if ctx.Sender() != nil { // a Pick sent without a future is read through Answer
 		ctx.Respond(p)
 	}
+	if sd != nil {
+		a.st.Shadows.Offer(sd)
+	}
 }
 
 // decide chooses a replica for m and takes a lease on it.
@@ -170,7 +191,7 @@ func (a *routingActor) decide(m *Pick) *Picked {
 	now := a.st.Now()
 	offered := a.offer(m, now)
 	defer clear(a.snaps) // let old snapshots go
-	if a.st.Estimates {
+	if a.st.Estimates || a.st.Shadows != nil {
 		for i := range a.cands {
 			a.price(&a.cands[i], a.snaps[i], &m.Request, nil, now)
 		}
@@ -214,6 +235,9 @@ func (a *routingActor) choose(m *Pick, cands []policy.Candidate, snaps []*replic
 				a.assign(p, &cands[k], &m.Request, now)
 			} else if a.st.Records {
 				a.record(p, &m.Request)
+			}
+			if a.st.Shadows != nil {
+				p.shadow = &shadow.Decision{Policy: a.st.name, Request: m.Request, Cands: slices.Clone(cands), Routed: k}
 			}
 			return p
 		}

@@ -152,12 +152,12 @@ func newActorMetrics(set *metrics.Set, model string) *actorMetrics {
 }
 
 // candidate builds replica i's candidate from its snapshot: the gateway's
-// counts, and for the cache-aware policies its key, running requests and,
-// while fresh, the engine's KV usage.
+// counts, and for the cache-aware policies (or shadows to price) its key,
+// running requests and, while fresh, the engine's KV usage.
 func (a *routingActor) candidate(i int, s *replica.Snapshot, now time.Time) policy.Candidate {
 	c := s.Counters
 	cand := policy.Candidate{Replica: i, InFlight: c.InFlight(), Pending: c.Pending()}
-	if !a.st.Estimates {
+	if !a.st.Estimates && a.st.Shadows == nil {
 		return cand
 	}
 	cand.Key = policy.ReplicaKey(s.ID)

@@ -8,6 +8,7 @@ import (
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/shadow"
 )
 
 // Message is the routing actor's protocol. The marker method seals it: only
@@ -119,6 +120,10 @@ type Picked struct {
 	// Explanation is the decision explained, when the Pick asked to Log
 	// it: every replica as the policy saw it, and the one chosen.
 	Explanation *Explanation
+
+	// shadow is the decision for Config.Shadows, which the actor takes
+	// back before answering.
+	shadow *shadow.Decision
 }
 
 // An answer can reach its future after it timed out: the asker then reads

@@ -144,9 +144,12 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 	met.Include(routingMetrics)
 	met.Include(tokMetrics)
 	met.Include(telemetry.WriterFunc(tok.WriteCacheMetrics))
-	if o := cfg.Observability; o.OTLPEndpoint != "" || o.ShadowLog != "" {
-		log.Warn("observability.otlp_endpoint and observability.shadow_log are not implemented yet; ignored",
-			"otlp_endpoint", o.OTLPEndpoint, "shadow_log", o.ShadowLog)
+	if o := cfg.Observability; o.OTLPEndpoint != "" {
+		log.Warn("observability.otlp_endpoint is not implemented yet; ignored", "otlp_endpoint", o.OTLPEndpoint)
+	}
+	if o := cfg.Observability; o.ShadowLog != "" {
+		log.Warn("observability.shadow_log is not implemented yet; ignored: shadow policies run, but their decisions are not logged for replay",
+			"shadow_log", o.ShadowLog)
 	}
 	var dlog *decisionlog.Writer
 	if dc := cfg.Observability.DecisionLog; dc.SampleRate > 0 {
@@ -163,7 +166,7 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 	fe := frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met, Tokenizer: edgeTokenizer{tok},
 		DecisionLog: dlog})
 	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{Fleet: fl, Tokenizer: edgeTokenizer{tok},
-		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)})
+		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithShadows(fl)
 	served := make(chan error, 1)
 	go func() { served <- fe.Serve(ln) }()
 	adminServed := make(chan error, 1)

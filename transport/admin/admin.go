@@ -1,5 +1,6 @@
 // Package admin serves the gateway's admin port: GET /metrics for
-// Prometheus and VictoriaMetrics, GET /admin/replicas for operators, and
+// Prometheus and VictoriaMetrics, GET /admin/replicas and GET /admin/shadow
+// (each shadow policy against the routing policy) for operators, and
 // POST /admin/explain/v1/chat/completions (or /v1/completions), which
 // answers what the routing policy would do with a request, routing nothing
 // (?policy=NAME: what that arm of an A/B split would do).
@@ -31,10 +32,11 @@ type Fleet interface {
 
 // Server is the admin HTTP server.
 type Server struct {
-	fleet Fleet
-	met   *telemetry.Registry
-	ex    *ExplainOptions
-	srv   *fasthttp.Server
+	fleet   Fleet
+	met     *telemetry.Registry
+	ex      *ExplainOptions
+	shadows Shadows
+	srv     *fasthttp.Server
 }
 
 // WithExplain turns on /admin/explain; call it before Serve.
@@ -95,10 +97,20 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.met.WritePrometheus(ctx)
 	case "/admin/replicas":
 		s.replicas(ctx)
+	case "/admin/shadow":
+		if s.shadows == nil {
+			s.notFound(ctx)
+			return
+		}
+		s.shadow(ctx)
 	default:
-		ctx.Error(`{"error":{"message":"Not Found","type":"Not Found","param":null,"code":404}}`, fasthttp.StatusNotFound)
-		ctx.SetContentType("application/json")
+		s.notFound(ctx)
 	}
+}
+
+func (s *Server) notFound(ctx *fasthttp.RequestCtx) {
+	ctx.Error(`{"error":{"message":"Not Found","type":"Not Found","param":null,"code":404}}`, fasthttp.StatusNotFound)
+	ctx.SetContentType("application/json")
 }
 
 // replicaView is one replica on /admin/replicas.

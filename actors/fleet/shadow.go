@@ -1,0 +1,168 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/inferrail/inferrail/actors/routing"
+	"github.com/inferrail/inferrail/model/cost"
+	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/shadow"
+)
+
+// DefaultShadowQueue is how many decisions wait for a model's shadow worker
+// before new ones are dropped, when Options.ShadowQueue is 0.
+const DefaultShadowQueue = 1024
+
+var _ routing.Shadows = (*shadowWorker)(nil)
+
+// shadowWorker runs one model's shadow policies on one goroutine, off the
+// request path: the model's routing actors hand it every decision through
+// a bounded queue, and a decision that finds the queue full is dropped and
+// counted rather than waited for. Each shadow policy has its own state and
+// random source, touched only by the worker's goroutine.
+type shadowWorker struct {
+	model   string
+	cm      cost.Model
+	log     *slog.Logger
+	queue   chan *shadow.Decision
+	shadows []*shadowPolicy
+
+	dropped    atomic.Uint64
+	droppedCnt *metrics.Counter
+}
+
+// shadowPolicy is one shadow policy of a model with its tally.
+type shadowPolicy struct {
+	name string
+	p    policy.Policy // the worker goroutine's
+	rng  *rand.Rand    // likewise
+	// failed reports that Pick has failed or panicked before, so that the
+	// log says so once. The worker goroutine's.
+	failed bool
+
+	mu    sync.Mutex
+	tally shadow.Tally // under mu
+
+	agreed, disagreed, faster, slower *metrics.Counter
+	routedSecs, shadowSecs            *metrics.FloatCounter
+}
+
+// newShadowWorker returns the worker for model's shadow policies ps, each
+// with the random source of the same index in rngs, with room for queue
+// decisions, counting into set.
+func newShadowWorker(model string, ps []policy.Policy, rngs []*rand.Rand, cm cost.Model, queue int, set *metrics.Set, log *slog.Logger) *shadowWorker {
+	if queue <= 0 {
+		queue = DefaultShadowQueue
+	}
+	w := &shadowWorker{model: model, cm: cm, log: log.With("model", model), queue: make(chan *shadow.Decision, queue),
+		droppedCnt: set.GetOrCreateCounter(`inferrail_shadow_dropped_total{model="` + model + `"}`)}
+	for i, p := range ps {
+		l := `{model="` + model + `",policy="` + p.Name() + `"`
+		w.shadows = append(w.shadows, &shadowPolicy{name: p.Name(), p: p, rng: rngs[i],
+			agreed:     set.GetOrCreateCounter(`inferrail_shadow_decisions_total` + l + `,agreed="true"}`),
+			disagreed:  set.GetOrCreateCounter(`inferrail_shadow_decisions_total` + l + `,agreed="false"}`),
+			faster:     set.GetOrCreateCounter(`inferrail_shadow_faster_total` + l + `}`),
+			slower:     set.GetOrCreateCounter(`inferrail_shadow_slower_total` + l + `}`),
+			routedSecs: set.GetOrCreateFloatCounter(`inferrail_shadow_estimated_ttft_seconds_total` + l + `,pick="active"}`),
+			shadowSecs: set.GetOrCreateFloatCounter(`inferrail_shadow_estimated_ttft_seconds_total` + l + `,pick="shadow"}`),
+		})
+	}
+	return w
+}
+
+// Offer queues d for the shadows, or drops and counts it when the queue is
+// full. It never blocks; the routing actors call it.
+func (w *shadowWorker) Offer(d *shadow.Decision) {
+	select {
+	case w.queue <- d:
+	default:
+		w.dropped.Add(1)
+		w.droppedCnt.Inc()
+	}
+}
+
+// run replays queued decisions until ctx ends. Decisions still queued then
+// are dropped uncounted: the fleet is stopping.
+func (w *shadowWorker) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case d := <-w.queue:
+			for _, s := range w.shadows {
+				w.replay(s, d)
+			}
+		}
+	}
+}
+
+// replay runs one shadow over d and counts the outcome. A shadow policy
+// that fails or panics is logged once and skips the decision; the others
+// and the routing are unaffected.
+func (w *shadowWorker) replay(s *shadowPolicy, d *shadow.Decision) {
+	var o shadow.Outcome
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("panic: %v", r)
+			}
+		}()
+		o, err = shadow.Compare(s.p, s.rng, w.cm, d)
+		return err
+	}()
+	if err != nil {
+		if !s.failed {
+			s.failed = true
+			w.log.Error("fleet: shadow policy failed; it skips such decisions", "policy", s.name, "err", err)
+		}
+		return
+	}
+	s.mu.Lock()
+	s.tally.Add(o)
+	s.mu.Unlock()
+	if o.Agreed {
+		s.agreed.Inc()
+	} else {
+		s.disagreed.Inc()
+	}
+	switch {
+	case o.Shadow < o.Routed:
+		s.faster.Inc()
+	case o.Shadow > o.Routed:
+		s.slower.Inc()
+	}
+	s.routedSecs.Add(o.Routed.Seconds())
+	s.shadowSecs.Add(o.Shadow.Seconds())
+}
+
+// report summarizes the worker's shadows.
+func (w *shadowWorker) report() shadow.Report {
+	r := shadow.Report{Model: w.model, Dropped: w.dropped.Load(), Shadows: make([]shadow.Summary, 0, len(w.shadows))}
+	for _, s := range w.shadows {
+		s.mu.Lock()
+		t := s.tally
+		s.mu.Unlock()
+		r.Shadows = append(r.Shadows, t.Summary(s.name))
+	}
+	return r
+}
+
+// Shadows reports each model's shadow policies, in config order; models
+// without shadows are left out. Replays are asynchronous: a decision Pick
+// returned is counted here shortly after.
+func (f *Fleet) Shadows() []shadow.Report {
+	var out []shadow.Report
+	for _, m := range f.models {
+		if m.shadows != nil {
+			out = append(out, m.shadows.report())
+		}
+	}
+	return out
+}
