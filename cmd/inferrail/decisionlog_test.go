@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/config"
-	"github.com/inferrail/inferrail/sim"
-	"github.com/inferrail/inferrail/transport/tokenize"
 )
 
 // With observability.decision_log at full sampling, every routed request
@@ -24,18 +22,7 @@ import (
 // every replica's state and prediction and no prompt text; at half
 // sampling about half the requests do, with all of their attempts.
 func TestDecisionLogEndToEnd(t *testing.T) {
-	opts := sim.DefaultOptions()
-	opts.Port = 0
-	opts.Engine.Latency.Zero = true
-	sims, err := sim.StartN(3, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, s := range sims {
-			s.Close()
-		}
-	})
+	sims, opts := zeroLatencySims(t, 3)
 	type line struct {
 		RequestID    string  `json:"request_id"`
 		Model        string  `json:"model"`
@@ -55,16 +42,9 @@ func TestDecisionLogEndToEnd(t *testing.T) {
 	run := func(rate float64, n int) (lines []line, raw string, served map[string]string) {
 		t.Helper()
 		path := filepath.Join(t.TempDir(), "decisions.jsonl")
-		cfg := config.Default()
-		cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+		cfg := gatewayConfig(sims, opts)
 		cfg.Routing.DefaultPolicy = "cost_model"
 		cfg.Observability.DecisionLog = config.DecisionLog{Path: path, SampleRate: rate}
-		m := config.NewModel(opts.Model, "sim")
-		m.Tokenizer = tokenize.Sim
-		cfg.Models = []config.Model{m}
-		for i, s := range sims {
-			cfg.Replicas = append(cfg.Replicas, config.NewReplica("sim-"+strconv.Itoa(i), s.URL(), opts.Model))
-		}
 		addr, _, stop := startGatewayStoppable(t, cfg)
 		served = map[string]string{}
 		for i := range n {

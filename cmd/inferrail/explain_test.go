@@ -4,15 +4,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/inferrail/inferrail/config"
-	"github.com/inferrail/inferrail/sim"
 	"github.com/inferrail/inferrail/sim/engine"
-	"github.com/inferrail/inferrail/transport/tokenize"
 )
 
 type explained struct {
@@ -35,28 +31,10 @@ type explained struct {
 // /admin/explain answers with every replica's prediction and estimate,
 // names the replica routing then picks, and sends nothing to any engine.
 func TestExplainEndToEnd(t *testing.T) {
-	opts := sim.DefaultOptions()
-	opts.Port = 0
-	opts.Engine.Latency.Zero = true
-	sims, err := sim.StartN(3, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, s := range sims {
-			s.Close()
-		}
-	})
-	cfg := config.Default()
-	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+	sims, opts := zeroLatencySims(t, 3)
+	cfg := gatewayConfig(sims, opts)
 	cfg.Routing.DefaultPolicy = "cost_model"
 	cfg.Health.Interval, cfg.Health.Timeout, cfg.Health.UnhealthyThreshold = 50*time.Millisecond, 50*time.Millisecond, 1
-	m := config.NewModel(opts.Model, "sim")
-	m.Tokenizer = tokenize.Sim
-	cfg.Models = []config.Model{m}
-	for i, s := range sims {
-		cfg.Replicas = append(cfg.Replicas, config.NewReplica("sim-"+strconv.Itoa(i), s.URL(), opts.Model))
-	}
 	addr, admin := startGateway(t, cfg)
 	body := `{"model":"sim","max_tokens":2,"prompt":"` + strings.Repeat("abc ", 300) + `"}`
 	post := func(url string) (*http.Response, []byte) {

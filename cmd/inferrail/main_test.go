@@ -1,9 +1,14 @@
 package main
 
 import (
+	"strconv"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/sim"
+	"github.com/inferrail/inferrail/transport/tokenize"
 )
 
 // TestMain fails the package when a test leaves a goroutine behind. fasthttp
@@ -20,4 +25,39 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*Client).mCleaner"),
 	)
+}
+
+// zeroLatencySims starts n simulators whose steps take no time, closed
+// when the test ends, and returns them with the options they run with.
+func zeroLatencySims(t *testing.T, n int) ([]*sim.Server, sim.Options) {
+	t.Helper()
+	opts := sim.DefaultOptions()
+	opts.Port = 0
+	opts.Engine.Latency.Zero = true
+	sims, err := sim.StartN(n, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, s := range sims {
+			s.Close()
+		}
+	})
+	return sims, opts
+}
+
+// gatewayConfig is a gateway config in front of sims, run with opts:
+// loopback ports the kernel picks, the simulators' model with their own
+// tokenizer (so predictions can be exact) and one replica per simulator,
+// sim-0 to sim-<n-1>.
+func gatewayConfig(sims []*sim.Server, opts sim.Options) *config.Config {
+	cfg := config.Default()
+	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+	m := config.NewModel(opts.Model, "sim")
+	m.Tokenizer = tokenize.Sim
+	cfg.Models = []config.Model{m}
+	for i, s := range sims {
+		cfg.Replicas = append(cfg.Replicas, config.NewReplica("sim-"+strconv.Itoa(i), s.URL(), opts.Model))
+	}
+	return cfg
 }

@@ -5,14 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/inferrail/inferrail/config"
-	"github.com/inferrail/inferrail/sim"
-	"github.com/inferrail/inferrail/transport/tokenize"
 )
 
 // shadowPage is GET /admin/shadow.
@@ -46,28 +41,10 @@ func getBody(t *testing.T, url string) (int, []byte) {
 // least_request routes with cost_model in shadow: every request routed is
 // replayed by the shadow, and /admin/shadow and /metrics report it.
 func TestShadowEndToEnd(t *testing.T) {
-	opts := sim.DefaultOptions()
-	opts.Port = 0
-	opts.Engine.Latency.Zero = true
-	sims, err := sim.StartN(3, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, s := range sims {
-			s.Close()
-		}
-	})
-	cfg := config.Default()
-	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+	sims, opts := zeroLatencySims(t, 3)
+	cfg := gatewayConfig(sims, opts)
 	cfg.Routing.DefaultPolicy = "least_request"
 	cfg.Routing.Shadow = []string{"cost_model"}
-	m := config.NewModel(opts.Model, "sim")
-	m.Tokenizer = tokenize.Sim
-	cfg.Models = []config.Model{m}
-	for i, s := range sims {
-		cfg.Replicas = append(cfg.Replicas, config.NewReplica("sim-"+strconv.Itoa(i), s.URL(), opts.Model))
-	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

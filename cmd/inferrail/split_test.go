@@ -14,8 +14,6 @@ import (
 
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/policy"
-	"github.com/inferrail/inferrail/sim"
-	"github.com/inferrail/inferrail/transport/tokenize"
 )
 
 // With routing.split each conversation (x-session-id) is served by one
@@ -23,29 +21,11 @@ import (
 // log names the arm of each decision, /admin/explain explains either arm
 // on request and /metrics reports the shares.
 func TestSplitEndToEnd(t *testing.T) {
-	opts := sim.DefaultOptions()
-	opts.Port = 0
-	opts.Engine.Latency.Zero = true
-	sims, err := sim.StartN(3, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, s := range sims {
-			s.Close()
-		}
-	})
+	sims, opts := zeroLatencySims(t, 3)
 	path := filepath.Join(t.TempDir(), "decisions.jsonl")
-	cfg := config.Default()
-	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg := gatewayConfig(sims, opts)
 	cfg.Routing.Split = map[string]int{"cost_model": 75, "round_robin": 25}
 	cfg.Observability.DecisionLog = config.DecisionLog{Path: path, SampleRate: 1}
-	m := config.NewModel(opts.Model, "sim")
-	m.Tokenizer = tokenize.Sim
-	cfg.Models = []config.Model{m}
-	for i, s := range sims {
-		cfg.Replicas = append(cfg.Replicas, config.NewReplica("sim-"+strconv.Itoa(i), s.URL(), opts.Model))
-	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
