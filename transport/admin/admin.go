@@ -167,9 +167,15 @@ func (s *Server) replicas(ctx *fasthttp.RequestCtx) {
 		}
 		out.Replicas = append(out.Replicas, v)
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
+	writeJSON(ctx, out)
+}
+
+// writeJSON answers with v as indented JSON, or a 500 in the OpenAI error
+// shape if it does not marshal.
+func writeJSON(ctx *fasthttp.RequestCtx, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		writeErr(ctx, fasthttp.StatusInternalServerError, "InternalServerError", err.Error())
 		return
 	}
 	ctx.SetContentType("application/json")

@@ -89,13 +89,7 @@ func (s *Server) explain(ctx *fasthttp.RequestCtx, path string) {
 		return
 	}
 	out := explainView{Model: model, PromptTokens: p.Tokens, Blocks: len(p.Blocks), Tokenized: tokenized, Decision: decisionlog.View(ex)}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		writeErr(ctx, fasthttp.StatusInternalServerError, "InternalServerError", err.Error())
-		return
-	}
-	ctx.SetContentType("application/json")
-	ctx.SetBody(append(b, '\n'))
+	writeJSON(ctx, out)
 }
 
 func notFound(ctx *fasthttp.RequestCtx) {

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"encoding/json"
 
 	"github.com/valyala/fasthttp"
 
@@ -60,11 +59,5 @@ func (s *Server) shadow(ctx *fasthttp.RequestCtx) {
 		}
 		out.Models = append(out.Models, mv)
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
-		return
-	}
-	ctx.SetContentType("application/json")
-	ctx.SetBody(append(b, '\n'))
+	writeJSON(ctx, out)
 }
