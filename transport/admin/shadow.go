@@ -1,7 +1,6 @@
 package admin
 
 import (
-
 	"github.com/valyala/fasthttp"
 
 	"github.com/inferrail/inferrail/model/shadow"
