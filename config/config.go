@@ -229,6 +229,14 @@ type DNSGroup struct {
 	KVCapacityBlocks int `koanf:"kv_capacity_blocks"`
 	// Engine is the members' engine kind: auto, vllm or sglang. Default "auto".
 	Engine string `koanf:"engine"`
+	// KVEventsPort, when set, is the port every member publishes its KV
+	// events on (vLLM's --kv-events-config endpoint, tcp://*:PORT): each
+	// member's stream is tcp://<its address>:PORT, as kv_events is for a
+	// replica. Default 0: no KV events.
+	KVEventsPort int `koanf:"kv_events_port"`
+	// KVEventsReplayPort is the members' replay socket port, as
+	// kv_events_replay is for a replica. Needs kv_events_port. Default 0.
+	KVEventsReplayPort int `koanf:"kv_events_replay_port"`
 }
 
 // Routing holds the routing settings shared by every model. Policies are

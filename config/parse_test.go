@@ -225,6 +225,8 @@ func TestParseInvalid(t *testing.T) {
 			nil, []string{"discovery.dns[0].name", "discovery.dns[0].models[0]", "discovery.dns[0].refresh", "discovery.dns[1].url", "discovery.dns[1].engine"}, ""},
 		{"duplicate dns group", "models: [{name: m}]\ndiscovery: {dns: [{name: g, url: 'http://s', models: [m]}, {name: g, url: 'http://t', models: [m]}]}",
 			nil, []string{"discovery.dns[1].name"}, ""},
+		{"dns kv event ports", "models: [{name: m}]\ndiscovery: {dns: [{name: g, url: 'http://s', models: [m], kv_events_port: 70000}, {name: h, url: 'http://t', models: [m], kv_events_replay_port: 5558}]}",
+			nil, []string{"discovery.dns[0].kv_events_port", "discovery.dns[1].kv_events_replay_port"}, ""},
 
 		// Sections.
 		{"listen", base + "server: {listen: localhost, admin_listen: ':99999'}", nil, []string{"server.listen", "server.admin_listen"}, "want host:port"},

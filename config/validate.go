@@ -53,6 +53,7 @@ func (c *Config) validate(skip func(key string) bool, limit int) (errs []error, 
 		v.servedModels(p+".models", g.Models, models)
 		v.positive(p+".refresh", g.Refresh)
 		v.limits(p, g.MaxConcurrency, g.MaxPending, g.KVCapacityBlocks, g.Engine)
+		v.eventPorts(p, g)
 	}
 	v.routing(&c.Routing)
 	v.health(&c.Health)
@@ -284,6 +285,21 @@ func (v *validator) kvEvents(p string, r *Replica, seen map[string]string) {
 	}
 	if r.KVEventsReplay != "" {
 		v.zmqEndpoint(p+".kv_events_replay", r.KVEventsReplay, false)
+	}
+}
+
+// eventPorts checks a DNS group's KV event ports.
+func (v *validator) eventPorts(p string, g *DNSGroup) {
+	for _, x := range []struct {
+		key  string
+		port int
+	}{{".kv_events_port", g.KVEventsPort}, {".kv_events_replay_port", g.KVEventsReplayPort}} {
+		if x.port < 0 || x.port > 65535 {
+			v.add(p+x.key, "%d: want a port from 1 to 65535, or 0 for none", x.port)
+		}
+	}
+	if g.KVEventsReplayPort != 0 && g.KVEventsPort == 0 {
+		v.add(p+".kv_events_replay_port", "needs kv_events_port")
 	}
 }
 

@@ -308,7 +308,9 @@ func (st *state) apply(gi int, addrs []string) (ids, joined []string) {
 			}
 		} else {
 			c := replica.NewCounters(g.cfg.MaxConcurrency, g.cfg.MaxPending)
-			st.entries[m.id] = &entry{h: replica.NewHandle(m.id, m.url, g.cfg.Models, c), group: gi}
+			h := replica.NewHandle(m.id, m.url, g.cfg.Models, c)
+			h.SetEvents(g.events(m.addr))
+			st.entries[m.id] = &entry{h: h, group: gi}
 			joined = append(joined, m.id)
 		}
 		ids = append(ids, m.id)

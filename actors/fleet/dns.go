@@ -7,11 +7,13 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/config"
 )
 
@@ -48,6 +50,20 @@ func newGroup(g *config.DNSGroup) (*group, error) {
 		return nil, fmt.Errorf("fleet: discovery.dns %s: refresh %v is not positive", g.Name, g.Refresh)
 	}
 	return &group{cfg: g, base: u, host: u.Hostname(), port: port}, nil
+}
+
+// events returns the KV event stream of the member at addr: the group's
+// kv_events_port (and kv_events_replay_port) on that address, or none.
+func (g *group) events(addr netip.Addr) replica.EventStream {
+	if g.cfg.KVEventsPort == 0 {
+		return replica.EventStream{}
+	}
+	at := func(port int) string { return "tcp://" + net.JoinHostPort(addr.String(), strconv.Itoa(port)) }
+	es := replica.EventStream{Endpoint: at(g.cfg.KVEventsPort)}
+	if g.cfg.KVEventsReplayPort != 0 {
+		es.Replay = at(g.cfg.KVEventsReplayPort)
+	}
+	return es
 }
 
 // dnsMember is one address of a group as a replica.

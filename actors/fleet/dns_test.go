@@ -3,11 +3,14 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/kvevent"
 )
 
 func dnsConfig(refresh time.Duration) *config.Config {
@@ -123,5 +126,49 @@ func TestGroupMembers(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(bad) != "[not-an-ip]" {
 		t.Fatalf("members %q, bad %q", got, bad)
+	}
+}
+
+// eventsRecorder is an EventSource that records what was subscribed to.
+type eventsRecorder struct {
+	mu   sync.Mutex
+	subs map[string]string // endpoint -> replay
+}
+
+func (e *eventsRecorder) Subscribe(endpoint, replay string, _ bool, _ func(*kvevent.Batch), _ func(bool)) (io.Closer, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.subs[endpoint] = replay
+	return io.NopCloser(nil), nil
+}
+
+func (e *eventsRecorder) has(endpoint, replay string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r, ok := e.subs[endpoint]
+	return ok && r == replay
+}
+
+// A DNS group with kv_events_port subscribes each member to the stream on
+// its own address, a member that joins later too; a group without it
+// subscribes nothing.
+func TestDNSMembersFollowKVEvents(t *testing.T) {
+	r := newFakeResolver("10.1.0.1")
+	ev := &eventsRecorder{subs: map[string]string{}}
+	cfg := dnsConfig(5 * time.Millisecond)
+	cfg.Discovery.DNS[0].KVEventsPort, cfg.Discovery.DNS[0].KVEventsReplayPort = 5557, 5558
+	cfg.Discovery.DNS = append(cfg.Discovery.DNS, config.DNSGroup{Name: "quiet", URL: "http://quiet.svc:8000",
+		Models: []string{"m"}, Refresh: time.Hour, MaxConcurrency: 1024, Engine: "auto"})
+	f := start(t, cfg, Options{Resolver: r, Events: ev})
+	waitFor(t, "the first member subscribed", func() bool { return ev.has("tcp://10.1.0.1:5557", "tcp://10.1.0.1:5558") })
+	r.set(nil, "10.1.0.1", "10.1.0.2")
+	waitFor(t, "the joining member subscribed", func() bool { return ev.has("tcp://10.1.0.2:5557", "tcp://10.1.0.2:5558") })
+	if n := len(f.Replicas()); n < 3 {
+		t.Fatalf("%d replicas", n)
+	}
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if len(ev.subs) != 2 {
+		t.Fatalf("subscriptions %v: want the two members of g only (r0 and group quiet have no stream)", ev.subs)
 	}
 }
