@@ -15,6 +15,7 @@ import (
 
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/actors/routing"
+	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
 )
@@ -40,8 +41,18 @@ type view struct {
 // entry is the fleet actor's own record of a member.
 type entry struct {
 	h     *replica.Handle
-	pid   *actor.PID // the member's actor; nil until spawned
-	group int        // index in discovery.dns; -1 for a static replica
+	pid   *actor.PID     // the member's actor; nil until spawned
+	group int            // index in discovery.dns; -1 for a static replica
+	cfg   config.Replica // a static replica's config; a reload that changes it replaces the member
+}
+
+// newStatic returns the entry of static replica r, without an actor yet.
+func newStatic(r config.Replica) *entry {
+	c := replica.NewCounters(r.MaxConcurrency, r.MaxPending)
+	h := replica.NewHandle(r.ID, r.URL, r.Models, c)
+	h.Shadow().SetConfiguredCapacity(r.KVCapacityBlocks)
+	h.SetEvents(replica.EventStream{Endpoint: r.KVEvents, Replay: r.KVEventsReplay, Bind: r.KVEventsBind})
+	return &entry{h: h, group: -1, cfg: r}
 }
 
 // modelState is one routing actor as the fleet actor spawns it: one arm of
@@ -60,6 +71,7 @@ type modelState struct {
 	// (routing.Config.Records).
 	records   bool
 	costModel cost.Model
+	fanout    int // routing.estimate_fanout
 	// shadows is the model's shadow worker, fed every decision; nil
 	// without shadow policies.
 	shadows *shadowWorker
@@ -78,9 +90,6 @@ type state struct {
 	routingCnt *metrics.Counter // the routing actors'
 	set        *metrics.Set
 	maxAge     time.Duration // load.max_age
-	fanout     int           // routing.estimate_fanout
-	// estimateDeadline is routing.estimate_deadline; Fleet reads it too.
-	estimateDeadline time.Duration
 
 	models  []*modelState
 	static  []string // static replica ids in config order
@@ -121,6 +130,12 @@ func (a *fleetActor) Receive(ctx actor.Context) {
 	case *actor.Stopped:
 	case *actor.Touch:
 		// protoactor answers it once it is processed: a barrier for tests.
+	case *reconfigure:
+		a.reconfigure(ctx, m)
+	case *retire:
+		for _, ms := range m.models {
+			ctx.Poison(ms.pid)
+		}
 	case *crash:
 		panic("BUG: fleet: crash requested by a test")
 	default:
@@ -139,33 +154,12 @@ func (a *fleetActor) started(ctx actor.Context) {
 		return
 	}
 	for _, m := range st.models {
-		var shadows routing.Shadows
-		if m.shadows != nil {
-			shadows = m.shadows // a nil *shadowWorker would not be a nil interface
-		}
-		pid, err := ctx.SpawnNamed(routing.Props(routing.Config{
-			Model:     m.name,
-			Policy:    m.policy,
-			Rand:      m.rng,
-			Now:       st.now,
-			Logger:    st.log,
-			Unhandled: st.routingCnt,
-			Estimates: m.estimates,
-			Records:   m.records,
-			CostModel: m.costModel,
-			MaxAge:    st.maxAge,
-			Fanout:    st.fanout,
-			Source:    m.src,
-			Metrics:   st.set,
-			Shadows:   shadows,
-		}), m.actorName)
-		if err != nil {
+		if err := a.spawnRouting(ctx, m); err != nil {
 			// Names are free once the previous incarnation's children
 			// have stopped, which protoactor waits for.
 			st.log.Error("fleet: spawn routing actor", "model", m.name, "policy", m.arm.policy, "err", err)
 			continue
 		}
-		m.pid = pid
 	}
 	for _, id := range a.order() {
 		a.spawnReplica(ctx, id, st.entries[id])
@@ -184,6 +178,36 @@ func (a *fleetActor) started(ctx actor.Context) {
 		st.started = true
 		close(st.ready)
 	}
+}
+
+// spawnRouting spawns m's routing actor and sets m.pid.
+func (a *fleetActor) spawnRouting(ctx actor.Context, m *modelState) error {
+	st := a.st
+	var shadows routing.Shadows
+	if m.shadows != nil {
+		shadows = m.shadows // a nil *shadowWorker would not be a nil interface
+	}
+	pid, err := ctx.SpawnNamed(routing.Props(routing.Config{
+		Model:     m.name,
+		Policy:    m.policy,
+		Rand:      m.rng,
+		Now:       st.now,
+		Logger:    st.log,
+		Unhandled: st.routingCnt,
+		Estimates: m.estimates,
+		Records:   m.records,
+		CostModel: m.costModel,
+		MaxAge:    st.maxAge,
+		Fanout:    m.fanout,
+		Source:    m.src,
+		Metrics:   st.set,
+		Shadows:   shadows,
+	}), m.actorName)
+	if err != nil {
+		return err
+	}
+	m.pid = pid
+	return nil
 }
 
 func (a *fleetActor) stopResolvers() {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,10 +74,22 @@ type Fleet struct {
 	sys *actor.ActorSystem
 	pid *actor.PID // the fleet actor
 
-	models []*model          // config order; immutable
-	byName map[string]*model // names and aliases; immutable
-	view   *atomic.Pointer[view]
-	st     *state // the fleet actor's; Fleet touches only st.closing
+	// table is the models as routed now; Reconfigure swaps it. A request
+	// reads it once per Pick.
+	table *atomic.Pointer[table]
+	view  *atomic.Pointer[view]
+	st    *state // the fleet actor's; Fleet touches only st.closing
+	seed  uint64 // the seed for routing.seed 0
+	opts  Options
+	log   *slog.Logger
+
+	// reconfigMu serializes Reconfigure, which runs off the request path;
+	// gen counts its successes (under reconfigMu).
+	reconfigMu sync.Mutex
+	gen        int
+	// ctx ends when the fleet stops: the shadow workers and the goroutines
+	// retiring replaced routing actors watch it.
+	ctx context.Context
 
 	goroutines *sync.WaitGroup
 	stopped    atomic.Bool
@@ -88,8 +99,17 @@ type Fleet struct {
 	stopShadows context.CancelFunc
 }
 
-// model is a configured model as Fleet sees it. Immutable once Start
-// returns.
+// table is the configured models as one config routes them. Immutable once
+// stored in Fleet.table.
+type table struct {
+	models []*model          // config order
+	byName map[string]*model // names and aliases
+	// estimateDeadline is routing.estimate_deadline.
+	estimateDeadline time.Duration
+}
+
+// model is a configured model as Fleet sees it. Immutable once its table is
+// stored.
 type model struct {
 	name      string
 	aliases   []string
@@ -98,10 +118,13 @@ type model struct {
 	estimates bool   // some arm broadcasts estimate requests
 	// shadows runs the model's shadow policies; nil without any.
 	shadows *shadowWorker
+	// shadowKey names the shadow policies and their settings: a reload
+	// that leaves it alone keeps the worker.
+	shadowKey string
 }
 
 // arm is one policy of a model's split, with its own routing actor. A model
-// without a split has one arm. Immutable once Start returns.
+// without a split has one arm. Immutable once its table is stored.
 type arm struct {
 	policy  string
 	percent int
@@ -110,6 +133,10 @@ type arm struct {
 	// because its policy routes on them or a shadow policy of the model
 	// needs them (see Start).
 	estimates bool
+	// key is everything the routing actor was built from: a reload that
+	// leaves it alone keeps the actor, and with it the policy's state.
+	key string
+	ms  *modelState // the routing actor as the fleet actor spawns it
 }
 
 // arm returns the arm a request with key falls in.
@@ -161,10 +188,9 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	if set == nil {
 		set = metrics.NewSet()
 	}
-	seed := cfg.Routing.Seed
-	if seed == 0 {
-		seed = rand.Uint64() // routing.seed 0: draw one, so gateways side by side differ
-	}
+	// routing.seed 0: draw one, so gateways side by side differ. A reload
+	// that sets routing.seed to 0 keeps this one.
+	seed := rand.Uint64()
 
 	st := &state{
 		log:       log,
@@ -192,7 +218,7 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	if st.set == nil {
 		st.set = metrics.NewSet()
 	}
-	st.maxAge, st.estimateDeadline, st.fanout = cfg.Load.MaxAge, cfg.Routing.EstimateDeadline, cfg.Routing.EstimateFanout
+	st.maxAge = cfg.Load.MaxAge
 	if opts.Prober != nil {
 		st.replicaCfg.Prober = opts.Prober
 	}
@@ -202,70 +228,18 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 		st.replicaCfg.Load = cfg.Load
 	}
 
-	f := &Fleet{byName: make(map[string]*model), view: st.view, st: st, goroutines: st.goroutines}
-	for i := range cfg.Models {
-		m := &cfg.Models[i]
-		r := cfg.RoutingFor(m)
-		split, err := policy.NewSplit(r.Split)
-		if err != nil {
-			return nil, fmt.Errorf("fleet: model %s: %w", m.Name, err)
-		}
-		fm := &model{name: m.Name, aliases: slices.Clone(m.Aliases), split: split}
-		shadowAware := false
-		var sps []policy.Policy
-		var srngs []*rand.Rand
-		for k, name := range r.Shadow {
-			p, err := modelPolicy(cfg, m, name)
-			if err != nil {
-				return nil, err
-			}
-			shadowAware = shadowAware || policy.CacheAware(name)
-			sps, srngs = append(sps, p), append(srngs, rand.New(rand.NewPCG(seed, shadowStream(i, k))))
-		}
-		if opts.extraShadow != nil {
-			sps, srngs = append(sps, opts.extraShadow()), append(srngs, rand.New(rand.NewPCG(seed, shadowStream(i, len(sps)))))
-		}
-		if len(sps) > 0 {
-			fm.shadows = newShadowWorker(m.Name, sps, srngs, cost.Model(r.CostModel), opts.ShadowQueue, st.set, log)
-		}
-		for j, sa := range split.Arms() {
-			p, err := modelPolicy(cfg, m, sa.Policy)
-			if err != nil {
-				return nil, err
-			}
-			// The first arm draws from the stream a model without a split
-			// draws from, so a split of one policy routes as that policy.
-			stream, actorName := uint64(i), "routing-"+strconv.Itoa(i)
-			if j > 0 {
-				stream, actorName = stream|uint64(j)<<32, actorName+"-"+strconv.Itoa(j)
-			}
-			src := rand.NewPCG(seed, stream)
-			a := &arm{policy: sa.Policy, percent: sa.Percent, estimates: policy.CacheAware(sa.Policy) || shadowAware}
-			st.models = append(st.models, &modelState{name: m.Name, actorName: actorName, arm: a, policy: p,
-				rng: rand.New(src), src: src, estimates: a.estimates, costModel: cost.Model(r.CostModel), shadows: fm.shadows})
-			fm.arms = append(fm.arms, a)
-			fm.estimates = fm.estimates || a.estimates
-		}
-		if fm.estimates {
-			for _, ms := range st.models[len(st.models)-len(fm.arms):] {
-				ms.records = !ms.estimates
-			}
-		}
-		f.models = append(f.models, fm)
-		f.byName[m.Name] = fm
-		for _, a := range m.Aliases {
-			f.byName[a] = fm
-		}
+	f := &Fleet{table: new(atomic.Pointer[table]), view: st.view, st: st, goroutines: st.goroutines, seed: seed,
+		opts: opts, log: log}
+	t, models, workers, err := f.plan(cfg, nil)
+	if err != nil {
+		return nil, err
 	}
+	st.models = models
 	for _, r := range cfg.Replicas {
 		if _, dup := st.entries[r.ID]; dup {
 			return nil, fmt.Errorf("fleet: replica id %q is used twice", r.ID)
 		}
-		c := replica.NewCounters(r.MaxConcurrency, r.MaxPending)
-		h := replica.NewHandle(r.ID, r.URL, r.Models, c)
-		h.Shadow().SetConfiguredCapacity(r.KVCapacityBlocks)
-		h.SetEvents(replica.EventStream{Endpoint: r.KVEvents, Replay: r.KVEventsReplay, Bind: r.KVEventsBind})
-		st.entries[r.ID] = &entry{h: h, group: -1}
+		st.entries[r.ID] = newStatic(r)
 		st.static = append(st.static, r.ID)
 	}
 	for i := range cfg.Discovery.DNS {
@@ -281,11 +255,9 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	st.resolveFirst()
 
 	sctx, stopShadows := context.WithCancel(context.Background())
-	f.stopShadows = stopShadows
-	for _, m := range f.models {
-		if w := m.shadows; w != nil {
-			st.goroutines.Go(func() { w.run(sctx) })
-		}
+	f.ctx, f.stopShadows = sctx, stopShadows
+	for _, w := range workers {
+		f.startShadows(w)
 	}
 	f.sys = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log.With("component", "protoactor") }),
@@ -316,6 +288,7 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 		}
 		m.arm.routing = m.pid
 	}
+	f.table.Store(t)
 	return f, nil
 }
 
@@ -385,7 +358,8 @@ func (st *state) resolveFirst() {
 // latest (a zero Deadline has passed). A decision is never returned after
 // the deadline: one that arrives late is released and ErrDeadline returned.
 func (f *Fleet) Pick(req PickRequest) (Decision, error) {
-	m, ok := f.byName[req.Model]
+	t := f.table.Load()
+	m, ok := t.byName[req.Model]
 	if !ok {
 		return Decision{}, ErrUnknownModel
 	}
@@ -413,7 +387,7 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 	gathering := a.estimates && len(req.Policy.Blocks) > 0
 	first := wait
 	if gathering {
-		first = min(max(f.st.estimateDeadline, time.Microsecond), wait)
+		first = min(max(t.estimateDeadline, time.Microsecond), wait)
 	}
 	timer := time.NewTimer(first)
 	defer timer.Stop()
@@ -491,7 +465,7 @@ func (f *Fleet) FirstByte(d Decision) {
 // ErrUnknownPolicy when the model has no arm named pol. It waits until
 // deadline at the latest.
 func (f *Fleet) Explain(model, pol string, req policy.Request, deadline time.Time) (*routing.Explanation, error) {
-	m, ok := f.byName[model]
+	m, ok := f.table.Load().byName[model]
 	if !ok {
 		return nil, ErrUnknownModel
 	}
@@ -519,7 +493,7 @@ func (f *Fleet) Explain(model, pol string, req policy.Request, deadline time.Tim
 // UsesEstimates reports whether a policy of the model (any arm of its
 // split) routes on predicted cache, so its requests are worth tokenizing.
 func (f *Fleet) UsesEstimates(model string) bool {
-	m, ok := f.byName[model]
+	m, ok := f.table.Load().byName[model]
 	return ok && m.estimates
 }
 
@@ -527,7 +501,7 @@ func (f *Fleet) UsesEstimates(model string) bool {
 // and each one's percent of its traffic, sorted by policy name: one arm of
 // 100 for a model without a split. Nil for an unknown model.
 func (f *Fleet) Arms(model string) []policy.Arm {
-	m, ok := f.byName[model]
+	m, ok := f.table.Load().byName[model]
 	if !ok {
 		return nil
 	}
@@ -587,13 +561,14 @@ func (f *Fleet) doneAttempt(d Decision, o Outcome) {
 // name itself or the model it is an alias of. The empty name resolves when
 // exactly one model is configured.
 func (f *Fleet) Resolve(name string) (model string, ok bool) {
+	t := f.table.Load()
 	if name == "" {
-		if len(f.models) == 1 {
-			return f.models[0].name, true
+		if len(t.models) == 1 {
+			return t.models[0].name, true
 		}
 		return "", false
 	}
-	if m, ok := f.byName[name]; ok {
+	if m, ok := t.byName[name]; ok {
 		return m.name, true
 	}
 	return "", false
@@ -605,7 +580,7 @@ func (f *Fleet) Resolve(name string) (model string, ok bool) {
 func (f *Fleet) Models() []ModelInfo {
 	v := f.view.Load()
 	var out []ModelInfo
-	for _, m := range f.models {
+	for _, m := range f.table.Load().models {
 		var card []byte
 		for _, mem := range v.order {
 			s := mem.h.Snapshot()

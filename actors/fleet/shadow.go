@@ -33,6 +33,8 @@ type shadowWorker struct {
 	log     *slog.Logger
 	queue   chan *shadow.Decision
 	shadows []*shadowPolicy
+	// stop ends run; set by Fleet.startShadows before run starts.
+	stop context.CancelFunc
 
 	dropped    atomic.Uint64
 	droppedCnt *metrics.Counter
@@ -159,7 +161,7 @@ func (w *shadowWorker) report() shadow.Report {
 // returned is counted here shortly after.
 func (f *Fleet) Shadows() []shadow.Report {
 	var out []shadow.Report
-	for _, m := range f.models {
+	for _, m := range f.table.Load().models {
 		if m.shadows != nil {
 			out = append(out, m.shadows.report())
 		}

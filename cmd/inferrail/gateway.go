@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -88,12 +90,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	return serve(ctx, cfg, stdout, stderr, nil)
+	return serveFile(ctx, *path, cfg, stdout, stderr, nil)
 }
 
 // serve runs a gateway for cfg until ctx ends, then shuts it down within
 // server.shutdown_timeout. ready, when set, is called once it listens.
 func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, ready func(addr, adminAddr string)) error {
+	return serveFile(ctx, "", cfg, stdout, stderr, ready)
+}
+
+// serveFile is serve for cfg loaded from the file at path: it rereads the
+// file every server.reload_interval, on SIGHUP and on POST /admin/reload,
+// and applies what may change live. An empty path reloads nothing.
+func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, stderr io.Writer, ready func(addr, adminAddr string)) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(cfg.Logging.Level)}))
 	scraper := scrape.New(scrape.Options{})
 	defer scraper.Close()
@@ -167,6 +176,20 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 		DecisionLog: dlog})
 	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{Fleet: fl, Tokenizer: edgeTokenizer{tok},
 		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithShadows(fl)
+	if path != "" {
+		rl := newReloader(path, cfg, fl, fe, met, log)
+		ad.WithConfig(rl)
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		rctx, stopReloads := context.WithCancel(ctx)
+		reloads := make(chan struct{})
+		go func() { defer close(reloads); rl.run(rctx, cfg.Server.ReloadInterval, hup) }()
+		defer func() {
+			signal.Stop(hup)
+			stopReloads()
+			<-reloads
+		}()
+	}
 	served := make(chan error, 1)
 	go func() { served <- fe.Serve(ln) }()
 	adminServed := make(chan error, 1)

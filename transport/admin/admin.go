@@ -22,6 +22,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
@@ -30,8 +31,38 @@ type Fleet interface {
 	Replicas() []*replica.Snapshot
 }
 
+// Configs is the gateway's live config, for GET /admin/config and
+// POST /admin/reload.
+type Configs interface {
+	// Current returns the config in effect and its generation.
+	Current() (*config.Config, uint64)
+	// Reload rereads the config file and applies it.
+	Reload() Reload
+}
+
+// Reload is the outcome of one reload attempt, as POST /admin/reload
+// answers it.
+type Reload struct {
+	// Result is applied, unchanged or rejected.
+	Result string `json:"result"`
+	// Generation names the config in effect afterwards.
+	Generation uint64 `json:"generation"`
+	// Changed names the sections that differ from the config in effect.
+	Changed []string `json:"changed,omitempty"`
+	// Error says why the reload was rejected.
+	Error string `json:"error,omitempty"`
+}
+
+// WithConfig turns on GET /admin/config and POST /admin/reload; call it
+// before Serve.
+func (s *Server) WithConfig(c Configs) *Server {
+	s.configs = c
+	return s
+}
+
 // Server is the admin HTTP server.
 type Server struct {
+	configs Configs
 	fleet   Fleet
 	met     *telemetry.Registry
 	ex      *ExplainOptions
@@ -85,6 +116,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.explain(ctx, p[len(explainPrefix):])
 		return
 	}
+	if string(ctx.Path()) == "/admin/reload" && s.configs != nil {
+		s.reload(ctx)
+		return
+	}
 	if m := string(ctx.Method()); m != "GET" && m != "HEAD" {
 		ctx.Response.Header.Set("Allow", "GET, HEAD")
 		ctx.Error(`{"error":{"message":"Method Not Allowed","type":"Method Not Allowed","param":null,"code":405}}`, fasthttp.StatusMethodNotAllowed)
@@ -97,6 +132,18 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.met.WritePrometheus(ctx)
 	case "/admin/replicas":
 		s.replicas(ctx)
+	case "/admin/config":
+		if s.configs == nil {
+			s.notFound(ctx)
+			return
+		}
+		c, gen := s.configs.Current()
+		m, err := c.Map()
+		if err != nil {
+			writeErr(ctx, fasthttp.StatusInternalServerError, "InternalServerError", err.Error())
+			return
+		}
+		writeJSON(ctx, map[string]any{"generation": gen, "config": m})
 	case "/admin/shadow":
 		if s.shadows == nil {
 			s.notFound(ctx)
@@ -105,6 +152,21 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.shadow(ctx)
 	default:
 		s.notFound(ctx)
+	}
+}
+
+// reload answers POST /admin/reload: 200 with the outcome when the config
+// was applied or unchanged, 422 when it was rejected.
+func (s *Server) reload(ctx *fasthttp.RequestCtx) {
+	if string(ctx.Method()) != "POST" {
+		ctx.Response.Header.Set("Allow", "POST")
+		writeErr(ctx, fasthttp.StatusMethodNotAllowed, "Method Not Allowed", "Method Not Allowed")
+		return
+	}
+	r := s.configs.Reload()
+	writeJSON(ctx, r)
+	if r.Result == "rejected" {
+		ctx.SetStatusCode(fasthttp.StatusUnprocessableEntity)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/inferrail/inferrail/actors/fleet"
+	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/transport/decisionlog"
@@ -37,6 +38,9 @@ type request struct {
 	deadline time.Time
 	w        *watch
 	met      *telemetry.Model
+	// live is the config in effect when the request came: its retries
+	// and logging follow it even if a reload lands meanwhile.
+	live *config.Config
 	// policy is what the policy may know of the request; tokenized
 	// reports that its prompt was prepared.
 	policy    policy.Request
@@ -67,7 +71,7 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
 		body = openai.SpliceModel(make([]byte, 0, len(body)+len(model)+12), body, f, model)
 	}
 	r := &request{ctx: ctx, model: model, body: body, start: start,
-		deadline: start.Add(s.cfg.Server.RequestTimeout), met: s.met.Model(model)}
+		deadline: start.Add(s.cfg.Server.RequestTimeout), met: s.met.Model(model), live: s.live.Load()}
 	if id := ctx.Request.Header.Peek("X-Request-Id"); validRequestID(id) {
 		r.id = string(id)
 	} else {
@@ -75,7 +79,7 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
 	}
 	ctx.Response.Header.Set("X-Request-Id", r.id)
 	s.policyRequest(r, ctx.Path())
-	if s.cfg.Logging.LogPrompts {
+	if r.live.Logging.LogPrompts {
 		s.log.Debug("request", "id", r.id, "model", model, "body", string(body))
 	}
 
@@ -102,7 +106,7 @@ func (s *Server) failUpstream(r *request, last error) {
 // route runs the attempts of r until one commits a response or none is
 // left. It reports whether a streamed relay took over r's watch.
 func (s *Server) route(r *request) (streaming bool) {
-	maxAttempts := max(s.cfg.Retry.MaxAttempts, 1)
+	maxAttempts := max(r.live.Retry.MaxAttempts, 1)
 	var tried []string
 	var last error
 	for attempt := 1; ; attempt++ {
@@ -178,7 +182,7 @@ func (s *Server) pick(r *request, tried []string, attempt int) (fleet.Decision, 
 // backoff waits before retry attempt n (n ≥ 2): retry.backoff doubled per
 // retry, within the request's deadline. It reports false when no time is left.
 func (s *Server) backoff(r *request, n int) bool {
-	wait := s.cfg.Retry.Backoff << (n - 2)
+	wait := r.live.Retry.Backoff << (n - 2)
 	if time.Now().Add(wait).After(r.deadline) {
 		return false
 	}

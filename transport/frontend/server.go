@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -41,7 +42,8 @@ type Options struct {
 
 // Server is the gateway's client port. See the package doc.
 type Server struct {
-	cfg   *config.Config
+	cfg   *config.Config // as started: the server and upstream sections
+	live  atomic.Pointer[config.Config]
 	fleet *fleet.Fleet
 	log   *slog.Logger
 	met   *telemetry.Registry
@@ -64,6 +66,12 @@ type Server struct {
 	cancelBase context.CancelCauseFunc
 }
 
+// SetConfig puts a reloaded config in effect for the requests that start
+// from now on: its retry section and logging.log_prompts. The sections
+// the server was built from (server, upstream) need a restart, and are
+// read from the config New was given.
+func (s *Server) SetConfig(c *config.Config) { s.live.Store(c) }
+
 // New builds a Server. It starts the watcher goroutine; Shutdown stops it.
 func New(opts Options) *Server {
 	log := opts.Logger
@@ -84,6 +92,7 @@ func New(opts Options) *Server {
 	if s.met == nil {
 		s.met = telemetry.New(opts.Fleet)
 	}
+	s.live.Store(opts.Config)
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
 	s.watcher = conncheck.NewWatcher(watchEvery)
 	sc := &s.cfg.Server

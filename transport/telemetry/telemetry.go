@@ -179,6 +179,14 @@ func (r *Registry) ModelPolicy(model, policy string, percent int) {
 	r.global.GetOrCreateGauge(`inferrail_model_policy_percent`+labels, nil).Set(float64(percent))
 }
 
+// ModelPolicyOff records that policy no longer routes model: a reload took
+// it out of the model's split.
+func (r *Registry) ModelPolicyOff(model, policy string) {
+	labels := `{model=` + strconv.Quote(model) + `,policy=` + strconv.Quote(policy) + `}`
+	r.global.GetOrCreateGauge(`inferrail_model_policy`+labels, nil).Set(0)
+	r.global.GetOrCreateGauge(`inferrail_model_policy_percent`+labels, nil).Set(0)
+}
+
 // Decision records the time one routing decision took, by policy.
 func (r *Registry) Decision(policy string, d time.Duration) {
 	h, ok := r.decisions.Load(policy)

@@ -1,0 +1,320 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/cost"
+	"github.com/inferrail/inferrail/model/policy"
+)
+
+// retireGrace is how long a routing actor a reload replaced keeps
+// answering, on top of routing.estimate_deadline: a Pick that read the
+// previous table just before the swap still reaches it and is answered.
+const retireGrace = time.Second
+
+// reconfigureTimeout bounds Reconfigure's wait for the fleet actor, which
+// never blocks: only a fleet actor that keeps panicking could miss it.
+const reconfigureTimeout = 10 * time.Second
+
+// ErrRestartOnly is wrapped by Reconfigure's error for a config whose model
+// list differs from the running one.
+var ErrRestartOnly = errors.New("fleet: needs a restart")
+
+// plan builds the table for cfg and the routing actors it needs, reusing
+// from prev (nil at Start) every arm whose key did not change, and every
+// shadow worker whose shadowKey did not change. It returns every routing
+// actor of the new table (the reused ones with their pid, the new ones
+// without) and the new shadow workers, not started yet.
+func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []*shadowWorker, error) {
+	seed := cfg.Routing.Seed
+	if seed == 0 {
+		seed = f.seed
+	}
+	suffix := ""
+	if prev != nil {
+		suffix = "-g" + strconv.Itoa(f.gen+1) // free while the replaced actors retire
+	}
+	t := &table{byName: make(map[string]*model), estimateDeadline: cfg.Routing.EstimateDeadline}
+	var states []*modelState
+	var workers []*shadowWorker
+	for i := range cfg.Models {
+		m := &cfg.Models[i]
+		r := cfg.RoutingFor(m)
+		split, err := policy.NewSplit(r.Split)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("fleet: model %s: %w", m.Name, err)
+		}
+		var old *model
+		if prev != nil {
+			old = prev.models[i]
+		}
+		fm := &model{name: m.Name, aliases: slices.Clone(m.Aliases), split: split,
+			shadowKey: fmt.Sprintf("%q|%+v|%t", r.Shadow, r.CostModel, f.opts.extraShadow != nil)}
+		shadowAware := false
+		for _, name := range r.Shadow {
+			shadowAware = shadowAware || policy.CacheAware(name)
+			fm.shadowKey += "|" + policyKey(cfg, m, name)
+		}
+		if old != nil && old.shadowKey == fm.shadowKey {
+			fm.shadows = old.shadows
+		} else {
+			var sps []policy.Policy
+			var srngs []*rand.Rand
+			for k, name := range r.Shadow {
+				p, err := modelPolicy(cfg, m, name)
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				sps, srngs = append(sps, p), append(srngs, rand.New(rand.NewPCG(seed, shadowStream(i, k))))
+			}
+			if f.opts.extraShadow != nil {
+				sps, srngs = append(sps, f.opts.extraShadow()), append(srngs, rand.New(rand.NewPCG(seed, shadowStream(i, len(sps)))))
+			}
+			if len(sps) > 0 {
+				fm.shadows = newShadowWorker(m.Name, sps, srngs, cost.Model(r.CostModel), f.opts.ShadowQueue, f.st.set, f.log)
+				workers = append(workers, fm.shadows)
+			}
+		}
+		for _, sa := range split.Arms() {
+			a := &arm{policy: sa.Policy, percent: sa.Percent, estimates: policy.CacheAware(sa.Policy) || shadowAware}
+			fm.arms = append(fm.arms, a)
+			fm.estimates = fm.estimates || a.estimates
+		}
+		for j, a := range fm.arms {
+			records := fm.estimates && !a.estimates
+			a.key = fmt.Sprintf("%s|estimates=%t|records=%t|cost=%+v|fanout=%d|seed=%d|shadows=%s",
+				policyKey(cfg, m, a.policy), a.estimates, records, r.CostModel, cfg.Routing.EstimateFanout, seed, fm.shadowKey)
+			if old != nil {
+				if oa, ok := old.armNamed(a.policy); ok && oa.key == a.key {
+					a.routing, a.ms = oa.routing, oa.ms
+					states = append(states, oa.ms)
+					continue
+				}
+			}
+			p, err := modelPolicy(cfg, m, a.policy)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			// The first arm draws from the stream a model without a split
+			// draws from, so a split of one policy routes as that policy.
+			stream, actorName := uint64(i), "routing-"+strconv.Itoa(i)
+			if j > 0 {
+				stream, actorName = stream|uint64(j)<<32, actorName+"-"+strconv.Itoa(j)
+			}
+			src := rand.NewPCG(seed, stream)
+			a.ms = &modelState{name: m.Name, actorName: actorName + suffix, arm: a, policy: p,
+				rng: rand.New(src), src: src, estimates: a.estimates, records: records,
+				costModel: cost.Model(r.CostModel), fanout: cfg.Routing.EstimateFanout, shadows: fm.shadows}
+			states = append(states, a.ms)
+		}
+		t.models = append(t.models, fm)
+		t.byName[m.Name] = fm
+		for _, al := range m.Aliases {
+			t.byName[al] = fm
+		}
+	}
+	return t, states, workers, nil
+}
+
+// policyKey names policy name of model m with the settings it is built
+// from: equal keys build equal policies.
+func policyKey(cfg *config.Config, m *config.Model, name string) string {
+	rt := &cfg.Routing
+	switch name {
+	case "prefix_hash":
+		return fmt.Sprintf("%s%+v", name, rt.PrefixHash)
+	case "kv_aware":
+		return fmt.Sprintf("%s%+v", name, rt.KVAware)
+	case "cost_model":
+		return fmt.Sprintf("%s{cost:%+v epsilon:%v kappa:%v short:%d affinity:%t hot:%+v}", name,
+			cfg.RoutingFor(m).CostModel, rt.Epsilon, rt.Kappa, rt.ShortPromptTokens, rt.SessionAffinity, rt.HotPrefix)
+	}
+	return name
+}
+
+// startShadows starts w's goroutine, which runs until the fleet stops or
+// w is retired.
+func (f *Fleet) startShadows(w *shadowWorker) {
+	ctx, cancel := context.WithCancel(f.ctx)
+	w.stop = cancel
+	f.goroutines.Go(func() { w.run(ctx) })
+}
+
+// Reconfigure applies cfg to the running fleet without dropping a request:
+// routing (the routing section, each model's policy, split, shadow,
+// cost_model and aliases) and the static replicas. An arm whose policy and
+// settings did not change keeps its routing actor, and with it the
+// policy's state (a round robin rotation, a hot prefix sketch, a session
+// table); a model whose shadow policies did not change keeps their worker.
+// Static replicas whose config did not change keep their actor, health and
+// counters; new ones join as DNS members do, and removed or changed ones
+// leave as DNS members do: requests already on them finish there.
+//
+// Picks that read the previous table are still answered: the routing
+// actors it replaced stop a grace period after the swap. Reconfigure does
+// not look at the sections built at startup (server, upstream, discovery,
+// health, load, index, tokenizer, observability): config.RestartOnly is
+// the caller's check. A config whose model list differs fails with
+// ErrRestartOnly. On error nothing changed.
+func (f *Fleet) Reconfigure(cfg *config.Config) error {
+	f.reconfigMu.Lock()
+	defer f.reconfigMu.Unlock()
+	if f.stopped.Load() {
+		return ErrStopped
+	}
+	prev := f.table.Load()
+	if len(cfg.Models) != len(prev.models) {
+		return fmt.Errorf("%w: the model list changed", ErrRestartOnly)
+	}
+	for i, m := range prev.models {
+		if cfg.Models[i].Name != m.name {
+			return fmt.Errorf("%w: the model list changed", ErrRestartOnly)
+		}
+	}
+	seen := make(map[string]bool, len(cfg.Replicas))
+	for _, r := range cfg.Replicas {
+		if seen[r.ID] {
+			return fmt.Errorf("fleet: replica id %q is used twice", r.ID)
+		}
+		seen[r.ID] = true
+	}
+	t, states, workers, err := f.plan(cfg, prev)
+	if err != nil {
+		return err
+	}
+	msg := &reconfigure{models: states, replicas: slices.Clone(cfg.Replicas), done: make(chan error, 1)}
+	f.sys.Root.Send(f.pid, msg)
+	timer := time.NewTimer(reconfigureTimeout)
+	defer timer.Stop()
+	select {
+	case err = <-msg.done:
+	case <-timer.C:
+		err = errors.New("fleet: reconfigure: the fleet actor did not answer")
+	}
+	if err != nil {
+		return err
+	}
+	for _, m := range t.models {
+		for _, a := range m.arms {
+			a.routing = a.ms.pid
+		}
+	}
+	for _, w := range workers {
+		f.startShadows(w)
+	}
+	f.table.Store(t)
+	f.gen++
+
+	// What the new table no longer uses retires after the grace period.
+	var oldStates []*modelState
+	var oldWorkers []*shadowWorker
+	for i, m := range prev.models {
+		for _, a := range m.arms {
+			if !slices.Contains(states, a.ms) {
+				oldStates = append(oldStates, a.ms)
+			}
+		}
+		if m.shadows != nil && m.shadows != t.models[i].shadows {
+			oldWorkers = append(oldWorkers, m.shadows)
+		}
+	}
+	if len(oldStates) == 0 && len(oldWorkers) == 0 {
+		return nil
+	}
+	grace := retireGrace + prev.estimateDeadline
+	f.goroutines.Go(func() {
+		timer := time.NewTimer(grace)
+		defer timer.Stop()
+		select {
+		case <-f.ctx.Done():
+			return // Stop stops every actor and worker
+		case <-timer.C:
+		}
+		f.sys.Root.Send(f.pid, &retire{models: oldStates})
+		for _, w := range oldWorkers {
+			w.stop()
+		}
+	})
+	return nil
+}
+
+// reconfigure installs a reload's routing actors and static replicas:
+// it spawns the new routing actors, replaces the static members that
+// changed, publishes the membership to every routing actor, and stops the
+// replica actors that left. The replaced routing actors keep running until
+// retire.
+func (a *fleetActor) reconfigure(ctx actor.Context, m *reconfigure) {
+	st := a.st
+	for _, r := range m.replicas {
+		if e, ok := st.entries[r.ID]; ok && e.group >= 0 {
+			m.done <- fmt.Errorf("fleet: replica id %q is a member of DNS group %s", r.ID, st.groups[e.group].cfg.Name)
+			return
+		}
+	}
+	var spawned []*modelState
+	for _, ms := range m.models {
+		if ms.pid != nil {
+			continue
+		}
+		if err := a.spawnRouting(ctx, ms); err != nil {
+			for _, s := range spawned {
+				ctx.Stop(s.pid)
+				s.pid = nil
+			}
+			m.done <- fmt.Errorf("fleet: spawn routing actor for model %s: %w", ms.name, err)
+			return
+		}
+		spawned = append(spawned, ms)
+	}
+	st.models = m.models
+
+	want := make(map[string]*config.Replica, len(m.replicas))
+	ids := make([]string, 0, len(m.replicas))
+	for i := range m.replicas {
+		want[m.replicas[i].ID] = &m.replicas[i]
+		ids = append(ids, m.replicas[i].ID)
+	}
+	var left []*actor.PID
+	var leftIDs, joined []string
+	for _, id := range st.static {
+		e := st.entries[id]
+		if r, ok := want[id]; ok && reflect.DeepEqual(e.cfg, *r) {
+			continue
+		}
+		left, leftIDs = append(left, e.pid), append(leftIDs, id)
+		delete(st.entries, id)
+	}
+	for _, r := range m.replicas {
+		if _, ok := st.entries[r.ID]; !ok {
+			st.entries[r.ID] = newStatic(r)
+			joined = append(joined, r.ID)
+		}
+	}
+	st.static = ids
+	for _, id := range joined {
+		a.spawnReplica(ctx, id, st.entries[id])
+	}
+	a.publish(ctx, nil)
+	// As for DNS members that leave: the routing actors process
+	// ReplicasChanged before any later Pick, and requests running on a
+	// member that left finish there.
+	for _, pid := range left {
+		if pid != nil {
+			ctx.Stop(pid)
+		}
+	}
+	if len(joined) > 0 || len(leftIDs) > 0 {
+		st.log.Info("fleet: static replicas changed", "members", len(ids), "joined", joined, "left", leftIDs)
+	}
+	m.done <- nil
+}
