@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -64,9 +65,9 @@ func newShadowWorker(model string, ps []policy.Policy, rngs []*rand.Rand, cm cos
 		queue = DefaultShadowQueue
 	}
 	w := &shadowWorker{model: model, cm: cm, log: log.With("model", model), queue: make(chan *shadow.Decision, queue),
-		droppedCnt: set.GetOrCreateCounter(`inferrail_shadow_dropped_total{model="` + model + `"}`)}
+		droppedCnt: set.GetOrCreateCounter(`inferrail_shadow_dropped_total{model=` + strconv.Quote(model) + `}`)}
 	for i, p := range ps {
-		l := `{model="` + model + `",policy="` + p.Name() + `"`
+		l := `{model=` + strconv.Quote(model) + `,policy=` + strconv.Quote(p.Name())
 		w.shadows = append(w.shadows, &shadowPolicy{name: p.Name(), p: p, rng: rngs[i],
 			agreed:     set.GetOrCreateCounter(`inferrail_shadow_decisions_total` + l + `,agreed="true"}`),
 			disagreed:  set.GetOrCreateCounter(`inferrail_shadow_decisions_total` + l + `,agreed="false"}`),
