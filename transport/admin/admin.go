@@ -3,7 +3,9 @@
 // (each shadow policy against the routing policy) for operators, and
 // POST /admin/explain/v1/chat/completions (or /v1/completions), which
 // answers what the routing policy would do with a request, routing nothing
-// (?policy=NAME: what that arm of an A/B split would do).
+// (?policy=NAME: what that arm of an A/B split would do). With a live
+// config (WithConfig): GET /admin/config, PATCH /admin/config (a JSON
+// merge patch of the config in effect) and POST /admin/reload.
 // The admin routes have no authentication; keep server.admin_listen on
 // localhost or a private network.
 //
@@ -31,13 +33,16 @@ type Fleet interface {
 	Replicas() []*replica.Snapshot
 }
 
-// Configs is the gateway's live config, for GET /admin/config and
-// POST /admin/reload.
+// Configs is the gateway's live config, for GET and PATCH /admin/config
+// and POST /admin/reload.
 type Configs interface {
 	// Current returns the config in effect and its generation.
 	Current() (*config.Config, uint64)
 	// Reload rereads the config file and applies it.
 	Reload() Reload
+	// Patch applies a JSON merge patch to the config in effect. The patch
+	// is decoded JSON, numbers as json.Number, and is Patch's once passed.
+	Patch(patch map[string]any) Reload
 }
 
 // Reload is the outcome of one reload attempt, as POST /admin/reload
@@ -51,10 +56,13 @@ type Reload struct {
 	Changed []string `json:"changed,omitempty"`
 	// Error says why the reload was rejected.
 	Error string `json:"error,omitempty"`
+	// Patched is set while the config in effect is the file's with
+	// PATCH /admin/config applied; the file's next edit replaces it.
+	Patched bool `json:"patched,omitempty"`
 }
 
-// WithConfig turns on GET /admin/config and POST /admin/reload; call it
-// before Serve.
+// WithConfig turns on GET and PATCH /admin/config and POST /admin/reload;
+// call it before Serve.
 func (s *Server) WithConfig(c Configs) *Server {
 	s.configs = c
 	return s
@@ -120,10 +128,19 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.reload(ctx)
 		return
 	}
+	if string(ctx.Path()) == "/admin/config" && string(ctx.Method()) == "PATCH" && s.configs != nil {
+		s.patch(ctx)
+		return
+	}
 	if m := string(ctx.Method()); m != "GET" && m != "HEAD" {
-		ctx.Response.Header.Set("Allow", "GET, HEAD")
+		// After ctx.Error, which resets the response headers.
 		ctx.Error(`{"error":{"message":"Method Not Allowed","type":"Method Not Allowed","param":null,"code":405}}`, fasthttp.StatusMethodNotAllowed)
 		ctx.SetContentType("application/json")
+		if string(ctx.Path()) == "/admin/config" && s.configs != nil {
+			ctx.Response.Header.Set("Allow", "GET, HEAD, PATCH")
+		} else {
+			ctx.Response.Header.Set("Allow", "GET, HEAD")
+		}
 		return
 	}
 	switch string(ctx.Path()) {
