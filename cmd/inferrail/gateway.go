@@ -28,7 +28,11 @@ import (
 	"github.com/inferrail/inferrail/transport/scrape"
 	"github.com/inferrail/inferrail/transport/telemetry"
 	"github.com/inferrail/inferrail/transport/tokenize"
+	"github.com/inferrail/inferrail/transport/tracing"
 )
+
+// traceFlushTimeout bounds exporting the last spans when serve returns.
+const traceFlushTimeout = 5 * time.Second
 
 func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inferrail check", flag.ContinueOnError)
@@ -153,9 +157,6 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 	met.Include(routingMetrics)
 	met.Include(tokMetrics)
 	met.Include(telemetry.WriterFunc(tok.WriteCacheMetrics))
-	if o := cfg.Observability; o.OTLPEndpoint != "" {
-		log.Warn("observability.otlp_endpoint is not implemented yet; ignored", "otlp_endpoint", o.OTLPEndpoint)
-	}
 	if o := cfg.Observability; o.ShadowLog != "" {
 		log.Warn("observability.shadow_log is not implemented yet; ignored: shadow policies run, but their decisions are not logged for replay",
 			"shadow_log", o.ShadowLog)
@@ -172,8 +173,28 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 		met.Include(dlogMetrics)
 		log.Info("decision log", "path", dc.Path, "sample_rate", dc.SampleRate)
 	}
+	var tracer *tracing.Tracer
+	if o := cfg.Observability; o.OTLPEndpoint != "" {
+		tp, err := tracing.Start(tracing.Options{Endpoint: o.OTLPEndpoint, SampleRatio: o.TraceSampleRatio,
+			ServiceVersion: version, Logger: log})
+		if err != nil {
+			ln.Close()
+			aln.Close()
+			return err
+		}
+		// After the front end stops: the last requests' spans are exported.
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), traceFlushTimeout)
+			defer cancel()
+			if err := tp.Shutdown(sctx); err != nil {
+				log.Warn("traces: flush at shutdown", "err", err)
+			}
+		}()
+		tracer = tp.Tracer()
+		log.Info("traces", "otlp_endpoint", o.OTLPEndpoint, "sample_ratio", o.TraceSampleRatio)
+	}
 	fe := frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met, Tokenizer: edgeTokenizer{tok},
-		DecisionLog: dlog})
+		DecisionLog: dlog, Tracer: tracer})
 	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{Fleet: fl, Tokenizer: edgeTokenizer{tok},
 		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithShadows(fl)
 	if path != "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // hopByHop are the headers that describe one connection, not the message
@@ -84,4 +85,21 @@ func validRequestID(id []byte) bool {
 		}
 	}
 	return true
+}
+
+// requestCarrier lets tracing read a client's trace context (traceparent,
+// tracestate) and write the gateway's into the request to the engine.
+type requestCarrier struct{ h *fasthttp.RequestHeader }
+
+var _ propagation.TextMapCarrier = requestCarrier{}
+
+func (c requestCarrier) Get(key string) string { return string(c.h.Peek(key)) }
+func (c requestCarrier) Set(key, value string) { c.h.Set(key, value) }
+
+func (c requestCarrier) Keys() []string {
+	keys := make([]string, 0, c.h.Len())
+	for k := range c.h.All() {
+		keys = append(keys, string(k))
+	}
+	return keys
 }

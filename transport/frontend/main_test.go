@@ -102,6 +102,12 @@ var testFasthttpBodies bool
 // startWith runs a gateway in front of engines at urls, replicas r0, r1, …
 func startWith(t testing.TB, urls []string, cfgEdit func(*config.Config)) *gw {
 	t.Helper()
+	return startOpts(t, urls, cfgEdit, nil)
+}
+
+// startOpts is startWith with the Server's options edited by optsEdit.
+func startOpts(t testing.TB, urls []string, cfgEdit func(*config.Config), optsEdit func(*Options)) *gw {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Server.Listen = "127.0.0.1:0"
 	cfg.Models = []config.Model{config.NewModel(model, "sim")}
@@ -128,7 +134,11 @@ func startWith(t testing.TB, urls []string, cfgEdit func(*config.Config)) *gw {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.fe = New(Options{Config: cfg, Fleet: g.fl, Logger: log, fasthttpBodies: testFasthttpBodies})
+	opts := Options{Config: cfg, Fleet: g.fl, Logger: log, fasthttpBodies: testFasthttpBodies}
+	if optsEdit != nil {
+		optsEdit(&opts)
+	}
+	g.fe = New(opts)
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		t.Fatal(err)

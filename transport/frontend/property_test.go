@@ -23,12 +23,14 @@ import (
 // answers with a body the test chooses, written in pieces of random sizes
 // with random pauses, chunked or with a Content-Length.
 type fakeEngine struct {
-	ln   net.Listener
-	srv  *fasthttp.Server
-	mu   sync.Mutex
-	got  [][]byte
-	resp func(body []byte) (payload []byte, chunked bool, seed uint64)
-	done chan struct{}
+	ln  net.Listener
+	srv *fasthttp.Server
+	mu  sync.Mutex
+	got [][]byte
+	// traceparents holds each proxied request's traceparent header.
+	traceparents []string
+	resp         func(body []byte) (payload []byte, chunked bool, seed uint64)
+	done         chan struct{}
 }
 
 func newFakeEngine(t testing.TB, resp func([]byte) ([]byte, bool, uint64)) *fakeEngine {
@@ -66,6 +68,7 @@ func (e *fakeEngine) handle(ctx *fasthttp.RequestCtx) {
 	body := append([]byte(nil), ctx.PostBody()...)
 	e.mu.Lock()
 	e.got = append(e.got, body)
+	e.traceparents = append(e.traceparents, string(ctx.Request.Header.Peek("Traceparent")))
 	e.mu.Unlock()
 	payload, chunked, seed := e.resp(body)
 	rng := rand.New(rand.NewPCG(seed, 7))

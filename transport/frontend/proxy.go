@@ -19,6 +19,7 @@ import (
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/telemetry"
+	"github.com/inferrail/inferrail/transport/tracing"
 	"github.com/inferrail/inferrail/transport/upstream"
 )
 
@@ -45,15 +46,31 @@ type request struct {
 	// reports that its prompt was prepared.
 	policy    policy.Request
 	tokenized bool
+
+	// span is the request's server span and up its current attempt's
+	// upstream span; both are zero when tracing is off. outcome and err
+	// are how the request ended, for span.
+	span, up tracing.Span
+	outcome  string
+	err      error
+}
+
+// fail counts a request that failed for reason.
+func (r *request) fail(reason string, err error) {
+	r.met.Error(reason)
+	r.outcome, r.err = reason, err
 }
 
 func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
+	span := s.tracer.Request(spanName(ctx.Path()), fasthttp.MethodPost, ctx.Path(),
+		requestCarrier{&ctx.Request.Header}, start)
 	body := ctx.PostBody()
 	f, err := openai.FindModel(body)
 	if err != nil {
 		s.met.Model("").Error("bad_request")
 		writeError(ctx, apiError(fasthttp.StatusBadRequest, "", "The request body is not a JSON object.", ""))
+		span.End(ctx.Response.StatusCode(), "bad_request", nil)
 		return
 	}
 	model, ok := s.fleet.Resolve(f.Name)
@@ -62,16 +79,17 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
 		if f.Name == "" {
 			writeError(ctx, apiError(fasthttp.StatusBadRequest, openai.TypeBadRequestError,
 				"The request names no model, and the gateway serves more than one.", "model"))
-			return
+		} else {
+			writeError(ctx, openai.ModelNotFound(f.Name))
 		}
-		writeError(ctx, openai.ModelNotFound(f.Name))
+		span.End(ctx.Response.StatusCode(), "unknown_model", nil)
 		return
 	}
 	if !f.Found || !f.IsString || f.Name != model {
 		body = openai.SpliceModel(make([]byte, 0, len(body)+len(model)+12), body, f, model)
 	}
 	r := &request{ctx: ctx, model: model, body: body, start: start,
-		deadline: start.Add(s.cfg.Server.RequestTimeout), met: s.met.Model(model), live: s.live.Load()}
+		deadline: start.Add(s.cfg.Server.RequestTimeout), met: s.met.Model(model), live: s.live.Load(), span: span}
 	if id := ctx.Request.Header.Peek("X-Request-Id"); validRequestID(id) {
 		r.id = string(id)
 	} else {
@@ -79,6 +97,13 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
 	}
 	ctx.Response.Header.Set("X-Request-Id", r.id)
 	s.policyRequest(r, ctx.Path())
+	if span.Recording() {
+		tokens := -1
+		if r.tokenized {
+			tokens = r.policy.PromptTokens
+		}
+		span.Describe(model, r.id, tokens)
+	}
 	if r.live.Logging.LogPrompts {
 		s.log.Debug("request", "id", r.id, "model", model, "body", string(body))
 	}
@@ -86,6 +111,7 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
 	r.w = s.watchConn(ctx.Conn())
 	if !s.route(r) {
 		s.unwatch(r.w)
+		span.End(ctx.Response.StatusCode(), r.outcome, r.err)
 	}
 }
 
@@ -99,7 +125,7 @@ func newRequestID() string { return openai.RandomID(runtimeRand{}) }
 
 // failUpstream answers a request whose every attempt failed.
 func (s *Server) failUpstream(r *request, last error) {
-	r.met.Error("upstream_failed")
+	r.fail("upstream_failed", last)
 	writeError(r.ctx, upstreamError(last, r.model))
 }
 
@@ -119,18 +145,21 @@ func (s *Server) route(r *request) (streaming bool) {
 		}
 		t0 := time.Now()
 		d, err := s.pick(r, tried, attempt)
+		if r.span.Recording() {
+			r.span.Route(t0, traceRoute(attempt, d, err))
+		}
 		if err != nil {
 			if last != nil {
 				s.failUpstream(r, last)
 			} else {
-				r.met.Error(routeReason(err))
+				r.fail(routeReason(err), err)
 				writeError(r.ctx, routeError(err, r.model))
 			}
 			return false
 		}
 		s.met.Decision(d.Policy, time.Since(t0))
 		tried = append(tried, d.Replica)
-		res := s.attempt(r, d, attempt < maxAttempts)
+		res := s.attempt(r, d, attempt, attempt < maxAttempts)
 		switch {
 		case res.streaming:
 			return true
@@ -205,15 +234,17 @@ type result struct {
 	err       error // why the attempt failed, when it may be retried
 }
 
-// attempt sends r to d's replica. Before the first response byte, a failure
+// attempt sends r to d's replica, attempt n. Before the first response byte, a failure
 // that another replica might not have is returned for a retry when canRetry;
 // after it, the response is committed.
-func (s *Server) attempt(r *request, d fleet.Decision, canRetry bool) result {
+func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) result {
 	series := s.met.Replica(d.Replica, r.model, d.Policy)
 	series.Decisions.Inc()
+	r.up = r.span.Upstream(n, d.Replica, d.URL, r.ctx.RequestURI())
 	pool, err := s.pool(d.URL)
 	if err != nil {
 		s.fleet.Done(d, fleet.OutcomeFailed)
+		r.up.End(0, "failed", err)
 		return result{err: err}
 	}
 	actx, cancel := attemptContext(s.base, r.deadline)
@@ -224,6 +255,9 @@ func (s *Server) attempt(r *request, d fleet.Decision, canRetry bool) result {
 	req.SetRequestURIBytes(r.ctx.RequestURI())
 	copyRequestHeaders(&req.Header, &r.ctx.Request.Header)
 	req.Header.Set("X-Request-Id", r.id)
+	// The engine continues the trace (vLLM's --otlp-traces-endpoint):
+	// the upstream span, not the client's, is its parent.
+	r.up.Inject(requestCarrier{&req.Header})
 	req.SetBodyRaw(r.body)
 	resp, err := pool.Do(actx, req)
 	fasthttp.ReleaseRequest(req)
@@ -236,22 +270,26 @@ func (s *Server) attempt(r *request, d fleet.Decision, canRetry bool) result {
 			s.fleet.Done(d, fleet.OutcomeCancelled)
 			r.met.Disconnects.Inc()
 			r.finish(series, telemetry.StatusCancelled)
+			r.up.End(0, telemetry.StatusCancelled, nil)
 			r.ctx.SetConnectionClose()
 			return result{done: true}
 		case errors.Is(cause, errShutdown):
 			s.fleet.Done(d, fleet.OutcomeCancelled)
-			r.met.Error("shutdown")
+			r.fail("shutdown", cause)
+			r.up.End(0, "shutdown", cause)
 			writeError(r.ctx, apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError", "The gateway is shutting down.", ""))
 			return result{done: true}
 		case errors.Is(cause, errTimeout):
 			s.fleet.Done(d, fleet.OutcomeFailed)
-			r.met.Error("timeout")
+			r.fail("timeout", cause)
+			r.up.End(0, "timeout", cause)
 			writeError(r.ctx, apiError(fasthttp.StatusGatewayTimeout, "", "The engine did not answer within server.request_timeout.", ""))
 			return result{done: true}
 		case errors.Is(cause, errReplicaUnhealthy):
 			err = cause
 		}
 		s.fleet.Done(d, fleet.OutcomeFailed)
+		r.up.End(0, "failed", err)
 		return result{err: &attemptError{replica: d.Replica, err: err}}
 	}
 
@@ -260,10 +298,13 @@ func (s *Server) attempt(r *request, d fleet.Decision, canRetry bool) result {
 		resp.Close()
 		cancel(nil)
 		s.fleet.Done(d, fleet.OutcomeFailed)
+		r.up.End(status, "retried", nil)
 		return result{err: &attemptError{replica: d.Replica, err: errors.New("answered " + strconv.Itoa(status))}}
 	}
 
 	// The response is committed: nothing is retried from here on.
+	r.up.Event(tracing.FirstByte)
+	r.span.Served(d.Replica, n)
 	s.fleet.FirstByte(d)
 	r.w.headArrived()
 	outcome := fleet.OutcomeOK
@@ -296,7 +337,10 @@ func (s *Server) attempt(r *request, d fleet.Decision, canRetry bool) result {
 				r.finish(series, telemetry.StatusClass(status))
 			default:
 				r.finish(series, telemetry.StatusAborted)
+				r.err = errEngineBroke
 			}
+			r.up.End(status, r.outcome, r.err)
+			r.span.End(status, r.outcome, r.err)
 		})
 		return result{streaming: true}
 	}
@@ -312,7 +356,9 @@ func (s *Server) attempt(r *request, d fleet.Decision, canRetry bool) result {
 		} else {
 			s.fleet.Done(d, fleet.OutcomeFailed)
 			r.finish(series, telemetry.StatusAborted)
+			r.err = err
 		}
+		r.up.End(status, r.outcome, err)
 		ctx.SetConnectionClose()
 		ctx.Response.ResetBody()
 		return result{done: true}
@@ -320,6 +366,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, canRetry bool) result {
 	ctx.SetBody(body)
 	s.fleet.Done(d, outcome)
 	r.finish(series, telemetry.StatusClass(status))
+	r.up.End(status, r.outcome, nil)
 	return result{done: true}
 }
 
@@ -350,6 +397,7 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 		if n > 0 {
 			if first {
 				series.TTFT.Update(time.Since(r.start).Seconds())
+				r.up.Event(tracing.FirstChunk)
 				first = false
 			}
 			_, werr := w.Write(buf[:n])
@@ -380,7 +428,37 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 func (r *request) finish(s *telemetry.Series, status string) {
 	s.Request(status)
 	s.Duration.Update(time.Since(r.start).Seconds())
+	r.outcome = status
 }
+
+// spanName is the server span's name for a proxied path: a constant, so
+// that it costs nothing.
+func spanName(path []byte) string {
+	switch string(path) {
+	case "/v1/chat/completions":
+		return "POST /v1/chat/completions"
+	case "/v1/completions":
+		return "POST /v1/completions"
+	}
+	return "POST"
+}
+
+// traceRoute is a decision (or the error that stopped one) for a route span.
+func traceRoute(attempt int, d fleet.Decision, err error) tracing.Route {
+	rt := tracing.Route{Attempt: attempt, Policy: d.Policy, Replica: d.Replica, Err: err,
+		Predicted: d.Predicted, CachedTokens: d.CachedTokens, EstimatedTTFT: d.Estimate}
+	if d.Explanation != nil {
+		for _, x := range d.Explanation.Replicas {
+			if x.Offered {
+				rt.Candidates++
+			}
+		}
+	}
+	return rt
+}
+
+// errEngineBroke is why a response the engine had started is incomplete.
+var errEngineBroke = errors.New("the engine broke off its response")
 
 // attemptError is a failed attempt that was not the client's doing.
 type attemptError struct {

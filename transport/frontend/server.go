@@ -18,6 +18,7 @@ import (
 	"github.com/inferrail/inferrail/transport/conncheck"
 	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/telemetry"
+	"github.com/inferrail/inferrail/transport/tracing"
 	"github.com/inferrail/inferrail/transport/upstream"
 )
 
@@ -34,6 +35,9 @@ type Options struct {
 	// DecisionLog gets the sampled requests' routing decisions; nil logs
 	// none.
 	DecisionLog *decisionlog.Writer
+	// Tracer traces proxied requests (spans and W3C trace context to the
+	// engines); nil traces none, at no cost.
+	Tracer *tracing.Tracer
 
 	// fasthttpBodies leaves reading request bodies to fasthttp, as the
 	// gateway did before readBody (see body.go); benchmarks compare the two.
@@ -42,14 +46,15 @@ type Options struct {
 
 // Server is the gateway's client port. See the package doc.
 type Server struct {
-	cfg   *config.Config // as started: the server and upstream sections
-	live  atomic.Pointer[config.Config]
-	fleet *fleet.Fleet
-	log   *slog.Logger
-	met   *telemetry.Registry
-	tok   Tokenizer
-	dlog  *decisionlog.Writer
-	srv   *fasthttp.Server
+	cfg    *config.Config // as started: the server and upstream sections
+	live   atomic.Pointer[config.Config]
+	fleet  *fleet.Fleet
+	log    *slog.Logger
+	met    *telemetry.Registry
+	tok    Tokenizer
+	dlog   *decisionlog.Writer
+	tracer *tracing.Tracer
+	srv    *fasthttp.Server
 	// streamBodies: fasthttp streams request bodies, and readBody reads
 	// them.
 	streamBodies bool
@@ -79,13 +84,14 @@ func New(opts Options) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		cfg:   opts.Config,
-		fleet: opts.Fleet,
-		log:   log,
-		met:   opts.Metrics,
-		tok:   opts.Tokenizer,
-		dlog:  opts.DecisionLog,
-		pools: make(map[string]*upstream.Pool),
+		cfg:    opts.Config,
+		fleet:  opts.Fleet,
+		log:    log,
+		met:    opts.Metrics,
+		tok:    opts.Tokenizer,
+		dlog:   opts.DecisionLog,
+		tracer: opts.Tracer,
+		pools:  make(map[string]*upstream.Pool),
 
 		streamBodies: !opts.fasthttpBodies,
 	}
