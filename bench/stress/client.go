@@ -54,12 +54,17 @@ type answer struct {
 
 // post sends body to path on hc and waits for the whole answer.
 func post(hc *fasthttp.HostClient, path string, body []byte, timeout time.Duration) answer {
+	return send(hc, fasthttp.MethodPost, path, "application/json", body, timeout)
+}
+
+// send is post with another method and content type.
+func send(hc *fasthttp.HostClient, method, path, contentType string, body []byte, timeout time.Duration) answer {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetMethod(method)
 	req.SetRequestURI("http://" + hc.Addr + path)
-	req.Header.SetContentType("application/json")
+	req.Header.SetContentType(contentType)
 	req.SetBodyRaw(body)
 	a := answer{sent: time.Now()}
 	a.err = hc.DoTimeout(req, resp, timeout)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/pprof"
@@ -125,15 +126,30 @@ func markdown(args []string, short bool, took time.Duration, table, summary stri
 	return b.String()
 }
 
-// launchGateway runs serve, as `inferrail serve` does, until the returned
-// gateway is stopped.
+// launchGateway runs serve from a config file holding cfg, as `inferrail
+// serve --config` does (so that the admin API can reload and patch it),
+// until the returned gateway is stopped.
 func launchGateway(ctx context.Context, cfg *config.Config, log io.Writer) (*stress.Gateway, error) {
+	b, err := cfg.YAML()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "inferrail-stress-")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "inferrail.yaml")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	type addrs struct{ client, admin string }
 	ready := make(chan addrs, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, cfg, io.Discard, log, func(a, b string) { ready <- addrs{a, b} })
+		defer os.RemoveAll(dir)
+		done <- serveFile(ctx, path, cfg, io.Discard, log, func(a, b string) { ready <- addrs{a, b} })
 	}()
 	select {
 	case a := <-ready:
