@@ -80,7 +80,7 @@ func BenchmarkShadowWorker(b *testing.B) {
 		}
 		ps, rngs = append(ps, p), append(rngs, rand.New(rand.NewPCG(1, shadowStream(0, k))))
 	}
-	w := newShadowWorker("m", ps, rngs, cost.Default(), 0, metrics.NewSet(), discard())
+	w := newShadowWorker("m", 1, ps, rngs, nil, cost.Default(), 0, nil, metrics.NewSet(), discard())
 	req := promptReq(1, 8000)
 	req.Now = time.Now()
 	d := &shadow.Decision{Policy: "least_request", Request: req, Routed: 3}

@@ -60,6 +60,11 @@ type Options struct {
 	// ShadowQueue is how many decisions may wait for a model's shadow
 	// worker before new ones are dropped. 0 takes DefaultShadowQueue.
 	ShadowQueue int
+	// ShadowLog, when not nil, gets the shadow log (observability.
+	// shadow_log): a config line for each generation that builds shadow
+	// policies, and a line for each decision they replay (see
+	// model/shadow). The shadows wait for it, never the requests.
+	ShadowLog ShadowLog
 
 	// extraShadow, when not nil, adds its policy to every model's shadows:
 	// a test's way to stall the shadow worker.
@@ -256,6 +261,7 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 
 	sctx, stopShadows := context.WithCancel(context.Background())
 	f.ctx, f.stopShadows = sctx, stopShadows
+	f.logShadows(workers)
 	for _, w := range workers {
 		f.startShadows(w)
 	}
@@ -300,13 +306,23 @@ func shadowStream(i, k int) uint64 { return uint64(i) | 1<<31 | uint64(k)<<32 }
 // split, with its parameters from the routing section and the model's cost
 // model.
 func modelPolicy(cfg *config.Config, m *config.Model, name string) (policy.Policy, error) {
+	p, err := modelSpec(cfg, m, name).Build()
+	if err != nil {
+		return nil, fmt.Errorf("fleet: model %s: %w", m.Name, err)
+	}
+	return p, nil
+}
+
+// modelSpec is what modelPolicy builds policy name of model m from.
+func modelSpec(cfg *config.Config, m *config.Model, name string) policy.Spec {
 	r := cfg.RoutingFor(m)
 	rt := &cfg.Routing
+	s := policy.Spec{Name: name}
 	switch name {
 	case "prefix_hash":
-		return policy.NewPrefixHash(policy.PrefixHashParams{Blocks: rt.PrefixHash.Blocks}), nil
+		s.PrefixHash = &policy.PrefixHashParams{Blocks: rt.PrefixHash.Blocks}
 	case "kv_aware":
-		return policy.NewKVAware(policy.KVAwareParams{CacheWeight: rt.KVAware.CacheWeight, LoadWeight: rt.KVAware.LoadWeight}), nil
+		s.KVAware = &policy.KVAwareParams{CacheWeight: rt.KVAware.CacheWeight, LoadWeight: rt.KVAware.LoadWeight}
 	case "cost_model":
 		p := policy.DefaultCostModelParams()
 		p.Model = cost.Model(r.CostModel)
@@ -316,13 +332,9 @@ func modelPolicy(cfg *config.Config, m *config.Model, name string) (policy.Polic
 			Enabled: rt.HotPrefix.Enabled, Blocks: rt.HotPrefix.Blocks,
 			Window: rt.HotPrefix.Window, Utilization: rt.HotPrefix.Utilization,
 		}
-		return policy.NewCostModel(p), nil
+		s.CostModel = &p
 	}
-	p, err := policy.New(name)
-	if err != nil {
-		return nil, fmt.Errorf("fleet: model %s: %w", m.Name, err)
-	}
-	return p, nil
+	return s
 }
 
 // resolveFirst looks every DNS group up once, in parallel, before any actor

@@ -15,6 +15,7 @@ import (
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/shadow"
 )
 
 // retireGrace is how long a routing actor a reload replaced keeps
@@ -70,18 +71,29 @@ func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []
 		} else {
 			var sps []policy.Policy
 			var srngs []*rand.Rand
+			var specs []shadow.Shadow
 			for k, name := range r.Shadow {
-				p, err := modelPolicy(cfg, m, name)
+				sp := shadow.Shadow{Spec: modelSpec(cfg, m, name), Seed: seed, Stream: shadowStream(i, k)}
+				p, rng, err := sp.Build()
 				if err != nil {
-					return nil, nil, nil, err
+					return nil, nil, nil, fmt.Errorf("fleet: model %s: %w", m.Name, err)
 				}
-				sps, srngs = append(sps, p), append(srngs, rand.New(rand.NewPCG(seed, shadowStream(i, k))))
+				sps, srngs, specs = append(sps, p), append(srngs, rng), append(specs, sp)
 			}
 			if f.opts.extraShadow != nil {
-				sps, srngs = append(sps, f.opts.extraShadow()), append(srngs, rand.New(rand.NewPCG(seed, shadowStream(i, len(sps)))))
+				p := f.opts.extraShadow()
+				sp := shadow.Shadow{Spec: policy.Spec{Name: p.Name()}, Seed: seed, Stream: shadowStream(i, len(sps))}
+				sps, srngs, specs = append(sps, p), append(srngs, rand.New(rand.NewPCG(sp.Seed, sp.Stream))), append(specs, sp)
 			}
 			if len(sps) > 0 {
-				fm.shadows = newShadowWorker(m.Name, sps, srngs, cost.Model(r.CostModel), f.opts.ShadowQueue, f.st.set, f.log)
+				// The generation this plan makes: 1 at Start, as the
+				// gateway's reloader counts.
+				gen := uint64(f.gen) + 1
+				if prev != nil {
+					gen++
+				}
+				fm.shadows = newShadowWorker(m.Name, gen, sps, srngs, specs, cost.Model(r.CostModel),
+					f.opts.ShadowQueue, f.opts.ShadowLog, f.st.set, f.log)
 				workers = append(workers, fm.shadows)
 			}
 		}
@@ -140,6 +152,21 @@ func policyKey(cfg *config.Config, m *config.Model, name string) string {
 			cfg.RoutingFor(m).CostModel, rt.Epsilon, rt.Kappa, rt.ShortPromptTokens, rt.SessionAffinity, rt.HotPrefix)
 	}
 	return name
+}
+
+// logShadows writes the shadow log's config line for the new workers, all
+// of one generation, before they start: it precedes their decisions.
+func (f *Fleet) logShadows(workers []*shadowWorker) {
+	if f.opts.ShadowLog == nil || len(workers) == 0 {
+		return
+	}
+	l := &shadow.Line{Kind: shadow.KindConfig, Gen: workers[0].gen}
+	for _, w := range workers {
+		l.Models = append(l.Models, shadow.Shadows{Model: w.model, CostModel: w.cm, Shadows: w.specs})
+	}
+	if err := f.opts.ShadowLog.Put(f.ctx, l); err != nil {
+		f.log.Error("fleet: shadow log: config line not written; the generation's decisions will not replay", "generation", l.Gen, "err", err)
+	}
 }
 
 // startShadows starts w's goroutine, which runs until the fleet stops or
@@ -209,6 +236,7 @@ func (f *Fleet) Reconfigure(cfg *config.Config) error {
 			a.routing = a.ms.pid
 		}
 	}
+	f.logShadows(workers)
 	for _, w := range workers {
 		f.startShadows(w)
 	}

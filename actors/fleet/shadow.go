@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
@@ -17,6 +16,13 @@ import (
 	"github.com/inferrail/inferrail/model/shadow"
 )
 
+// ShadowLog is where the shadow workers write the shadow log's lines
+// (shadow.Line). Put waits for room until ctx ends; transport/jsonl
+// satisfies it.
+type ShadowLog interface {
+	Put(ctx context.Context, v any) error
+}
+
 // DefaultShadowQueue is how many decisions wait for a model's shadow worker
 // before new ones are dropped, when Options.ShadowQueue is 0.
 const DefaultShadowQueue = 1024
@@ -29,11 +35,19 @@ var _ routing.Shadows = (*shadowWorker)(nil)
 // counted rather than waited for. Each shadow policy has its own state and
 // random source, touched only by the worker's goroutine.
 type shadowWorker struct {
-	model   string
-	cm      cost.Model
-	log     *slog.Logger
-	queue   chan *shadow.Decision
-	shadows []*shadowPolicy
+	model string
+	cm    cost.Model
+	log   *slog.Logger
+	// gen is the config generation that built the worker, and specs how
+	// it built each shadow: the shadow log's config line.
+	gen   uint64
+	specs []shadow.Shadow
+	// shadowLog, when not nil, gets a line per decision replayed, numbered
+	// by seq. The worker goroutine's.
+	shadowLog ShadowLog
+	seq       uint64
+	queue     chan *shadow.Decision
+	shadows   []*shadowPolicy
 	// stop ends run; set by Fleet.startShadows before run starts.
 	stop context.CancelFunc
 
@@ -59,12 +73,15 @@ type shadowPolicy struct {
 
 // newShadowWorker returns the worker for model's shadow policies ps, each
 // with the random source of the same index in rngs, with room for queue
-// decisions, counting into set.
-func newShadowWorker(model string, ps []policy.Policy, rngs []*rand.Rand, cm cost.Model, queue int, set *metrics.Set, log *slog.Logger) *shadowWorker {
+// decisions, counting into set. Generation gen built them as specs say;
+// each decision replayed is written to out when it is not nil.
+func newShadowWorker(model string, gen uint64, ps []policy.Policy, rngs []*rand.Rand, specs []shadow.Shadow, cm cost.Model,
+	queue int, out ShadowLog, set *metrics.Set, log *slog.Logger) *shadowWorker {
 	if queue <= 0 {
 		queue = DefaultShadowQueue
 	}
-	w := &shadowWorker{model: model, cm: cm, log: log.With("model", model), queue: make(chan *shadow.Decision, queue),
+	w := &shadowWorker{model: model, cm: cm, log: log.With("model", model), gen: gen, specs: specs, shadowLog: out,
+		queue:      make(chan *shadow.Decision, queue),
 		droppedCnt: set.GetOrCreateCounter(`inferrail_shadow_dropped_total{model=` + strconv.Quote(model) + `}`)}
 	for i, p := range ps {
 		l := `{model=` + strconv.Quote(model) + `,policy=` + strconv.Quote(p.Name())
@@ -99,33 +116,48 @@ func (w *shadowWorker) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case d := <-w.queue:
+			var picks []shadow.Pick
+			if w.shadowLog != nil {
+				picks = make([]shadow.Pick, 0, len(w.shadows))
+			}
 			for _, s := range w.shadows {
-				w.replay(s, d)
+				o, err := w.replay(s, d)
+				if picks != nil {
+					picks = append(picks, shadow.PickOf(s.name, o, err))
+				}
+			}
+			if picks != nil {
+				w.write(ctx, d, picks)
 			}
 		}
+	}
+}
+
+// write puts d's line in the shadow log. It waits for room there: a line
+// missing would break the replay of every later decision of a policy with
+// state, while the decisions the worker is too slow for are dropped
+// before any shadow sees them. A log that fails (closed) is given up.
+func (w *shadowWorker) write(ctx context.Context, d *shadow.Decision, picks []shadow.Pick) {
+	w.seq++
+	err := w.shadowLog.Put(ctx, &shadow.Line{Kind: shadow.KindDecision, Gen: w.gen, Model: w.model, Seq: w.seq,
+		Decision: d, Picks: picks})
+	if err != nil && ctx.Err() == nil {
+		w.log.Error("fleet: shadow log failed; the model's shadow decisions are no longer logged", "err", err)
+		w.shadowLog = nil
 	}
 }
 
 // replay runs one shadow over d and counts the outcome. A shadow policy
 // that fails or panics is logged once and skips the decision; the others
 // and the routing are unaffected.
-func (w *shadowWorker) replay(s *shadowPolicy, d *shadow.Decision) {
-	var o shadow.Outcome
-	err := func() (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("panic: %v", r)
-			}
-		}()
-		o, err = shadow.Compare(s.p, s.rng, w.cm, d)
-		return err
-	}()
+func (w *shadowWorker) replay(s *shadowPolicy, d *shadow.Decision) (shadow.Outcome, error) {
+	o, err := shadow.SafeCompare(s.p, s.rng, w.cm, d)
 	if err != nil {
 		if !s.failed {
 			s.failed = true
 			w.log.Error("fleet: shadow policy failed; it skips such decisions", "policy", s.name, "err", err)
 		}
-		return
+		return o, err
 	}
 	s.mu.Lock()
 	s.tally.Add(o)
@@ -143,6 +175,7 @@ func (w *shadowWorker) replay(s *shadowPolicy, d *shadow.Decision) {
 	}
 	s.routedSecs.Add(o.Routed.Seconds())
 	s.shadowSecs.Add(o.Shadow.Seconds())
+	return o, nil
 }
 
 // report summarizes the worker's shadows.

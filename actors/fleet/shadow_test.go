@@ -1,7 +1,10 @@
 package fleet
 
 import (
+	"context"
+	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -227,4 +230,80 @@ func TestShadowDropsWhenBehind(t *testing.T) {
 	replayed(t, f, int64(decisions-int(dropped)))
 	lr, _ := shadowReport(t, f, "least_request")
 	t.Logf("dropped %d; least_request %+v", dropped, lr)
+}
+
+// memLog is a shadow log in memory whose decision lines wait for gate.
+type memLog struct {
+	gate  chan struct{}
+	mu    sync.Mutex
+	lines [][]byte
+}
+
+func (l *memLog) Put(ctx context.Context, v any) error {
+	if v.(*shadow.Line).Kind == shadow.KindDecision {
+		select {
+		case <-l.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.lines = append(l.lines, b)
+	l.mu.Unlock()
+	return nil
+}
+
+// A shadow log that falls behind holds the shadows back, and the
+// decisions they are too slow for are dropped before any shadow sees
+// them: the log still replays to every pick, the stateful policies'
+// included.
+func TestShadowLogReplaysAcrossDrops(t *testing.T) {
+	log := &memLog{gate: make(chan struct{})}
+	f := start(t, shadowConfig(3, 9, "least_request", "round_robin", "random", "p2c", "cost_model"),
+		Options{ShadowQueue: 2, ShadowLog: log})
+	const decisions = 40
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(log.gate) }) })
+	for j := range decisions {
+		if j == decisions/2 {
+			once.Do(func() { close(log.gate) })
+			time.Sleep(50 * time.Millisecond) // the worker catches up
+		}
+		d := pickOK(t, f, promptReq(uint32(j%5), 100))
+		f.Done(d, OutcomeOK)
+	}
+	_, dropped := shadowReport(t, f, "round_robin")
+	replayed(t, f, int64(decisions-int(dropped)))
+	if dropped == 0 {
+		t.Fatal("nothing dropped behind a stalled log")
+	}
+	var lines [][]byte
+	waitFor(t, "the decisions logged", func() bool { // each is logged after it is counted
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		lines = slices.Clone(log.lines)
+		return len(lines) == 1+decisions-int(dropped)
+	})
+	var r shadow.Replay
+	for i, b := range lines {
+		l, err := shadow.ParseLine(b)
+		if err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		if i == 0 && (l.Kind != shadow.KindConfig || l.Gen != 1) {
+			t.Fatalf("line 1 is %s of generation %d", l.Kind, l.Gen)
+		}
+		mis, err := r.Add(l)
+		if err != nil || len(mis) > 0 {
+			t.Fatalf("line %d: %v %q", i+1, err, mis)
+		}
+	}
+	if r.Decisions != decisions-int(dropped) || r.Checked != 4*r.Decisions {
+		t.Fatalf("replayed %d decisions, %d picks; %d dropped of %d", r.Decisions, r.Checked, dropped, decisions)
+	}
+	t.Logf("%d dropped, %d decisions replayed to %d picks", dropped, r.Decisions, r.Checked)
 }

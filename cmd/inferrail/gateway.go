@@ -24,6 +24,7 @@ import (
 	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/frontend"
 	"github.com/inferrail/inferrail/transport/health"
+	"github.com/inferrail/inferrail/transport/jsonl"
 	"github.com/inferrail/inferrail/transport/kvevents"
 	"github.com/inferrail/inferrail/transport/scrape"
 	"github.com/inferrail/inferrail/transport/telemetry"
@@ -33,6 +34,13 @@ import (
 
 // traceFlushTimeout bounds exporting the last spans when serve returns.
 const traceFlushTimeout = 5 * time.Second
+
+// shadowLogQueue is how many shadow log lines may wait for the disk; when
+// they fill it, the shadows fall behind and drop decisions
+// (inferrail_shadow_dropped_total), which the replay never misses.
+const shadowLogQueue = 4096
+
+var _ fleet.ShadowLog = (*jsonl.Writer)(nil)
 
 func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inferrail check", flag.ContinueOnError)
@@ -123,14 +131,26 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 			log.Warn("tokenizer failed to load; the model routes without cache predictions", "status", st.String())
 		}
 	}
-	fl, err := fleet.Start(cfg, fleet.Options{
+	opts := fleet.Options{
 		Prober:         health.NewProber(),
 		Scraper:        scraper,
 		Events:         kvevents.Source{},
 		Resolver:       net.DefaultResolver,
 		Logger:         log,
 		RoutingMetrics: routingMetrics,
-	})
+	}
+	if path := cfg.Observability.ShadowLog; path != "" {
+		shadowLog, err := jsonl.Open(path, shadowLogQueue, "inferrail_shadow_log_records_total", routingMetrics)
+		if err != nil {
+			return fmt.Errorf("observability.shadow_log: %w", err)
+		}
+		// After the fleet stops: every decision its shadows replayed is
+		// written.
+		defer shadowLog.Close()
+		opts.ShadowLog = shadowLog
+		log.Info("shadow log", "path", path)
+	}
+	fl, err := fleet.Start(cfg, opts)
 	if err != nil {
 		return err
 	}
@@ -157,10 +177,6 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 	met.Include(routingMetrics)
 	met.Include(tokMetrics)
 	met.Include(telemetry.WriterFunc(tok.WriteCacheMetrics))
-	if o := cfg.Observability; o.ShadowLog != "" {
-		log.Warn("observability.shadow_log is not implemented yet; ignored: shadow policies run, but their decisions are not logged for replay",
-			"shadow_log", o.ShadowLog)
-	}
 	var dlog *decisionlog.Writer
 	if dc := cfg.Observability.DecisionLog; dc.SampleRate > 0 {
 		dlogMetrics := metrics.NewSet()

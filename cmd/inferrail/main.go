@@ -31,6 +31,7 @@ func commands() []command {
 		{"tokenize", "print a request's rendered prompt, token ids and block hashes", runTokenize},
 		{"calibrate", "fit cost_model's prefill parameters to an idle engine", runCalibrate},
 		{"bench", "benchmark policies: open-loop runs, comparisons, sweeps in real and virtual time, reports", runBench},
+		{"replay-shadow", "replay an observability.shadow_log and check every shadow pick", runReplayShadow},
 		{"stress", "run the stress and fault suite against in-process gateways and simulators", runStress},
 		{"version", "print the version", func(_ context.Context, _ []string, out, _ io.Writer) error {
 			fmt.Fprintln(out, "inferrail", version)
@@ -42,7 +43,7 @@ func commands() []command {
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "Inferrail: a KV-cache-aware router for vLLM and SGLang fleets.\n\nUsage: inferrail <command> [flags]\n\nCommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun 'inferrail <command> --help' for a command's flags.\n")
 }

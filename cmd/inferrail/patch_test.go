@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -29,43 +28,12 @@ func TestPatchConfigEndToEnd(t *testing.T) {
 	cfg := gatewayConfig(sims, opts)
 	cfg.Routing.DefaultPolicy = "least_request"
 	cfg.Server.ReloadInterval = 10 * time.Millisecond
-	path := filepath.Join(t.TempDir(), "inferrail.yaml")
-	write := func(c *config.Config) []byte {
-		t.Helper()
-		b, err := c.YAML()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	file := write(cfg)
-	loaded, err := config.Load(path, nil)
+	g := serveConfigFile(t, cfg)
+	path, addr, admin := g.path, g.addr, g.admin
+	write := func(c *config.Config) []byte { return g.write(t, c) }
+	file, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan [2]string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- serveFile(ctx, path, loaded, io.Discard, io.Discard, func(a, b string) { ready <- [2]string{a, b} })
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	var addr, admin string
-	select {
-	case a := <-ready:
-		addr, admin = a[0], a[1]
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("gateway did not start")
 	}
 
 	policyOf := func() (string, error) {

@@ -26,43 +26,8 @@ func TestReloadEndToEnd(t *testing.T) {
 	cfg := gatewayConfig(sims, opts)
 	cfg.Routing.DefaultPolicy = "least_request"
 	cfg.Server.ReloadInterval = 0 // only POST /admin/reload and SIGHUP
-	path := filepath.Join(t.TempDir(), "inferrail.yaml")
-	write := func(c *config.Config) {
-		t.Helper()
-		b, err := c.YAML()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(cfg)
-	loaded, err := config.Load(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan [2]string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- serveFile(ctx, path, loaded, io.Discard, io.Discard, func(a, b string) { ready <- [2]string{a, b} })
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	var addr, admin string
-	select {
-	case a := <-ready:
-		addr, admin = a[0], a[1]
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("gateway did not start")
-	}
+	g := serveConfigFile(t, cfg)
+	write, addr, admin := func(c *config.Config) { g.write(t, c) }, g.addr, g.admin
 
 	policyOf := func() (string, error) {
 		resp, err := http.Post("http://"+addr+"/v1/completions", "application/json",
@@ -171,6 +136,68 @@ func TestReloadEndToEnd(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+}
+
+// servedConfig is a gateway a test serves from a config file.
+type servedConfig struct {
+	path, addr, admin string
+	// stop stops the gateway and returns serve's error; the test's
+	// cleanup calls it too.
+	stop func() error
+}
+
+// serveConfigFile writes cfg to a file and serves it, as inferrail serve
+// does, until stop or the end of the test.
+func serveConfigFile(t *testing.T, cfg *config.Config) *servedConfig {
+	t.Helper()
+	g := &servedConfig{path: filepath.Join(t.TempDir(), "inferrail.yaml")}
+	g.write(t, cfg)
+	loaded, err := config.Load(g.path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan [2]string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- serveFile(ctx, g.path, loaded, io.Discard, io.Discard, func(a, b string) { ready <- [2]string{a, b} })
+	}()
+	var once sync.Once
+	var serveErr error
+	g.stop = func() error {
+		once.Do(func() {
+			cancel()
+			serveErr = <-done
+		})
+		return serveErr
+	}
+	t.Cleanup(func() {
+		if err := g.stop(); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	select {
+	case a := <-ready:
+		g.addr, g.admin = a[0], a[1]
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("gateway did not start")
+	}
+	return g
+}
+
+// write replaces the config file with c and returns its bytes.
+func (g *servedConfig) write(t *testing.T, c *config.Config) []byte {
+	t.Helper()
+	b, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(g.path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 type statusError struct{ code int }

@@ -35,3 +35,46 @@ func New(name string) (Policy, error) {
 		return nil, fmt.Errorf("policy: unknown policy %q", name)
 	}
 }
+
+// Spec is a policy's config name with the parameters it is built from:
+// the cache-aware policies carry theirs in their own field, the others
+// have none. Build turns it into the policy, so that a spec written down
+// (the shadow log) builds the same policy again.
+type Spec struct {
+	Name       string            `json:"name"`
+	PrefixHash *PrefixHashParams `json:"prefix_hash,omitempty"`
+	KVAware    *KVAwareParams    `json:"kv_aware,omitempty"`
+	CostModel  *CostModelParams  `json:"cost_model,omitempty"`
+}
+
+// Build returns a fresh policy for s. A cache-aware policy without its
+// parameters gets New's defaults; unknown names are an error.
+func (s Spec) Build() (Policy, error) {
+	if c := s.CostModel; c != nil {
+		// A spec can come from a file (the shadow log), so its sizes are
+		// checked: the sketch is allocated up front.
+		if hp := c.HotPrefix; hp.SketchDepth > maxSketchDepth || hp.SketchWidth > maxSketchWidth {
+			return nil, fmt.Errorf("policy: cost_model hot-prefix sketch %d x %d: over %d x %d",
+				hp.SketchDepth, hp.SketchWidth, maxSketchDepth, maxSketchWidth)
+		}
+		if c.SessionSlots > maxSessionSlots {
+			return nil, fmt.Errorf("policy: cost_model session slots %d: over %d", c.SessionSlots, maxSessionSlots)
+		}
+	}
+	switch {
+	case s.Name == "prefix_hash" && s.PrefixHash != nil:
+		return NewPrefixHash(*s.PrefixHash), nil
+	case s.Name == "kv_aware" && s.KVAware != nil:
+		return NewKVAware(*s.KVAware), nil
+	case s.Name == "cost_model" && s.CostModel != nil:
+		return NewCostModel(*s.CostModel), nil
+	}
+	return New(s.Name)
+}
+
+// Bounds of a Spec's sizes, far above any config's.
+const (
+	maxSketchDepth  = 64
+	maxSketchWidth  = 1 << 24
+	maxSessionSlots = 1 << 24
+)

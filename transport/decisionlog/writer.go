@@ -12,16 +12,13 @@
 package decisionlog
 
 import (
-	"bufio"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"sync"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/zeebo/xxh3"
+
+	"github.com/inferrail/inferrail/transport/jsonl"
 )
 
 // Record is one line of the log.
@@ -47,18 +44,7 @@ const QueueLen = 4096
 // safe for concurrent use.
 type Writer struct {
 	rate  float64
-	queue chan []byte
-
-	written, dropped, failed *metrics.Counter
-
-	// mu orders Log against Close: Log queues under the read lock, Close
-	// marks the writer closed under the write lock, so every record is
-	// either queued before the drain or counted as dropped.
-	mu       sync.RWMutex
-	closed   bool
-	done     chan struct{} // closed by Close: drain and stop
-	finished chan struct{} // closed by run when the file is closed
-	err      error         // the first write error, reported by Close
+	lines *jsonl.Writer
 }
 
 // Open opens (creating, or appending to) the file at path and starts the
@@ -69,21 +55,11 @@ func Open(path string, rate float64, set *metrics.Set) (*Writer, error) {
 	if !(rate >= 0 && rate <= 1) {
 		return nil, fmt.Errorf("decision log: sample rate %v is not in [0, 1]", rate)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	lines, err := jsonl.Open(path, QueueLen, "inferrail_decision_log_records_total", set)
 	if err != nil {
 		return nil, fmt.Errorf("observability.decision_log.path: %w", err)
 	}
-	w := &Writer{
-		rate:     rate,
-		queue:    make(chan []byte, QueueLen),
-		written:  set.GetOrCreateCounter(`inferrail_decision_log_records_total{result="written"}`),
-		dropped:  set.GetOrCreateCounter(`inferrail_decision_log_records_total{result="dropped"}`),
-		failed:   set.GetOrCreateCounter(`inferrail_decision_log_records_total{result="failed"}`),
-		done:     make(chan struct{}),
-		finished: make(chan struct{}),
-	}
-	go w.run(f)
-	return w, nil
+	return &Writer{rate: rate, lines: lines}, nil
 }
 
 // Sampled reports whether the request with this id is logged. The same id
@@ -107,66 +83,7 @@ func (w *Writer) Log(r *Record) {
 	if r.Time == "" {
 		r.Time = time.Now().UTC().Format(time.RFC3339Nano)
 	}
-	line, err := json.Marshal(r)
-	if err != nil {
-		w.failed.Inc()
-		return
-	}
-	line = append(line, '\n')
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	if w.closed {
-		w.dropped.Inc()
-		return
-	}
-	select {
-	case w.queue <- line:
-	default:
-		w.dropped.Inc()
-	}
-}
-
-// run writes queued lines, flushing whenever the queue runs dry, until
-// Close.
-func (w *Writer) run(f *os.File) {
-	bw := bufio.NewWriterSize(f, 64<<10)
-	write := func(line []byte) {
-		if _, err := bw.Write(line); err != nil {
-			w.failed.Inc()
-			if w.err == nil {
-				w.err = err
-			}
-			return
-		}
-		w.written.Inc()
-	}
-	flush := func() {
-		if err := bw.Flush(); err != nil && w.err == nil {
-			w.err = err
-		}
-	}
-	for {
-		select {
-		case line := <-w.queue:
-			write(line)
-			if len(w.queue) == 0 {
-				flush()
-			}
-		case <-w.done:
-			// Drain what was queued before Close.
-			for {
-				select {
-				case line := <-w.queue:
-					write(line)
-				default:
-					flush()
-					w.err = errors.Join(w.err, f.Close())
-					close(w.finished)
-					return
-				}
-			}
-		}
-	}
+	w.lines.Log(r)
 }
 
 // Close stops the writer once every record queued before it is written,
@@ -175,12 +92,5 @@ func (w *Writer) Close() error {
 	if w == nil {
 		return nil
 	}
-	w.mu.Lock()
-	if !w.closed {
-		w.closed = true
-		close(w.done)
-	}
-	w.mu.Unlock()
-	<-w.finished
-	return w.err
+	return w.lines.Close()
 }

@@ -107,19 +107,6 @@ func TestLogWritesEveryLine(t *testing.T) {
 	}
 }
 
-// A full queue drops records instead of waiting for the disk.
-func TestLogNeverWaits(t *testing.T) {
-	set := metrics.NewSet()
-	w := &Writer{rate: 1, queue: make(chan []byte, 2), done: make(chan struct{}), finished: make(chan struct{}),
-		written: set.NewCounter("w"), dropped: set.NewCounter("d"), failed: set.NewCounter("f")}
-	for range 5 {
-		w.Log(&Record{RequestID: "x"}) // nothing drains the queue
-	}
-	if len(w.queue) != 2 || w.dropped.Get() != 3 {
-		t.Fatalf("queued %d, dropped %d; want 2 and 3", len(w.queue), w.dropped.Get())
-	}
-}
-
 // BenchmarkRecord is what the front end adds to a sampled decision: the
 // explanation's JSON shape, marshalled and queued (the disk is written by
 // another goroutine).
