@@ -139,6 +139,13 @@ func TestEjection(t *testing.T) {
 		resp, _ := g.post("/v1/completions", `{"prompt":"hi","max_tokens":1}`)
 		if resp.StatusCode == 500 {
 			failures++
+			// The outcome reaches r0's actor after the response: wait for
+			// it, so that the next request sees its count (or the
+			// ejection) and the test counts failures, not scheduling.
+			waitFor(t, "the failure counted", 5*time.Second, func() bool {
+				s, _ := g.fl.Snapshot("r0")
+				return s.RequestFailures == failures || !s.EjectedUntil.IsZero()
+			})
 		}
 	}
 	if failures != g.cfg.Health.UnhealthyThreshold {
