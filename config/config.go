@@ -36,6 +36,9 @@ type Config struct {
 	Health Health `koanf:"health"`
 	// Retry holds retries before the first response byte. Live.
 	Retry Retry `koanf:"retry"`
+	// FlowControl holds requests back while every replica of their model
+	// is full. Restart only.
+	FlowControl FlowControl `koanf:"flow_control"`
 	// Load holds scraping of the engines' /metrics pages. Restart only.
 	Load LoadSignals `koanf:"load"`
 	// Tokenizer holds the edge tokenization worker pool. Restart only.
@@ -383,6 +386,26 @@ type Retry struct {
 	Backoff time.Duration `koanf:"backoff"`
 }
 
+// FlowControl configures the admission queue: when enabled, a request
+// that finds every replica of its model at its max_concurrency or
+// max_pending cap waits for a slot to free instead of being answered 503 at
+// once. A request never waits while a replica has room.
+type FlowControl struct {
+	// Enabled turns the queue on. Default false: a full fleet answers 503.
+	Enabled bool `koanf:"enabled"`
+	// MaxQueued is the most requests waiting per model; one more is
+	// answered 503 at once. At least 1. Default 1024.
+	MaxQueued int `koanf:"max_queued"`
+	// MaxWait is the longest a request waits for a slot before it is
+	// answered 503 (within server.request_timeout). Default 5s.
+	MaxWait time.Duration `koanf:"max_wait"`
+	// Fair serves waiting requests round-robin across conversations (the
+	// x-session-id header, else the body's user field, as routing keys
+	// them; requests with neither share one turn), so that one tenant's
+	// burst cannot starve the others. Default false: first in, first out.
+	Fair bool `koanf:"fair"`
+}
+
 // LoadSignals configures scraping the engines' Prometheus pages. (The YAML
 // section is load; the type is named apart from the Load function.)
 type LoadSignals struct {
@@ -503,6 +526,10 @@ func Default() *Config {
 		Retry: Retry{
 			MaxAttempts: 3,
 			Backoff:     25 * time.Millisecond,
+		},
+		FlowControl: FlowControl{
+			MaxQueued: 1024,
+			MaxWait:   5 * time.Second,
 		},
 		Load: LoadSignals{
 			ScrapeInterval: 100 * time.Millisecond,

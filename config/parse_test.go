@@ -247,6 +247,7 @@ func TestParseInvalid(t *testing.T) {
 			[]string{"health.timeout", "health.unhealthy_threshold", "health.max_ejection_backoff", "health.max_ejection_percent"}, ""},
 		{"negative ejection percent", base + "health: {max_ejection_percent: -1}", nil, []string{"health.max_ejection_percent"}, "must be from 0 to 100, got -1"},
 		{"retry", base + "retry: {max_attempts: 0, backoff: -1ms}", nil, []string{"retry.max_attempts", "retry.backoff"}, ""},
+		{"flow control", base + "flow_control: {enabled: true, max_queued: 0, max_wait: 0s}", nil, []string{"flow_control.max_queued", "flow_control.max_wait"}, ""},
 		{"load", base + "load: {scrape_interval: 100ms, scrape_timeout: 0s, max_age: 100ms}", nil, []string{"load.scrape_timeout", "load.max_age"}, ""},
 		{"tokenizer", base + "tokenizer: {workers: -1, max_wait: 0s, cache_tokens: -1}", nil, []string{"tokenizer.workers", "tokenizer.max_wait", "tokenizer.cache_tokens"}, ""},
 		{"index", base + "index: {default_capacity_blocks: 0}", nil, []string{"index.default_capacity_blocks"}, ""},

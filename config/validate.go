@@ -59,6 +59,8 @@ func (c *Config) validate(skip func(key string) bool, limit int) (errs []error, 
 	v.health(&c.Health)
 	v.atLeast("retry.max_attempts", c.Retry.MaxAttempts, 1)
 	v.nonNegative("retry.backoff", c.Retry.Backoff)
+	v.atLeast("flow_control.max_queued", c.FlowControl.MaxQueued, 1)
+	v.positive("flow_control.max_wait", c.FlowControl.MaxWait)
 	v.load(&c.Load)
 	v.atLeast("tokenizer.workers", c.Tokenizer.Workers, 0)
 	v.positive("tokenizer.max_wait", c.Tokenizer.MaxWait)

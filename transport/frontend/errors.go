@@ -30,6 +30,12 @@ func apiError(status int, typ, msg, param string) *openai.Error {
 // the front end picks status codes for routing failures.
 func routeError(err error, model string) *openai.Error {
 	switch {
+	case errors.Is(err, errFlowFull):
+		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
+			"Every replica serving `"+model+"` is at its concurrency limit and the gateway's queue for it is full; retry later.", "")
+	case errors.Is(err, errFlowTimeout):
+		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
+			"Every replica serving `"+model+"` stayed at its concurrency limit while the request waited in the gateway's queue (flow_control.max_wait); retry later.", "")
 	case errors.Is(err, fleet.ErrUnknownModel):
 		return openai.ModelNotFound(model)
 	case errors.Is(err, fleet.ErrOverloaded):
@@ -48,6 +54,10 @@ func routeError(err error, model string) *openai.Error {
 // routeReason names a fleet error in inferrail_request_errors_total.
 func routeReason(err error) string {
 	switch {
+	case errors.Is(err, errFlowFull):
+		return "flow_full"
+	case errors.Is(err, errFlowTimeout):
+		return "flow_timeout"
 	case errors.Is(err, fleet.ErrUnknownModel):
 		return "unknown_model"
 	case errors.Is(err, fleet.ErrOverloaded):

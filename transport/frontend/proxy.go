@@ -145,19 +145,32 @@ func (s *Server) route(r *request) (streaming bool) {
 		}
 		t0 := time.Now()
 		d, err := s.pick(r, tried, attempt)
+		took := time.Since(t0)
+		if errors.Is(err, fleet.ErrOverloaded) && s.gate != nil {
+			// Every replica is full: wait in the model's queue.
+			d, err = s.admit(r, tried, attempt)
+		}
 		if r.span.Recording() {
 			r.span.Route(t0, traceRoute(attempt, d, err))
 		}
 		if err != nil {
-			if last != nil {
+			switch {
+			case errors.Is(err, errClientGone):
+				r.met.Disconnects.Inc()
+				r.outcome = telemetry.StatusCancelled
+				r.ctx.SetConnectionClose()
+			case errors.Is(err, errShutdown):
+				r.fail("shutdown", err)
+				writeError(r.ctx, apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError", "The gateway is shutting down.", ""))
+			case last != nil:
 				s.failUpstream(r, last)
-			} else {
+			default:
 				r.fail(routeReason(err), err)
 				writeError(r.ctx, routeError(err, r.model))
 			}
 			return false
 		}
-		s.met.Decision(d.Policy, time.Since(t0))
+		s.met.Decision(d.Policy, took)
 		tried = append(tried, d.Replica)
 		res := s.attempt(r, d, attempt, attempt < maxAttempts)
 		switch {
@@ -172,6 +185,13 @@ func (s *Server) route(r *request) (streaming bool) {
 			return false
 		}
 	}
+}
+
+// done ends an attempt (fleet.Done) and wakes a request queued for its
+// model's freed slot.
+func (s *Server) done(r *request, d fleet.Decision, o fleet.Outcome) {
+	s.fleet.Done(d, o)
+	s.gate.wake(r.model)
 }
 
 // pickWait bounds how long a request waits for its routing actor. A decision
@@ -243,7 +263,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	r.up = r.span.Upstream(n, d.Replica, d.URL, r.ctx.RequestURI())
 	pool, err := s.pool(d.URL)
 	if err != nil {
-		s.fleet.Done(d, fleet.OutcomeFailed)
+		s.done(r, d, fleet.OutcomeFailed)
 		r.up.End(0, "failed", err)
 		return result{err: err}
 	}
@@ -267,20 +287,20 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		cancel(nil)
 		switch {
 		case errors.Is(cause, errClientGone):
-			s.fleet.Done(d, fleet.OutcomeCancelled)
+			s.done(r, d, fleet.OutcomeCancelled)
 			r.met.Disconnects.Inc()
 			r.finish(series, telemetry.StatusCancelled)
 			r.up.End(0, telemetry.StatusCancelled, nil)
 			r.ctx.SetConnectionClose()
 			return result{done: true}
 		case errors.Is(cause, errShutdown):
-			s.fleet.Done(d, fleet.OutcomeCancelled)
+			s.done(r, d, fleet.OutcomeCancelled)
 			r.fail("shutdown", cause)
 			r.up.End(0, "shutdown", cause)
 			writeError(r.ctx, apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError", "The gateway is shutting down.", ""))
 			return result{done: true}
 		case errors.Is(cause, errTimeout):
-			s.fleet.Done(d, fleet.OutcomeFailed)
+			s.done(r, d, fleet.OutcomeFailed)
 			r.fail("timeout", cause)
 			r.up.End(0, "timeout", cause)
 			writeError(r.ctx, apiError(fasthttp.StatusGatewayTimeout, "", "The engine did not answer within server.request_timeout.", ""))
@@ -288,7 +308,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		case errors.Is(cause, errReplicaUnhealthy):
 			err = cause
 		}
-		s.fleet.Done(d, fleet.OutcomeFailed)
+		s.done(r, d, fleet.OutcomeFailed)
 		r.up.End(0, "failed", err)
 		return result{err: &attemptError{replica: d.Replica, err: err}}
 	}
@@ -297,7 +317,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	if canRetry && (status == 502 || status == 503 || status == 504) {
 		resp.Close()
 		cancel(nil)
-		s.fleet.Done(d, fleet.OutcomeFailed)
+		s.done(r, d, fleet.OutcomeFailed)
 		r.up.End(status, "retried", nil)
 		return result{err: &attemptError{replica: d.Replica, err: errors.New("answered " + strconv.Itoa(status))}}
 	}
@@ -306,6 +326,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	r.up.Event(tracing.FirstByte)
 	r.span.Served(d.Replica, n)
 	s.fleet.FirstByte(d)
+	s.gate.wake(r.model)
 	r.w.headArrived()
 	outcome := fleet.OutcomeOK
 	if status >= 500 {
@@ -328,7 +349,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 			defer s.unwatch(w)
 			defer cancel(nil)
 			o := s.relay(bw, conn, resp, actx, cancel, outcome, r, series)
-			s.fleet.Done(d, o)
+			s.done(r, d, o)
 			switch o {
 			case fleet.OutcomeCancelled:
 				r.met.Disconnects.Inc()
@@ -350,11 +371,11 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	cancel(nil)
 	if err != nil {
 		if errors.Is(cause, errClientGone) {
-			s.fleet.Done(d, fleet.OutcomeCancelled)
+			s.done(r, d, fleet.OutcomeCancelled)
 			r.met.Disconnects.Inc()
 			r.finish(series, telemetry.StatusCancelled)
 		} else {
-			s.fleet.Done(d, fleet.OutcomeFailed)
+			s.done(r, d, fleet.OutcomeFailed)
 			r.finish(series, telemetry.StatusAborted)
 			r.err = err
 		}
@@ -364,7 +385,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		return result{done: true}
 	}
 	ctx.SetBody(body)
-	s.fleet.Done(d, outcome)
+	s.done(r, d, outcome)
 	r.finish(series, telemetry.StatusClass(status))
 	r.up.End(status, r.outcome, nil)
 	return result{done: true}

@@ -433,3 +433,23 @@ func b2f(b bool) float64 {
 	}
 	return 0
 }
+
+// Flow holds a model's admission queue series (flow_control).
+type Flow struct {
+	Queued   *metrics.Gauge               // inferrail_flow_queued
+	Wait     *metrics.PrometheusHistogram // inferrail_flow_wait_seconds
+	Full     *metrics.Counter             // inferrail_flow_rejected_total{reason="full"}
+	TimedOut *metrics.Counter             // inferrail_flow_rejected_total{reason="timeout"}
+}
+
+// Flow returns the admission queue series of model, creating them on first
+// use.
+func (r *Registry) Flow(model string) *Flow {
+	m := `model=` + strconv.Quote(model)
+	return &Flow{
+		Queued:   r.global.GetOrCreateGauge(`inferrail_flow_queued{`+m+`}`, nil),
+		Wait:     r.global.GetOrCreatePrometheusHistogramExt(`inferrail_flow_wait_seconds{`+m+`}`, latencyBuckets),
+		Full:     r.global.GetOrCreateCounter(`inferrail_flow_rejected_total{` + m + `,reason="full"}`),
+		TimedOut: r.global.GetOrCreateCounter(`inferrail_flow_rejected_total{` + m + `,reason="timeout"}`),
+	}
+}
