@@ -196,13 +196,20 @@ func TestReconfigureUnderLoad(t *testing.T) {
 		})
 	}
 	const reloads = 30
+	// Each reload waits for picks made since the one before, so that
+	// every configuration is routed by.
+	advanced := func(what string) {
+		t.Helper()
+		before := picks.Load()
+		waitFor(t, what, func() bool { return picks.Load() > before+8 })
+	}
 	for i := 1; i <= reloads; i++ {
-		time.Sleep(10 * time.Millisecond)
+		advanced("picks before the reload")
 		if err := f.Reconfigure(cfgAt(i)); err != nil {
 			t.Fatalf("reload %d: %v", i, err)
 		}
 	}
-	time.Sleep(20 * time.Millisecond)
+	advanced("picks after the last reload")
 	close(stop)
 	wg.Wait()
 	t.Logf("%d picks on 8 goroutines during %d reloads, %d failed", picks.Load(), reloads, failures.Load())

@@ -271,7 +271,8 @@ func TestShadowLogReplaysAcrossDrops(t *testing.T) {
 	for j := range decisions {
 		if j == decisions/2 {
 			once.Do(func() { close(log.gate) })
-			time.Sleep(50 * time.Millisecond) // the worker catches up
+			w := f.table.Load().byName["m"].shadows
+			waitFor(t, "the worker caught up", func() bool { return len(w.queue) == 0 })
 		}
 		d := pickOK(t, f, promptReq(uint32(j%5), 100))
 		f.Done(d, OutcomeOK)

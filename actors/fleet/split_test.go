@@ -256,7 +256,9 @@ func TestSplitBlindArmRecords(t *testing.T) {
 	rr := start(t, testConfig(3, func(c *config.Config) { c.Models[0].Policy = "round_robin" }), Options{})
 	d := pickOK(t, rr, promptReq(777, 2000))
 	rr.Done(d, OutcomeOK)
-	time.Sleep(20 * time.Millisecond)
+	if d.attempt != nil {
+		t.Fatal("a round_robin-only model sent its replica an attempt to record")
+	}
 	if s, _ := rr.Snapshot(d.Replica); s.Shadow != nil {
 		if b, _, _ := s.Shadow.Index(); b != 0 {
 			t.Fatalf("a round_robin-only model recorded %d blocks", b)

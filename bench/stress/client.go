@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -238,4 +239,21 @@ func stream(ctx context.Context, addr string, spec loadgen.Spec, deadline time.T
 		}
 	}
 	return res
+}
+
+// every calls fn every interval on a goroutine of wg's until stop is
+// closed: the scenarios' pollers and fault togglers that run beside a load.
+func every(wg *sync.WaitGroup, stop <-chan struct{}, interval time.Duration, fn func()) {
+	wg.Go(func() {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			fn()
+		}
+	})
 }

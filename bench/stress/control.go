@@ -33,7 +33,7 @@ var controlPatches = []string{
 // every patch must apply, and the generation must count them.
 func runControl(t *T) error {
 	n := pick(t, 20000, 8000)
-	const rate, every = 2000, 20 * time.Millisecond
+	const rate, period = 2000, 20 * time.Millisecond
 	sims, err := t.startSims(4, func(o *sim.Options) { o.Engine.Latency.Zero = true })
 	if err != nil {
 		return err
@@ -80,32 +80,26 @@ func runControl(t *T) error {
 	var patchLat []time.Duration
 	var applied, unchanged int
 	var patchErrs []string
-	wg.Go(func() { // a patch every 20 ms
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			a := send(admin, "PATCH", "/admin/config", "application/merge-patch+json", []byte(patches[i%len(patches)]), 5*time.Second)
-			patchLat = append(patchLat, a.done.Sub(a.sent))
-			var r struct {
-				Result string `json:"result"`
-				Error  string `json:"error"`
-			}
-			switch {
-			case a.err != nil:
-				patchErrs = append(patchErrs, a.err.Error())
-			case a.status != 200 || json.Unmarshal(a.body, &r) != nil:
-				patchErrs = append(patchErrs, fmt.Sprintf("status %d: %s", a.status, trim(a.body, 200)))
-			case r.Result == "applied":
-				applied++
-			default:
-				unchanged++
-			}
+	i := 0
+
+	every(&wg, stop, period, func() { // a patch every 20 ms
+		a := send(admin, "PATCH", "/admin/config", "application/merge-patch+json", []byte(patches[i%len(patches)]), 5*time.Second)
+		patchLat = append(patchLat, a.done.Sub(a.sent))
+		var r struct {
+			Result string `json:"result"`
+			Error  string `json:"error"`
 		}
+		switch {
+		case a.err != nil:
+			patchErrs = append(patchErrs, a.err.Error())
+		case a.status != 200 || json.Unmarshal(a.body, &r) != nil:
+			patchErrs = append(patchErrs, fmt.Sprintf("status %d: %s", a.status, trim(a.body, 200)))
+		case r.Result == "applied":
+			applied++
+		default:
+			unchanged++
+		}
+		i++
 	})
 	l, err := openLoop(t.ctx, []*fasthttp.HostClient{t.client(gw.Addr, 256)}, rate, n, func(i int) loadgen.Spec { return specN("control", i, 1, false) })
 	close(stop)
@@ -126,7 +120,7 @@ func runControl(t *T) error {
 	}
 	lat := loadgen.Summarize(patchLat)
 	t.Figf("%d requests at %.0f/s (sent at %.0f/s) during %d config patches every %v (%d applied, %d unchanged; policies, a split, shadows, epsilon, a replica joining and leaving), each answered in %s p50, %s p99, %s max; %d admin reads; %d request errors, %d patch errors, %d read errors; generation %d",
-		n, float64(rate), float64(n-1)/l.LastSent.Sub(l.Start).Seconds(), len(patchLat), every, applied, unchanged,
+		n, float64(rate), float64(n-1)/l.LastSent.Sub(l.Start).Seconds(), len(patchLat), period, applied, unchanged,
 		ms(lat.P50S), ms(lat.P99S), ms(lat.MaxS), reads, failed, len(patchErrs), readErrs, cur.Generation)
 	t.Checkf(failed == 0, "%d requests failed: %v", failed, kinds)
 	t.Checkf(len(patchErrs) == 0, "%d patches failed, the first: %v", len(patchErrs), first(patchErrs))

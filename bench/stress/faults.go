@@ -252,32 +252,23 @@ func runAllFail(t *T) error {
 	)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			rs, err := gw.replicas()
-			if err != nil {
-				pollErr = err
-				continue
-			}
-			polls++
-			ejected, in := 0, 0
-			for _, r := range rs {
-				if r.Ejected {
-					ejected++
-				}
-				if r.inRotation() {
-					in++
-				}
-			}
-			maxEjected, minIn = max(maxEjected, ejected), min(minIn, in)
+	every(&wg, stop, 5*time.Millisecond, func() {
+		rs, err := gw.replicas()
+		if err != nil {
+			pollErr = err
+			return
 		}
+		polls++
+		ejected, in := 0, 0
+		for _, r := range rs {
+			if r.Ejected {
+				ejected++
+			}
+			if r.inRotation() {
+				in++
+			}
+		}
+		maxEjected, minIn = max(maxEjected, ejected), min(minIn, in)
 	})
 
 	phases := []struct {
@@ -377,23 +368,14 @@ func runFlap(t *T) error {
 	stop := make(chan struct{})
 	var toggles int
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		failing := false
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			failing = !failing
-			toggles++
-			if failing {
-				victim.SetFault(sim.Fault{Kind: sim.FaultFail, Status: 503})
-			} else {
-				victim.SetFault(sim.Fault{})
-			}
+	failing := false
+	every(&wg, stop, 100*time.Millisecond, func() {
+		failing = !failing
+		toggles++
+		if failing {
+			victim.SetFault(sim.Fault{Kind: sim.FaultFail, Status: 503})
+		} else {
+			victim.SetFault(sim.Fault{})
 		}
 	})
 	l, err := openLoop(t.ctx, []*fasthttp.HostClient{hc}, rate, n, func(i int) loadgen.Spec { return specN("flap", i, 1, false) })

@@ -46,19 +46,10 @@ func runLatency(t *T) error {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var scrapes, scrapeErrs int
-	wg.Go(func() {
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			scrapes++
-			if _, err := gw.get("/metrics"); err != nil {
-				scrapeErrs++
-			}
+	every(&wg, stop, time.Second, func() {
+		scrapes++
+		if _, err := gw.get("/metrics"); err != nil {
+			scrapeErrs++
 		}
 	})
 	defer func() {

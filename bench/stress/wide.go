@@ -45,30 +45,21 @@ func runWide(t *T) error {
 		pollErr error
 	)
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			rs, err := gw.replicas()
-			if err != nil {
-				pollErr = err
+	every(&wg, stop, 20*time.Millisecond, func() {
+		rs, err := gw.replicas()
+		if err != nil {
+			pollErr = err
+			return
+		}
+		var worst time.Duration
+		for _, r := range rs {
+			if r.Engine == nil {
+				missing++
 				continue
 			}
-			var worst time.Duration
-			for _, r := range rs {
-				if r.Engine == nil {
-					missing++
-					continue
-				}
-				worst = max(worst, time.Duration(r.Engine.AgeMillis*float64(time.Millisecond)))
-			}
-			oldest = append(oldest, worst)
+			worst = max(worst, time.Duration(r.Engine.AgeMillis*float64(time.Millisecond)))
 		}
+		oldest = append(oldest, worst)
 	})
 	hc := t.client(gw.Addr, 512)
 	l, err := openLoop(t.ctx, []*fasthttp.HostClient{hc}, rate, n, func(i int) loadgen.Spec { return specN("wide", i, 1, false) })

@@ -2,7 +2,9 @@ package main
 
 import (
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -60,4 +62,18 @@ func gatewayConfig(sims []*sim.Server, opts sim.Options) *config.Config {
 		cfg.Replicas = append(cfg.Replicas, config.NewReplica("sim-"+strconv.Itoa(i), s.URL(), opts.Model))
 	}
 	return cfg
+}
+
+// grows waits until n has grown by more than by from its value now, so that
+// a test knows work happened across a change rather than sleeping on it.
+func grows(t *testing.T, what string, n *atomic.Int64, by int64) {
+	t.Helper()
+	start := n.Load()
+	deadline := time.Now().Add(10 * time.Second)
+	for n.Load() <= start+by {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d -> %d in 10s", what, start, n.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

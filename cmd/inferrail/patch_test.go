@@ -103,7 +103,7 @@ func TestPatchConfigEndToEnd(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	grows(t, "requests before the patch", &ok, 4)
 
 	if code, out := patch(`{"routing":{"default_policy":"round_robin"}}`); code != 200 || out["result"] != "applied" ||
 		out["generation"] != float64(2) || out["patched"] != true {
@@ -189,7 +189,7 @@ func TestPatchConfigEndToEnd(t *testing.T) {
 		t.Fatalf("reload after the file's edit: %d %v", code, out)
 	}
 
-	time.Sleep(50 * time.Millisecond)
+	grows(t, "requests after the last change", &ok, 4)
 	close(stop)
 	wg.Wait()
 	t.Logf("%d requests during the patches, %d failed", ok.Load(), failed.Load())

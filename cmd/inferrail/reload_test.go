@@ -79,7 +79,7 @@ func TestReloadEndToEnd(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	grows(t, "requests before the reload", &ok, 4)
 
 	cfg.Routing.DefaultPolicy = "round_robin"
 	write(cfg)
@@ -101,7 +101,7 @@ func TestReloadEndToEnd(t *testing.T) {
 	if code != 422 || out["result"] != "rejected" || !strings.Contains(out["error"].(string), "server") {
 		t.Fatalf("refused reload: %d %v", code, out)
 	}
-	time.Sleep(50 * time.Millisecond)
+	grows(t, "requests after the refused reload", &ok, 4)
 	close(stop)
 	wg.Wait()
 	t.Logf("%d requests during the reloads, %d failed", ok.Load(), failed.Load())
