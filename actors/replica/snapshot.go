@@ -62,6 +62,9 @@ type Snapshot struct {
 	Events EventStream
 	// EventCounts count the KV events applied; shared by every snapshot.
 	EventCounts *EventCounts
+	// Warnings are the replica's active warnings; shared by every
+	// snapshot, and by the request path, which raises some of them.
+	Warnings *Warnings
 }
 
 // Serves reports whether the replica serves the configured model.
@@ -91,7 +94,7 @@ type Handle struct {
 func NewHandle(id, url string, models []string, c *Counters) *Handle {
 	h := &Handle{}
 	h.snap.Store(&Snapshot{ID: id, URL: url, Models: slices.Clone(models), Healthy: true, Counters: c,
-		Scrapes: &ScrapeCounts{}, Shadow: &Shadow{}, EventCounts: &EventCounts{}})
+		Scrapes: &ScrapeCounts{}, Shadow: &Shadow{}, EventCounts: &EventCounts{}, Warnings: &Warnings{}})
 	return h
 }
 

@@ -207,6 +207,9 @@ type replicaView struct {
 	// Engine is the engine's last /metrics report, with its age; null
 	// before the first readable scrape.
 	Engine *engineView `json:"engine"`
+	// Warnings are the ways routing on the replica does not work as
+	// configured, each with the likely cause; empty when there are none.
+	Warnings []replica.Warning `json:"warnings"`
 }
 
 type engineView struct {
@@ -232,7 +235,8 @@ func (s *Server) replicas(ctx *fasthttp.RequestCtx) {
 	}{Replicas: make([]replicaView, 0, len(snaps))}
 	for _, r := range snaps {
 		v := replicaView{ID: r.ID, URL: r.URL, Models: r.Models, Healthy: r.Healthy, Ejected: r.Ejected(now),
-			Ejections: r.Ejections, InFlight: r.Counters.InFlight(), Pending: r.Counters.Pending(), Restarts: r.Restarts}
+			Ejections: r.Ejections, InFlight: r.Counters.InFlight(), Pending: r.Counters.Pending(), Restarts: r.Restarts,
+			Warnings: r.Warnings.List()}
 		if v.Ejected {
 			t := r.EjectedUntil
 			v.EjectedUntil = &t

@@ -367,6 +367,22 @@ func writeGauges(b *bytes.Buffer, snaps []*replica.Snapshot, now time.Time) {
 		snaps = all
 	}
 
+	// inferrail_replica_warning{replica,warning}: 1 while the warning is
+	// raised, 0 otherwise, for every code, so that an alert can name it.
+	metrics.WriteMetadataIfNeeded(b, "inferrail_replica_warning", "gauge")
+	for _, s := range snaps {
+		active := s.Warnings.List()
+		for _, code := range replica.WarningCodes {
+			v := "0"
+			for _, w := range active {
+				if w.Code == code {
+					v = "1"
+				}
+			}
+			b.WriteString(`inferrail_replica_warning{replica=` + strconv.Quote(s.ID) + `,warning="` + string(code) + `"} ` + v + "\n")
+		}
+	}
+
 	// inferrail_load_scrapes_total{replica,result}
 	metrics.WriteMetadataIfNeeded(b, "inferrail_load_scrapes_total", "counter")
 	for _, s := range snaps {
