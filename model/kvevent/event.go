@@ -18,7 +18,8 @@ type Event interface{ kvEvent() }
 type BlockStored struct {
 	BlockHashes []uint64 // External values of the blocks' hashes
 	// ParentBlockHash is the hash of the block before the first stored one;
-	// nil when the run starts at the prompt's first block.
+	// nil when the run starts at the prompt's first block. It is what the
+	// wire said: read it through Parent, which also takes 0 for none.
 	ParentBlockHash *uint64
 	TokenIDs        []uint32 // every token of the stored blocks, concatenated
 	BlockSize       int
@@ -59,6 +60,35 @@ type BlockRemoved struct {
 
 // AllBlocksCleared says that an engine reset its prefix cache.
 type AllBlocksCleared struct{}
+
+// Parent returns the hash of the block before e's run and true, or false
+// when the run starts a chain. A zero parent_block_hash counts as none, as
+// None does: llm-d's inference simulator writes 0 for "no parent" in the
+// array encoding, and llm-d-router's consumer reads a zero parent as none
+// (pkg/kvevents/pool.go: only ParentHash != 0 is looked up). An engine
+// block whose hash is 0 has odds of 2^-64.
+func (e *BlockStored) Parent() (uint64, bool) {
+	if e.ParentBlockHash == nil || *e.ParentBlockHash == 0 {
+		return 0, false
+	}
+	return *e.ParentBlockHash, true
+}
+
+// TokensPerBlock returns how many token ids each of e's blocks holds: its
+// BlockSize when the token ids fill its blocks exactly; when BlockSize is 0
+// (unset, as llm-d's inference simulator once left it), the token ids
+// shared evenly among the blocks; else 0: the tokens cannot be told apart
+// by block.
+func (e *BlockStored) TokensPerBlock() int {
+	n, t := len(e.BlockHashes), len(e.TokenIDs)
+	switch {
+	case n == 0 || t == 0 || t%n != 0:
+		return 0
+	case e.BlockSize == 0 || e.BlockSize == t/n:
+		return t / n
+	}
+	return 0
+}
 
 func (*BlockStored) kvEvent()      {}
 func (*BlockRemoved) kvEvent()     {}

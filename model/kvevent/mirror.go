@@ -17,8 +17,10 @@ var (
 	ErrUnknownParent = errors.New("kvevent: parent block not in mirror")
 	// ErrUnknownBlock: a removed block is not in the mirror.
 	ErrUnknownBlock = errors.New("kvevent: removed block not in mirror")
-	// ErrTokenCount: len(token_ids) != len(block_hashes) * block_size, so the
-	// blocks' tokens cannot be told apart.
+	// ErrTokenCount: len(token_ids) != len(block_hashes) * block_size (with
+	// a block_size of 0, the token ids do not divide evenly among the
+	// blocks), so the blocks' tokens cannot be told apart
+	// (BlockStored.TokensPerBlock).
 	ErrTokenCount = errors.New("kvevent: token count does not match blocks")
 	// ErrConflict: a hash already in the mirror was stored again with another
 	// parent or other tokens (a hash collision, or mixed-up streams).
@@ -101,13 +103,14 @@ func (m *Mirror) wants(medium string) bool {
 
 func (m *Mirror) store(e *BlockStored, errs []error) []error {
 	n := len(e.BlockHashes)
-	tokensOK := e.BlockSize > 0 && len(e.TokenIDs) == n*e.BlockSize
-	if !tokensOK && n > 0 {
+	bs := e.TokensPerBlock()
+	if bs == 0 && n > 0 {
 		errs = append(errs, fmt.Errorf("block %d: %d tokens for %d blocks of %d: %w",
 			e.BlockHashes[0], len(e.TokenIDs), n, e.BlockSize, ErrTokenCount))
 	}
-	if e.ParentBlockHash != nil && m.counts[*e.ParentBlockHash] == 0 {
-		errs = append(errs, fmt.Errorf("block %d: parent %d: %w", firstOr(e.BlockHashes), *e.ParentBlockHash, ErrUnknownParent))
+	parent, hasParent := e.Parent()
+	if hasParent && m.counts[parent] == 0 {
+		errs = append(errs, fmt.Errorf("block %d: parent %d: %w", firstOr(e.BlockHashes), parent, ErrUnknownParent))
 	}
 	extra := splitArray(e.ExtraKeys, n)
 	for i, h := range e.BlockHashes {
@@ -115,11 +118,11 @@ func (m *Mirror) store(e *BlockStored, errs []error) []error {
 		switch {
 		case i > 0:
 			blk.Parent, blk.HasParent = e.BlockHashes[i-1], true
-		case e.ParentBlockHash != nil:
-			blk.Parent, blk.HasParent = *e.ParentBlockHash, true
+		case hasParent:
+			blk.Parent, blk.HasParent = parent, true
 		}
-		if tokensOK {
-			blk.Tokens = e.TokenIDs[i*e.BlockSize : (i+1)*e.BlockSize : (i+1)*e.BlockSize]
+		if bs > 0 {
+			blk.Tokens = e.TokenIDs[i*bs : (i+1)*bs : (i+1)*bs]
 		}
 		if extra != nil {
 			blk.ExtraKeys = extra[i]

@@ -62,6 +62,11 @@ func TestMirrorApply(t *testing.T) {
 	f("no medium always applies", "GPU", [][]Event{{noMedium}}, map[uint64]int{5: 1}, nil)
 
 	f("unknown parent", "GPU", [][]Event{{run2}}, map[uint64]int{3: 1}, ErrUnknownParent)
+	// llm-d's inference simulator writes 0 for "no parent" (issue 12).
+	zero := &BlockStored{BlockHashes: []uint64{1, 2}, ParentBlockHash: u64(0), TokenIDs: seq(0, 8), BlockSize: 4, Medium: "GPU"}
+	f("zero parent is none", "GPU", [][]Event{{zero}, {run2}}, map[uint64]int{1: 1, 2: 1, 3: 1}, nil)
+	unsized := &BlockStored{BlockHashes: []uint64{1, 2}, TokenIDs: seq(0, 8), Medium: "GPU"}
+	f("block size 0 shares the tokens out", "GPU", [][]Event{{unsized}, {run2}}, map[uint64]int{1: 1, 2: 1, 3: 1}, nil)
 	f("unknown removal", "GPU", [][]Event{{&BlockRemoved{BlockHashes: []uint64{7}, Medium: "GPU"}}}, map[uint64]int{}, ErrUnknownBlock)
 	short := &BlockStored{BlockHashes: []uint64{1, 2}, TokenIDs: seq(0, 7), BlockSize: 4, Medium: "GPU"}
 	f("token count", "GPU", [][]Event{{short}}, map[uint64]int{1: 1, 2: 1}, ErrTokenCount)
@@ -153,4 +158,59 @@ func TestMirrorRebuildsHashes(t *testing.T) {
 			t.Fatalf("block %d: rebuilt %d over %d blocks, want %d", i, got, len(re), want)
 		}
 	}
+}
+
+// TestMirrorZeroParentChain: a chain whose first run names parent 0 is
+// complete from its root, and its tokens can be read back.
+func TestMirrorZeroParentChain(t *testing.T) {
+	m := NewMirror("GPU")
+	err := m.Apply(&Batch{Events: []Event{
+		&BlockStored{BlockHashes: []uint64{7, 8}, ParentBlockHash: u64(0), TokenIDs: seq(0, 4), BlockSize: 2, Medium: "GPU"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := m.Block(7); !ok || b.HasParent {
+		t.Fatalf("first block %+v %v: want one without a parent", b, ok)
+	}
+	chain, ok := m.Chain(nil, 8)
+	if !ok || !slices.Equal(chain, []uint64{7, 8}) {
+		t.Fatalf("chain %v %v, want [7 8] true", chain, ok)
+	}
+	if toks, ok := m.Prefix(nil, 8); !ok || !slices.Equal(toks, seq(0, 4)) {
+		t.Fatalf("prefix %v %v", toks, ok)
+	}
+}
+
+func TestParent(t *testing.T) {
+	f := func(p *uint64, want uint64, wantOK bool) {
+		t.Helper()
+		got, ok := (&BlockStored{ParentBlockHash: p}).Parent()
+		if got != want || ok != wantOK {
+			t.Fatalf("Parent of %v: %d %v, want %d %v", p, got, ok, want, wantOK)
+		}
+	}
+	f(nil, 0, false)
+	f(u64(0), 0, false)
+	f(u64(1), 1, true)
+	f(u64(1<<63), 1<<63, true)
+}
+
+func TestTokensPerBlock(t *testing.T) {
+	f := func(blocks, tokens, blockSize, want int) {
+		t.Helper()
+		e := &BlockStored{BlockHashes: make([]uint64, blocks), TokenIDs: make([]uint32, tokens), BlockSize: blockSize}
+		if got := e.TokensPerBlock(); got != want {
+			t.Fatalf("%d blocks, %d tokens, block_size %d: %d, want %d", blocks, tokens, blockSize, got, want)
+		}
+	}
+	f(2, 32, 16, 16)
+	f(2, 31, 16, 0)
+	f(2, 64, 16, 0) // tokens for 4 blocks
+	f(2, 32, 0, 16) // unset: shared out
+	f(3, 32, 0, 0)
+	f(0, 0, 16, 0)
+	f(2, 0, 16, 0)
+	f(1, 4, -4, 0)
+	f(4, 0, 1<<62, 0) // 4 * 2^62 wraps to 0: must not pass for 0 tokens
 }
