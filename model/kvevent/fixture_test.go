@@ -14,7 +14,9 @@ import (
 
 // fixture is one testdata/*.json file written by scripts/gen-kvevent-fixtures.py:
 // bytes as vLLM's msgspec encoder writes them (reproduced with msgpack-python),
-// and the batch they describe.
+// and the batch they describe. The llmd_sim_* files are written by
+// scripts/gen-kvevent-llmd-fixtures.py, as llm-d's inference simulator encodes
+// (decode-only), with more fields for actors/replica's TestEventFixtures.
 type fixture struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
