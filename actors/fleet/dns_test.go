@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/kvevent"
 )
@@ -171,4 +172,33 @@ func TestDNSMembersFollowKVEvents(t *testing.T) {
 	if len(ev.subs) != 2 {
 		t.Fatalf("subscriptions %v: want the two members of g only (r0 and group quiet have no stream)", ev.subs)
 	}
+}
+
+// eventsOnce is an EventSource that delivers one batch as each
+// subscription starts.
+type eventsOnce struct{ batch *kvevent.Batch }
+
+func (e eventsOnce) Subscribe(_, _ string, _ bool, onBatch func(*kvevent.Batch), _ func(bool)) (io.Closer, error) {
+	onBatch(e.batch)
+	return io.NopCloser(nil), nil
+}
+
+// TestKVEventChecksReachReplicas: models[].block_size and the tokenizer's
+// vocabulary size (Options.VocabSizes) reach the replica actors, whose
+// engine's events then raise the warnings they should.
+func TestKVEventChecksReachReplicas(t *testing.T) {
+	tokens := make([]uint32, 64)
+	for i := range tokens {
+		tokens[i] = uint32(200 + i) // past a vocabulary of 100
+	}
+	ev := eventsOnce{&kvevent.Batch{Events: []kvevent.Event{
+		&kvevent.BlockStored{BlockHashes: []uint64{1, 2}, TokenIDs: tokens, BlockSize: 32, Medium: "GPU"},
+		&kvevent.BlockStored{BlockHashes: []uint64{3, 4, 5, 6}, TokenIDs: tokens, BlockSize: 16, Medium: "GPU"},
+	}}}
+	cfg := testConfig(1, func(c *config.Config) { c.Replicas[0].KVEvents = "tcp://10.0.0.1:5557" })
+	f := start(t, cfg, Options{Events: ev, VocabSizes: map[string]int{"m": 100}})
+	waitFor(t, "both warnings raised", func() bool {
+		s, ok := f.Snapshot("r0")
+		return ok && s.Warnings.Active(replica.WarnEventsBlockSize) && s.Warnings.Active(replica.WarnEventsForeignTokens)
+	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/inferrail/inferrail/actors/routing"
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/cost"
+	"github.com/inferrail/inferrail/model/estimate"
 	"github.com/inferrail/inferrail/model/policy"
 )
 
@@ -38,6 +39,11 @@ type Options struct {
 	// streams (transport/kvevents). Nil turns KV events off: shadow indexes
 	// follow routing decisions alone.
 	Events replica.EventSource
+	// VocabSizes are the sizes of the models' tokenizer vocabularies
+	// (transport/tokenize), by configured model name: a replica's KV
+	// events with token ids past it are foreign (replica.Config.EventChecks).
+	// A model missing, or at 0, is not checked.
+	VocabSizes map[string]int
 	// Resolver resolves the DNS groups. Required when the config has any.
 	Resolver Resolver
 	// Logger gets membership, health and ejection changes. Nil discards.
@@ -228,6 +234,10 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 		st.replicaCfg.Prober = opts.Prober
 	}
 	st.replicaCfg.Events = opts.Events
+	st.replicaCfg.EventChecks = make(map[string]estimate.EventChecks, len(cfg.Models))
+	for _, m := range cfg.Models {
+		st.replicaCfg.EventChecks[m.Name] = estimate.EventChecks{BlockSize: m.BlockSize, VocabSize: opts.VocabSizes[m.Name]}
+	}
 	if opts.Scraper != nil {
 		st.replicaCfg.Scraper = opts.Scraper
 		st.replicaCfg.Load = cfg.Load

@@ -50,6 +50,15 @@ type Config struct {
 	// to it. Nil turns events off: shadow indexes follow routing decisions
 	// alone.
 	Events EventSource
+	// EventChecks are what each model's KV events are checked against
+	// (models[].block_size and the size of the model tokenizer's
+	// vocabulary), by configured model name; a replica's events are
+	// checked for its first model. A model not listed is not checked.
+	EventChecks map[string]estimate.EventChecks
+	// EventsQuiet is how long a subscription may deliver nothing while the
+	// engine completes requests before WarnEventsSilent is raised. At most
+	// 0 takes 30s.
+	EventsQuiet time.Duration
 }
 
 // Metrics are the counters replica actors update; safe for concurrent use.
@@ -112,13 +121,16 @@ func Props(h *Handle, cfg Config) *actor.Props {
 	if cfg.Load.ScrapeTimeout <= 0 {
 		cfg.Load.ScrapeTimeout = cfg.Load.ScrapeInterval
 	}
+	if cfg.EventsQuiet <= 0 {
+		cfg.EventsQuiet = 30 * time.Second
+	}
 	shared := &cfg
 	return actor.PropsFromProducer(func() actor.Actor {
 		s := h.Snapshot()
 		return &replicaActor{
 			cfg: shared, h: h, id: s.ID, url: s.URL, models: s.Models, counters: s.Counters,
 			scrapes: s.Scrapes, shadow: s.Shadow, stream: s.Events, eventCounts: s.EventCounts,
-			log: shared.Logger.With("replica", s.ID),
+			warnings: s.Warnings, log: shared.Logger.With("replica", s.ID),
 		}
 	})
 }
@@ -134,6 +146,7 @@ type replicaActor struct {
 	id, url  string
 	models   []string
 	counters *Counters
+	warnings *Warnings
 
 	healthy      bool
 	probeFails   int // consecutive failed probes
@@ -169,6 +182,14 @@ type replicaActor struct {
 	mirror      *estimate.Events
 	eventCounts *EventCounts
 	gapLogged   bool
+	// For the event warnings (eventsChecked): the mapping's stats when the
+	// current window of stored blocks began; whether anything came from
+	// the subscription, whether EventsQuiet has passed since it started,
+	// and how many requests the engine completed meanwhile.
+	window     estimate.EventStats
+	eventsSeen bool
+	quietDue   bool
+	served     int
 }
 
 // Receive handles one message. It never blocks.
@@ -193,6 +214,8 @@ func (a *replicaActor) Receive(ctx actor.Context) {
 		a.eventsLost(m)
 	case *eventsFailed:
 		a.eventsFailed(m)
+	case *eventsQuiet:
+		a.eventsQuietFor(m)
 	case *actor.Started:
 		a.started(ctx)
 	case *actor.Stopping:
@@ -304,6 +327,10 @@ func (a *replicaActor) requestDone(m *RequestDone) {
 	ejected := now.Before(a.ejectedUntil)
 	switch m.Outcome {
 	case OutcomeOK:
+		a.served++
+		if a.quietDue {
+			a.checkSilent()
+		}
 		// The first success after a readmission forgives the earlier
 		// ejections.
 		if !ejected {
@@ -362,5 +389,6 @@ func (a *replicaActor) publish() {
 		Shadow:          a.shadow,
 		Events:          a.stream,
 		EventCounts:     a.eventCounts,
+		Warnings:        a.warnings,
 	})
 }

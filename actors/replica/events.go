@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"sync/atomic"
 	"time"
@@ -66,20 +67,29 @@ type eventsFailed struct {
 	err error
 }
 
+// eventsQuiet says that Config.EventsQuiet has passed since the
+// subscription started.
+type eventsQuiet struct {
+	run *eventsRun
+}
+
 func (*eventsBatch) replicaMsg()  {}
 func (*eventsGap) replicaMsg()    {}
 func (*eventsFailed) replicaMsg() {}
+func (*eventsQuiet) replicaMsg()  {}
 
 // Batches keep coming until the subscription closes, which can be after
 // the actor stopped; not worth a log line.
 func (*eventsBatch) IgnoreDeadLetterLogging()  {}
 func (*eventsGap) IgnoreDeadLetterLogging()    {}
 func (*eventsFailed) IgnoreDeadLetterLogging() {}
+func (*eventsQuiet) IgnoreDeadLetterLogging()  {}
 
 var (
 	_ Message = (*eventsBatch)(nil)
 	_ Message = (*eventsGap)(nil)
 	_ Message = (*eventsFailed)(nil)
+	_ Message = (*eventsQuiet)(nil)
 )
 
 // eventsLoop holds one subscription to the engine's stream until ctx ends.
@@ -87,9 +97,10 @@ var (
 // replay), so they run here and not in Receive. A subscription that cannot
 // start (an address in use, say) is tried again after
 // eventsRetryMin, doubling to eventsRetryMax; the actor hears of the first
-// failure and of the success after failures.
+// failure and of the success after failures, and with eventsQuiet once a
+// subscription has lasted quiet.
 func eventsLoop(ctx context.Context, run *eventsRun, send actor.SenderContext, self *actor.PID,
-	src EventSource, es EventStream) {
+	src EventSource, es EventStream, quiet time.Duration) {
 	wait := eventsRetryMin
 	failed := false
 	for {
@@ -100,7 +111,14 @@ func eventsLoop(ctx context.Context, run *eventsRun, send actor.SenderContext, s
 			if failed {
 				send.Send(self, &eventsFailed{run: run})
 			}
-			<-ctx.Done()
+			t := time.NewTimer(quiet)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+			case <-t.C:
+				send.Send(self, &eventsQuiet{run: run})
+				<-ctx.Done()
+			}
 			_ = c.Close()
 			return
 		}
@@ -132,13 +150,13 @@ func (a *replicaActor) startEvents(ctx actor.Context) {
 	if a.cfg.Events == nil || a.stream.Endpoint == "" || len(a.models) == 0 {
 		return
 	}
-	a.mirror = estimate.NewEvents(a.models[0])
+	a.mirror = estimate.NewEvents(a.models[0], a.cfg.EventChecks[a.models[0]])
 	ectx, cancel := context.WithCancel(context.Background())
 	run := &eventsRun{cancel: cancel}
 	a.events = run
 	send, self := actor.SenderContext(ctx.ActorSystem().Root), ctx.Self()
-	src, es := a.cfg.Events, a.stream
-	a.cfg.Goroutines.Go(func() { eventsLoop(ectx, run, send, self, src, es) })
+	src, es, quiet := a.cfg.Events, a.stream, a.cfg.EventsQuiet
+	a.cfg.Goroutines.Go(func() { eventsLoop(ectx, run, send, self, src, es, quiet) })
 }
 
 func (a *replicaActor) stopEvents() {
@@ -165,6 +183,8 @@ func (a *replicaActor) eventsApplied(m *eventsBatch) {
 	if after.Stored != before.Stored || after.Removed != before.Removed || after.Cleared != before.Cleared {
 		a.publishShadow()
 	}
+	a.eventsArrived()
+	a.eventsChecked(before, after)
 }
 
 // eventsLost handles batches the subscription could not deliver. An engine
@@ -175,6 +195,7 @@ func (a *replicaActor) eventsLost(m *eventsGap) {
 	if m.run != a.events {
 		return
 	}
+	a.eventsArrived()
 	a.eventCounts.Gaps.Add(1)
 	if m.restart {
 		if a.engineRestarted(restartByEvents) {
@@ -203,4 +224,100 @@ func (a *replicaActor) eventsFailed(m *eventsFailed) {
 	}
 	a.log.Error("KV events: cannot subscribe; the cache prediction comes from routing decisions alone until a retry succeeds",
 		"endpoint", a.stream.Endpoint, "err", m.err)
+}
+
+// eventsWindow is how many stored blocks each verdict on the unmapped share
+// is taken over, and how many must pass without another size or a foreign
+// token id before those warnings clear.
+const eventsWindow = 64
+
+// eventsChecked raises or clears the warnings about the engine's stored
+// blocks, from the mapping's stats before and after a batch. Another block
+// size or a foreign token id is raised at once, since one such block shows
+// it; most blocks unmapped for other causes, over a window of eventsWindow
+// blocks. A window without the cause clears its warning.
+func (a *replicaActor) eventsChecked(before, after estimate.EventStats) {
+	now, model, checks := a.cfg.Now(), a.models[0], a.cfg.EventChecks[a.models[0]]
+	if after.OtherSize > before.OtherSize {
+		a.warnings.Raise(a.log, now, WarnEventsBlockSize, fmt.Sprintf(
+			"KV events: the engine stores blocks of %d tokens, but models[].block_size of %s is %d, so its blocks "+
+				"never match the gateway's and the index learns nothing from them; set block_size to the engine's "+
+				"--block-size", after.OtherBlockSize, model, checks.BlockSize), "endpoint", a.stream.Endpoint)
+	}
+	if after.Foreign > before.Foreign && !a.warnings.Active(WarnEventsForeignTokens) {
+		a.warnings.Raise(a.log, now, WarnEventsForeignTokens, fmt.Sprintf(
+			"KV events: the engine stored token id %d, outside the %d ids of model %s's tokenizer: the engine "+
+				"tokenizes with another tokenizer, so its blocks never match the gateway's; set models[].tokenizer "+
+				"to the engine's", after.ForeignID, checks.VocabSize, model), "endpoint", a.stream.Endpoint)
+	}
+	w := a.window
+	blocks := after.Blocks - w.Blocks
+	if blocks < eventsWindow {
+		return
+	}
+	a.window = after
+	if after.OtherSize == w.OtherSize {
+		a.warnings.Clear(a.log, WarnEventsBlockSize)
+	}
+	if after.Foreign == w.Foreign {
+		a.warnings.Clear(a.log, WarnEventsForeignTokens)
+	}
+	// Blocks of another size or with foreign token ids have warnings of
+	// their own.
+	unmapped := (after.Unmapped - w.Unmapped) - (after.OtherSize - w.OtherSize) - (after.Foreign - w.Foreign)
+	if 2*unmapped <= blocks {
+		a.warnings.Clear(a.log, WarnEventsUnmapped)
+		return
+	}
+	if !a.warnings.Active(WarnEventsUnmapped) {
+		a.warnings.Raise(a.log, now, WarnEventsUnmapped, fmt.Sprintf(
+			"KV events: %d of the last %d blocks the engine stored could not be placed in the index, which learns "+
+				"little from its events; likely causes: parents the gateway never saw stored (stored before it "+
+				"subscribed, or lost: set kv_events_replay), extra keys in the block hashes (LoRA adapters, "+
+				"cache_salt, images), or token ids that do not fill the blocks", unmapped, blocks),
+			"endpoint", a.stream.Endpoint)
+	}
+}
+
+// eventsArrived notes that the subscription delivers.
+func (a *replicaActor) eventsArrived() {
+	if !a.eventsSeen {
+		a.eventsSeen = true
+		a.warnings.Clear(a.log, WarnEventsSilent)
+	}
+}
+
+func (a *replicaActor) eventsQuietFor(m *eventsQuiet) {
+	if m.run != a.events {
+		return
+	}
+	a.quietDue = true
+	if !a.eventsSeen && a.served == 0 {
+		a.log.Debug("KV events: nothing received yet, nor expected: the engine has completed no request",
+			"endpoint", a.stream.Endpoint, "for", a.cfg.EventsQuiet)
+	}
+	a.checkSilent()
+}
+
+// checkSilent raises WarnEventsSilent for a subscription that has delivered
+// nothing for EventsQuiet while the engine completed requests, which store
+// blocks an engine with events publishes. The likely cause is a stream
+// whose ends cannot meet (issue 17): vLLM's PUB socket binds only when its
+// endpoint has "*" or "::" (or is ipc:// or inproc://) and connects
+// otherwise, so exactly one side must bind.
+func (a *replicaActor) checkSilent() {
+	if a.eventsSeen || a.served == 0 || a.warnings.Active(WarnEventsSilent) {
+		return
+	}
+	side := "the gateway connects to it (kv_events_bind false), so the engine must bind: give it an endpoint " +
+		`with "*" (tcp://*:PORT)`
+	if a.stream.Bind {
+		side = "the gateway binds it (kv_events_bind true), so the engine must connect: give it this host's " +
+			`address (tcp://HOST:PORT), without "*"`
+	}
+	a.warnings.Raise(a.log, a.cfg.Now(), WarnEventsSilent, fmt.Sprintf(
+		"KV events: nothing received from %s in %s of subscription while the engine completed %d requests; "+
+			`check kv_events_bind: vLLM's publisher binds when its endpoint has "*" or "::" and connects otherwise, `+
+			"and here %s; also check that the engine runs with prefix caching and enable_kv_cache_events",
+		a.stream.Endpoint, a.cfg.EventsQuiet, a.served, side), "endpoint", a.stream.Endpoint)
 }

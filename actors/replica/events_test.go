@@ -1,8 +1,16 @@
 package replica
 
 import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -260,5 +268,245 @@ func TestOneRestartCountedOnce(t *testing.T) {
 	}
 	if got := predict(); got != 2*bs {
 		t.Fatalf("the second notice cleared what the new engine stored: predicted %d, want %d", got, 2*bs)
+	}
+}
+
+// eventFixture is a third-party-shaped batch from model/kvevent/testdata
+// (scripts/gen-kvevent-llmd-fixtures.py), with what the gateway must make
+// of it.
+type eventFixture struct {
+	Name    string `json:"name"`
+	Hex     string `json:"hex"`
+	Gateway struct {
+		Model     string `json:"model"`
+		BlockSize int    `json:"block_size"`
+		VocabSize int    `json:"vocab_size"`
+	} `json:"gateway"`
+	Prompts []struct {
+		TokenIDs     []uint32 `json:"token_ids"`
+		CachedBlocks int      `json:"cached_blocks"`
+	} `json:"prompts"`
+	Unmapped uint64 `json:"unmapped"`
+	Warning  string `json:"warning"`
+}
+
+// TestEventFixtures feeds each batch llm-d's inference simulator would
+// publish (legacy arrays with zero parents, maps, block_size unset, token
+// ids of another tokenizer, another block size) through the real decoder
+// and a replica actor configured as the fixture's gateway, and checks that
+// it ends in correct indexing (the gateway's prompts predicted cached) or
+// in the named warning, with nothing indexed, and no other event warning.
+func TestEventFixtures(t *testing.T) {
+	paths, err := filepath.Glob("../../model/kvevent/testdata/llmd_sim_*.json")
+	if err != nil || len(paths) < 5 {
+		t.Fatalf("fixtures %v (err %v); run scripts/gen-kvevent-llmd-fixtures.py", paths, err)
+	}
+	for _, p := range paths {
+		var f eventFixture
+		data, err := os.ReadFile(p)
+		if err == nil {
+			err = json.Unmarshal(data, &f)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		t.Run(f.Name, func(t *testing.T) {
+			raw, err := hex.DecodeString(f.Hex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := kvevent.DecodeBatch(raw)
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			g := f.Gateway
+			h := newHarness(t)
+			src := &fakeEvents{subs: make(chan *fakeSub, 1)}
+			hd := NewHandle("r0", "http://10.0.0.1:8000", []string{g.Model}, NewCounters(0, 0))
+			hd.SetEvents(EventStream{Endpoint: "tcp://10.0.0.1:5557"})
+			pid := h.spawn(hd, Config{Health: testHealth(), Events: src,
+				EventChecks: map[string]estimate.EventChecks{g.Model: {BlockSize: g.BlockSize, VocabSize: g.VocabSize}}})
+			src.next(t).onBatch(b)
+			h.sync(t, pid)
+			for i, pr := range f.Prompts {
+				var hs prefix.Hasher
+				q := estimate.Query{Blocks: hs.Chain(nil, prefix.Root(g.Model, "", ""), pr.TokenIDs, g.BlockSize),
+					PromptTokens: len(pr.TokenIDs), BlockSize: g.BlockSize}
+				gt := NewGather(q, 1)
+				h.send(pid, &Estimate{Gather: gt, Slot: 0})
+				h.sync(t, pid)
+				if r, ok := gt.Reply(0); !ok || r.CachedTokens != pr.CachedBlocks*g.BlockSize {
+					t.Errorf("prompt %d: predicted %d cached tokens (%v), want %d", i, r.CachedTokens, ok, pr.CachedBlocks*g.BlockSize)
+				}
+			}
+			s := hd.Snapshot()
+			if got := s.EventCounts.Unmapped.Load(); got != f.Unmapped {
+				t.Errorf("%d blocks unmapped, want %d", got, f.Unmapped)
+			}
+			var codes []WarningCode
+			for _, w := range s.Warnings.List() {
+				codes = append(codes, w.Code)
+			}
+			if want := []WarningCode{WarningCode(f.Warning)}; f.Warning == "" && len(codes) != 0 ||
+				f.Warning != "" && !slices.Equal(codes, want) {
+				t.Errorf("warnings %v, want %q", codes, f.Warning)
+			}
+		})
+	}
+}
+
+// logBuffer collects an actor's log lines; safe for concurrent use.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// orphans is a run of n stored blocks of bs tokens whose parent the gateway
+// never saw: none can be placed.
+func orphans(first uint64, n, bs int) *kvevent.BlockStored {
+	parent := first - 1
+	e := &kvevent.BlockStored{ParentBlockHash: &parent, TokenIDs: make([]uint32, n*bs), BlockSize: bs, Medium: "GPU"}
+	for i := range n {
+		e.BlockHashes = append(e.BlockHashes, first+uint64(i))
+	}
+	return e
+}
+
+// roots is a run of n blocks of bs tokens starting a chain: all are placed.
+func roots(first uint64, n, bs int) *kvevent.BlockStored {
+	e := orphans(first, n, bs)
+	e.ParentBlockHash = nil
+	for i := range e.TokenIDs {
+		e.TokenIDs[i] = uint32(first) + uint32(i)
+	}
+	return e
+}
+
+// TestEventWarningsWindows: most blocks unmapped is judged over windows of
+// eventsWindow stored blocks, logged once with its likely causes, and
+// cleared by a window in which most are placed; another block size is
+// raised at its first block and cleared by a window without one.
+func TestEventWarningsWindows(t *testing.T) {
+	const bs = 4
+	h := newHarness(t)
+	var logs logBuffer
+	src := &fakeEvents{subs: make(chan *fakeSub, 1)}
+	hd := NewHandle("r0", "http://10.0.0.1:8000", []string{"m"}, NewCounters(0, 0))
+	hd.SetEvents(EventStream{Endpoint: "tcp://10.0.0.1:5557"})
+	pid := h.spawn(hd, Config{Health: testHealth(), Events: src, Logger: logs.logger(),
+		EventChecks: map[string]estimate.EventChecks{"m": {BlockSize: bs, VocabSize: 1 << 20}}})
+	sub := src.next(t)
+	w := hd.Snapshot().Warnings
+	send := func(evs ...kvevent.Event) {
+		t.Helper()
+		sub.onBatch(&kvevent.Batch{Events: evs})
+		h.sync(t, pid)
+	}
+
+	// 40 orphans and 20 placed: 60 blocks, short of a window.
+	send(orphans(1000, 40, bs), roots(2000, 20, bs))
+	if w.Active(WarnEventsUnmapped) {
+		t.Fatal("raised before a window of blocks")
+	}
+	send(orphans(3000, 8, bs)) // 68 blocks, 48 unmapped
+	if !w.Active(WarnEventsUnmapped) {
+		t.Fatalf("48 of 68 blocks unmapped, not raised: %v", w.List())
+	}
+	send(orphans(4000, 64, bs))
+	if n := strings.Count(logs.String(), "warning=kv_events_unmapped"); n != 1 {
+		t.Fatalf("%d log lines for the unmapped warning, want 1:\n%s", n, logs.String())
+	}
+	if l := logs.String(); !strings.Contains(l, "48 of the last 68 blocks") || !strings.Contains(l, "kv_events_replay") {
+		t.Fatalf("the log line gives no numbers or causes:\n%s", l)
+	}
+	// A window where half or fewer are unmapped clears it.
+	send(orphans(5000, 32, bs), roots(6000, 32, bs))
+	if w.Active(WarnEventsUnmapped) {
+		t.Fatal("32 of 64 blocks unmapped: still raised")
+	}
+
+	// Blocks of another size: raised at once, not as unmapped, and
+	// cleared by a window of blocks without any.
+	send(roots(7000, 2, 2*bs))
+	if !w.Active(WarnEventsBlockSize) {
+		t.Fatal("blocks of 8 tokens for a block_size of 4: not raised")
+	}
+	if l := w.List(); len(l) != 1 || !strings.Contains(l[0].Message, "blocks of 8 tokens") ||
+		!strings.Contains(l[0].Message, "block_size of m is 4") {
+		t.Fatalf("warnings %+v", l)
+	}
+	send(roots(8000, 64, bs)) // ends the window that held them
+	if !w.Active(WarnEventsBlockSize) {
+		t.Fatal("cleared by the window that held blocks of another size")
+	}
+	send(roots(8100, 64, bs))
+	if w.Active(WarnEventsBlockSize) || w.Active(WarnEventsUnmapped) {
+		t.Fatalf("a window of blocks of the right size: %v", w.List())
+	}
+	if !strings.Contains(logs.String(), "replica warning cleared") {
+		t.Fatalf("no line says the warnings ended:\n%s", logs.String())
+	}
+
+	// Token ids past the vocabulary: raised at once, cleared likewise.
+	foreign := roots(9000, 1, bs)
+	foreign.TokenIDs[1] = 1 << 20
+	send(foreign)
+	if l := w.List(); len(l) != 1 || l[0].Code != WarnEventsForeignTokens || !strings.Contains(l[0].Message, "token id 1048576") {
+		t.Fatalf("warnings %+v", l)
+	}
+	send(roots(10000, 64, bs))
+	send(roots(10100, 64, bs))
+	if w.Active(WarnEventsForeignTokens) {
+		t.Fatal("a window without foreign token ids: still raised")
+	}
+}
+
+// TestEventsSilentWarning: a subscription that delivers nothing is not a
+// warning while the engine serves nothing, becomes one naming the bind rule
+// once the engine completes a request, and ends with the first batch.
+func TestEventsSilentWarning(t *testing.T) {
+	h := newHarness(t)
+	var logs logBuffer
+	src := &fakeEvents{subs: make(chan *fakeSub, 1)}
+	hd := NewHandle("r0", "http://10.0.0.1:8000", []string{"m"}, NewCounters(0, 0))
+	hd.SetEvents(EventStream{Endpoint: "tcp://127.0.0.1:5557", Bind: true})
+	pid := h.spawn(hd, Config{Health: testHealth(), Events: src, Logger: logs.logger(), EventsQuiet: time.Millisecond})
+	sub := src.next(t)
+	w := hd.Snapshot().Warnings
+	waitFor(t, "quiet noted", func() bool { return strings.Contains(logs.String(), "nor expected") })
+	h.sync(t, pid)
+	if w.Active(WarnEventsSilent) {
+		t.Fatal("raised for an engine that served nothing")
+	}
+	h.send(pid, &RequestDone{Outcome: OutcomeOK})
+	h.sync(t, pid)
+	l := w.List()
+	if len(l) != 1 || l[0].Code != WarnEventsSilent || !strings.Contains(l[0].Message, "check kv_events_bind") ||
+		!strings.Contains(l[0].Message, "the gateway binds it (kv_events_bind true)") {
+		t.Fatalf("warnings %+v", l)
+	}
+	if s := hd.Snapshot(); len(s.Warnings.List()) != 1 {
+		t.Fatal("the published snapshot does not carry the warning")
+	}
+	sub.onBatch(&kvevent.Batch{})
+	h.sync(t, pid)
+	if w.Active(WarnEventsSilent) {
+		t.Fatal("still raised after a batch arrived")
 	}
 }

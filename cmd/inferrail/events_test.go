@@ -94,7 +94,7 @@ func conversationPredictions(t *testing.T, events bool) conversationStats {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	addr, _ := startGateway(t, cfg)
+	addr, admin := startGateway(t, cfg)
 
 	// Twelve conversations of six turns, four at a time. Each starts with
 	// a system prompt of its own (10-25 blocks) and asks for answers of
@@ -157,6 +157,27 @@ func conversationPredictions(t *testing.T, events bool) conversationStats {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+	// The simulators' events fit the gateway's configuration (block size,
+	// builtin:sim's vocabulary): no replica may warn about them.
+	resp, err := client.Get("http://" + admin + "/admin/replicas")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var view struct {
+		Replicas []struct {
+			ID       string            `json:"id"`
+			Warnings []json.RawMessage `json:"warnings"`
+		} `json:"replicas"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&view); err != nil || len(view.Replicas) != len(replicas) {
+		t.Fatalf("/admin/replicas: %v, %d replicas", err, len(view.Replicas))
+	}
+	for _, r := range view.Replicas {
+		if len(r.Warnings) != 0 {
+			t.Errorf("replica %s warns: %s", r.ID, r.Warnings)
+		}
 	}
 	return st
 }

@@ -121,7 +121,11 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 	routingMetrics, tokMetrics := metrics.NewSet(), metrics.NewSet()
 	tok := tokenize.New(cfg, hubCache(), tokMetrics)
 	defer tok.Close()
+	vocab := make(map[string]int)
 	for _, st := range tok.Status() {
+		if st.Loaded() {
+			vocab[st.Model] = st.VocabSize
+		}
 		switch {
 		case st.Loaded():
 			log.Info("tokenizer", "status", st.String())
@@ -135,6 +139,7 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 		Prober:         health.NewProber(),
 		Scraper:        scraper,
 		Events:         kvevents.Source{},
+		VocabSizes:     vocab,
 		Resolver:       net.DefaultResolver,
 		Logger:         log,
 		RoutingMetrics: routingMetrics,

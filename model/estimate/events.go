@@ -28,10 +28,16 @@ import (
 // Only the engine's GPU blocks of its first KV cache group count: events
 // about CPU or disk tiers and other attention groups are skipped.
 //
+// Blocks that can never match a prompt the gateway hashes are not placed
+// either, and are counted by cause (EventChecks): blocks of another size
+// than the gateway cuts prompts into, and blocks with token ids outside the
+// model tokenizer's vocabulary (the engine tokenizes differently).
+//
 // Events does no I/O and starts no goroutines; the replica actor that owns
 // the index owns it.
 type Events struct {
 	model  string
+	checks EventChecks
 	roots  map[string]prefix.Hash // by LoRA name; "" for the base model
 	blocks map[uint64]*eventBlock // by the engine's hash
 	hasher prefix.Hasher
@@ -47,21 +53,44 @@ type eventBlock struct {
 	n         int // physical blocks holding it (an engine may compute a block twice)
 }
 
+// EventChecks are what a replica's stored blocks are checked against. A
+// zero field checks nothing.
+type EventChecks struct {
+	// BlockSize is the number of tokens per block the gateway cuts the
+	// model's prompts into (models[].block_size).
+	BlockSize int
+	// VocabSize is the size of the model tokenizer's vocabulary: token ids
+	// from it up cannot come from that tokenizer.
+	VocabSize int
+}
+
 // EventStats count what Apply did, since New.
 type EventStats struct {
-	Batches  uint64 // batches applied
+	Batches uint64 // batches applied
+	// Blocks counts the stored blocks of the engine's own cache (GPU, first
+	// group), placed in the index or not.
+	Blocks   uint64
 	Stored   uint64 // stored blocks recorded in the index
 	Removed  uint64 // evicted blocks removed from the index
 	Cleared  uint64 // AllBlocksCleared events
-	Unmapped uint64 // stored blocks whose hash could not be rebuilt
-	Unknown  uint64 // evictions of blocks never seen stored
-	Skipped  uint64 // blocks of other media or KV cache groups
+	Unmapped uint64 // stored blocks that could not be placed, for any cause
+	// OtherSize counts the unmapped blocks of another size than
+	// EventChecks.BlockSize, and OtherBlockSize is the last such size.
+	OtherSize      uint64
+	OtherBlockSize int
+	// Foreign counts the unmapped blocks (not of another size) holding a
+	// token id outside the vocabulary, and ForeignID is the last such id.
+	Foreign   uint64
+	ForeignID uint32
+	Unknown   uint64 // evictions of blocks never seen stored
+	Skipped   uint64 // blocks of other media or KV cache groups
 }
 
 // NewEvents returns an empty mapping for a replica serving model (the name
-// that salts the gateway's block hashes for its prompts).
-func NewEvents(model string) *Events {
-	return &Events{model: model, roots: map[string]prefix.Hash{}, blocks: map[uint64]*eventBlock{}}
+// that salts the gateway's block hashes for its prompts), whose stored
+// blocks are checked against c.
+func NewEvents(model string, c EventChecks) *Events {
+	return &Events{model: model, checks: c, roots: map[string]prefix.Hash{}, blocks: map[uint64]*eventBlock{}}
 }
 
 // Stats returns the counts so far.
@@ -116,27 +145,41 @@ func (e *Events) stored(ev *kvevent.BlockStored, x *kvindex.Index) {
 	if n == 0 {
 		return
 	}
-	tokensOK := ev.BlockSize > 0 && len(ev.TokenIDs) == n*ev.BlockSize
+	e.stats.Blocks += uint64(n)
+	bs := ev.TokensPerBlock() // 0: the blocks' tokens cannot be told apart
+	// Blocks of another size never match a prompt the gateway cut into
+	// blocks of its own size.
+	otherSize := bs > 0 && e.checks.BlockSize > 0 && bs != e.checks.BlockSize
+	if otherSize {
+		e.stats.OtherSize += uint64(n)
+		e.stats.OtherBlockSize = bs
+	}
 	plain := ev.PlainBlocks()
 	// The gateway's hash of the run's parent, or of the chain's root.
 	var parent prefix.Hash
+	engineParent, hasParent := ev.Parent()
 	switch {
-	case ev.ParentBlockHash == nil:
+	case !hasParent:
 		lora := ""
 		if ev.LoraName != nil {
 			lora = *ev.LoraName
 		}
 		parent = e.root(lora)
 	default:
-		if p := e.blocks[*ev.ParentBlockHash]; p != nil {
+		if p := e.blocks[engineParent]; p != nil {
 			parent = p.h
 		}
 	}
 	first := -1 // index of the first block of the run that could be rebuilt
 	for i, eh := range ev.BlockHashes {
 		var h prefix.Hash
-		if !parent.IsZero() && tokensOK && plain[i] {
-			h = e.hasher.Next(parent, ev.TokenIDs[i*ev.BlockSize:(i+1)*ev.BlockSize])
+		var toks []uint32
+		if bs > 0 {
+			toks = ev.TokenIDs[i*bs : (i+1)*bs]
+		}
+		foreign := !otherSize && e.foreign(toks)
+		if !parent.IsZero() && bs > 0 && !otherSize && !foreign && plain[i] {
+			h = e.hasher.Next(parent, toks)
 			if first < 0 {
 				first = i
 			}
@@ -150,8 +193,8 @@ func (e *Events) stored(ev *kvevent.BlockStored, x *kvindex.Index) {
 		}
 		if i > 0 {
 			b.parent, b.hasParent = ev.BlockHashes[i-1], true
-		} else if ev.ParentBlockHash != nil {
-			b.parent, b.hasParent = *ev.ParentBlockHash, true
+		} else if hasParent {
+			b.parent, b.hasParent = engineParent, true
 		}
 		b.n++
 		parent = h
@@ -166,6 +209,22 @@ func (e *Events) stored(ev *kvevent.BlockStored, x *kvindex.Index) {
 		return
 	}
 	e.record(ev, x)
+}
+
+// foreign reports whether a block's tokens hold an id outside the
+// vocabulary, and counts it.
+func (e *Events) foreign(toks []uint32) bool {
+	if e.checks.VocabSize <= 0 {
+		return false
+	}
+	for _, t := range toks {
+		if uint64(t) >= uint64(e.checks.VocabSize) {
+			e.stats.Foreign++
+			e.stats.ForeignID = t
+			return true
+		}
+	}
+	return false
 }
 
 // record records the chain ending with ev's last rebuilt block, from its

@@ -49,7 +49,7 @@ func removed(chain ...prefix.Hash) *kvevent.BlockRemoved {
 func batch(evs ...kvevent.Event) *kvevent.Batch { return &kvevent.Batch{Events: evs} }
 
 func TestEventsStoreAndEvict(t *testing.T) {
-	x, ev := kvindex.New(100), NewEvents("m")
+	x, ev := kvindex.New(100), NewEvents("m", EventChecks{})
 	toks, chain := prompt("m", 1, 6)
 	// The engine stores the prompt in two steps (chunked prefill).
 	ev.Apply(batch(stored(toks, chain, 0, 4)), x)
@@ -82,7 +82,7 @@ func TestEventsStoreAndEvict(t *testing.T) {
 // A block the engine holds twice (two requests computed it at once) stays
 // until both copies are evicted.
 func TestEventsCountCopies(t *testing.T) {
-	x, ev := kvindex.New(100), NewEvents("m")
+	x, ev := kvindex.New(100), NewEvents("m", EventChecks{})
 	toks, chain := prompt("m", 1, 2)
 	ev.Apply(batch(stored(toks, chain, 0, 2), stored(toks, chain, 0, 2)), x)
 	ev.Apply(batch(removed(chain[1])), x)
@@ -99,7 +99,7 @@ func TestEventsCountCopies(t *testing.T) {
 // cache_salt among the extra keys, a token count that does not divide.
 // None is recorded, and neither are their descendants.
 func TestEventsUnmapped(t *testing.T) {
-	x, ev := kvindex.New(100), NewEvents("m")
+	x, ev := kvindex.New(100), NewEvents("m", EventChecks{})
 	toks, chain := prompt("m", 1, 4)
 	ev.Apply(batch(stored(toks, chain, 2, 4)), x) // parent block 1 never stored
 	if x.Len() != 0 {
@@ -120,16 +120,89 @@ func TestEventsUnmapped(t *testing.T) {
 
 	bad := stored(toks, chain, 0, 2)
 	bad.TokenIDs = bad.TokenIDs[:5]
-	y, ev2 := kvindex.New(100), NewEvents("m")
+	y, ev2 := kvindex.New(100), NewEvents("m", EventChecks{})
 	ev2.Apply(batch(bad), y)
 	if y.Len() != 0 || ev2.Stats().Unmapped != 2 {
 		t.Fatalf("short token ids: %d recorded, stats %+v", y.Len(), ev2.Stats())
 	}
 }
 
+// TestEventsZeroParent: a publisher that writes parent_block_hash 0 for a
+// chain's first block, as llm-d's inference simulator does (issue 12), has
+// its chains placed as with None, in both encodings and through the real
+// decoder.
+func TestEventsZeroParent(t *testing.T) {
+	for _, enc := range []kvevent.Encoding{kvevent.EncodingArray, kvevent.EncodingMap} {
+		x, ev := kvindex.New(100), NewEvents("m", EventChecks{BlockSize: evBS, VocabSize: 1000})
+		toks, chain := prompt("m", 1, 4)
+		first := stored(toks, chain, 0, 2)
+		zero := uint64(0)
+		first.ParentBlockHash = &zero
+		for _, b := range []*kvevent.Batch{batch(first), batch(stored(toks, chain, 2, 4))} {
+			got, err := kvevent.DecodeBatch(kvevent.AppendBatch(nil, b, enc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev.Apply(got, x)
+		}
+		if got := x.Lookup(chain); got != 4 {
+			t.Fatalf("encoding %d: %d blocks held, want 4", enc, got)
+		}
+		if s := ev.Stats(); s.Blocks != 4 || s.Stored != 4 || s.Unmapped != 0 {
+			t.Fatalf("encoding %d: stats %+v", enc, s)
+		}
+	}
+}
+
+// TestEventsUnsetBlockSize: a block_size of 0 takes the tokens shared out
+// among the blocks.
+func TestEventsUnsetBlockSize(t *testing.T) {
+	x, ev := kvindex.New(100), NewEvents("m", EventChecks{BlockSize: evBS})
+	toks, chain := prompt("m", 1, 3)
+	e := stored(toks, chain, 0, 3)
+	e.BlockSize = 0
+	ev.Apply(batch(e), x)
+	if got := x.Lookup(chain); got != 3 {
+		t.Fatalf("%d blocks held, want 3 (stats %+v)", got, ev.Stats())
+	}
+}
+
+// TestEventsChecks: blocks of another size than the gateway's, and blocks
+// with token ids outside the tokenizer's vocabulary, are not placed and are
+// counted by cause; the others of the run still are.
+func TestEventsChecks(t *testing.T) {
+	// The engine cuts blocks of 2*evBS tokens.
+	x, ev := kvindex.New(100), NewEvents("m", EventChecks{BlockSize: evBS, VocabSize: 1000})
+	toks, chain := prompt("m", 1, 4)
+	big := &kvevent.BlockStored{BlockHashes: []uint64{1, 2}, TokenIDs: toks, BlockSize: 2 * evBS, Medium: "GPU"}
+	ev.Apply(batch(big), x)
+	if s := ev.Stats(); x.Len() != 0 || s.Blocks != 2 || s.Unmapped != 2 || s.OtherSize != 2 ||
+		s.OtherBlockSize != 2*evBS || s.Foreign != 0 {
+		t.Fatalf("blocks of another size: %d recorded, stats %+v", x.Len(), s)
+	}
+	// The third block holds an id past the vocabulary: it and its child
+	// cannot be placed; the first two are.
+	ftoks := append([]uint32(nil), toks...)
+	ftoks[2*evBS+1] = 1000
+	fe := stored(ftoks, chain, 0, 4)
+	ev.Apply(batch(fe), x)
+	if got := x.Lookup(chain); got != 2 {
+		t.Fatalf("a foreign block: %d of the chain held, want 2", got)
+	}
+	if s := ev.Stats(); s.Blocks != 6 || s.Unmapped != 4 || s.OtherSize != 2 || s.Foreign != 1 || s.ForeignID != 1000 {
+		t.Fatalf("a foreign block: stats %+v", s)
+	}
+	// Unchecked, the same events place what they can.
+	y, ev2 := kvindex.New(100), NewEvents("m", EventChecks{})
+	ev2.Apply(batch(stored(ftoks, chain, 0, 4)), y)
+	if y.Len() != 4 || ev2.Stats().Foreign != 0 {
+		t.Fatalf("unchecked: %d recorded, stats %+v", y.Len(), ev2.Stats())
+	}
+}
+
 // Only the engine's own GPU blocks of its first KV cache group count.
 func TestEventsOtherTiers(t *testing.T) {
-	x, ev := kvindex.New(100), NewEvents("m")
+	x, ev := kvindex.New(100), NewEvents("m", EventChecks{})
 	toks, chain := prompt("m", 1, 2)
 	cpu := stored(toks, chain, 0, 2)
 	cpu.Medium = "CPU"
@@ -153,7 +226,7 @@ func TestEventsOtherTiers(t *testing.T) {
 // once, and its blocks then stay until the engine evicts them, even when
 // the attempt that routed them is taken back after the engine stored them.
 func TestEventsConfirmDecisions(t *testing.T) {
-	r, ev := New(100), NewEvents("m")
+	r, ev := New(100), NewEvents("m", EventChecks{})
 	toks, chain := prompt("m", 1, 3)
 	rc := r.Index.Record(chain)
 	ev.Apply(batch(stored(toks, chain, 0, 3)), r.Index)
@@ -173,18 +246,22 @@ func TestEventsConfirmDecisions(t *testing.T) {
 func FuzzEvents(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 2, 1, 3, 2, 0, 1})
 	f.Add([]byte{0, 5, 5, 0, 5, 5, 1, 5, 3})
+	f.Add([]byte{1, 0, 0, 1, 3, 0, 2, 3, 0}) // zero parents, a block whose hash is 0
+	f.Add([]byte{1, 4, 16, 1, 6, 5, 1, 9, 15})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		x, ev := kvindex.New(8), NewEvents("m")
+		// Token ids run to 31: a vocabulary of 24 makes some foreign.
+		x, ev := kvindex.New(8), NewEvents("m", EventChecks{BlockSize: 2, VocabSize: 24})
 		for len(data) >= 3 {
 			op, a, b := data[0]%4, uint64(data[1]%16), uint64(data[2]%16)
+			bs := int(data[1] >> 6) // 0 (unset) to 3 tokens per block
 			data = data[3:]
 			switch op {
 			case 0, 1: // a run of b%4+1 blocks from hash a, parent b (none when op is 0)
 				n := int(b%4) + 1
-				e := &kvevent.BlockStored{BlockSize: 2, TokenIDs: make([]uint32, 2*n)}
+				e := &kvevent.BlockStored{BlockSize: bs, TokenIDs: make([]uint32, max(bs, 2)*n)}
 				for i := range n {
 					e.BlockHashes = append(e.BlockHashes, (a+uint64(i))%16)
-					e.TokenIDs[2*i] = uint32(a + b)
+					e.TokenIDs[max(bs, 2)*i] = uint32(a + b)
 				}
 				if op == 1 {
 					p := b
@@ -200,6 +277,9 @@ func FuzzEvents(f *testing.F) {
 			}
 			if x.Len() > x.Capacity() {
 				t.Fatalf("index holds %d blocks over its capacity %d", x.Len(), x.Capacity())
+			}
+			if s := ev.Stats(); s.Unmapped > s.Blocks || s.OtherSize+s.Foreign > s.Unmapped {
+				t.Fatalf("stats %+v: unmapped blocks outnumber those seen, or their causes them", s)
 			}
 		}
 	})

@@ -156,7 +156,7 @@ func newRun(cfg *Config) (*run, error) {
 			est: estimate.New(cfg.Engine.NumBlocks),
 		})
 		if cfg.KVEvents {
-			r.reps[i].events = estimate.NewEvents(model)
+			r.reps[i].events = estimate.NewEvents(model, estimate.EventChecks{})
 		}
 	}
 	r.feed = newFeed(cfg.Workload, cfg.Seed, cfg.Rate)
