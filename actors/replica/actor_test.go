@@ -279,3 +279,21 @@ func TestStoppedReplica(t *testing.T) {
 		t.Fatalf("%d in flight, %d pending", c.InFlight(), c.Pending())
 	}
 }
+
+// TestWarningsSurvivePublish: a warning raised from outside the actor (the
+// request path raises the tokenizer's) stays on every snapshot the actor
+// publishes afterwards.
+func TestWarningsSurvivePublish(t *testing.T) {
+	h := newHarness(t)
+	p := newScriptProber()
+	hd := NewHandle("r0", "http://10.0.0.1:8000", []string{"m"}, NewCounters(0, 0))
+	h.spawn(hd, Config{Health: testHealth(), Prober: p})
+	hd.Snapshot().Warnings.Raise(nil, time.Now(), WarnTokenizerMismatch, "counts differ")
+	for i := 1; i <= 2; i++ {
+		p.next(t, errDown)
+		waitFor(t, fmt.Sprintf("failure %d published", i), func() bool { return hd.Snapshot().ProbeFailures == i })
+	}
+	if !hd.Snapshot().Warnings.Active(WarnTokenizerMismatch) {
+		t.Fatalf("the actor's snapshot lost the warning: %+v", hd.Snapshot().Warnings.List())
+	}
+}

@@ -180,18 +180,37 @@ var (
 // cache today. kv_capacity_blocks in the config is taken as it is.
 const maxReportedCapacity = 1 << 22
 
-// capacity is the index capacity the actor uses: the configured one, else
-// the engine's reported KV capacity, else the fleet default.
+// capacity is the index capacity the actor uses (indexCapacity).
 func (a *replicaActor) capacity() int {
-	if c := int(a.shadow.configured.Load()); c > 0 {
-		return c
+	c, _ := indexCapacity(int(a.shadow.configured.Load()), a.load.KVCapacityBlocks, a.cfg.IndexCapacity)
+	return c
+}
+
+// indexCapacity chooses a replica's index capacity in blocks: configured
+// (kv_capacity_blocks), else the engine's reported KV capacity, else
+// fallback (index.default_capacity_blocks). fromEngine reports the second
+// case, a capacity counted in the engine's blocks of the engine's tokens.
+func indexCapacity(configured, reported, fallback int) (blocks int, fromEngine bool) {
+	if configured > 0 {
+		return configured, false
 	}
-	if a.load.KVCapacityBlocks > 0 {
+	if reported > 0 {
 		// The index takes its memory up front (about 40 bytes a block),
 		// so a page reporting an absurd capacity must not size it.
-		return min(a.load.KVCapacityBlocks, maxReportedCapacity)
+		return min(reported, maxReportedCapacity), true
 	}
-	return max(a.cfg.IndexCapacity, 1)
+	return max(fallback, 1), false
+}
+
+// CapacityFromEngine reports whether the replica's index is sized by the
+// KV capacity its engine reports, rather than by kv_capacity_blocks or
+// index.default_capacity_blocks.
+func (s *Snapshot) CapacityFromEngine() bool {
+	if s.Shadow == nil {
+		return false
+	}
+	_, fromEngine := indexCapacity(int(s.Shadow.configured.Load()), s.Load.KVCapacityBlocks, 0)
+	return fromEngine
 }
 
 func (a *replicaActor) estimate(m *Estimate) {

@@ -71,6 +71,16 @@ func (s *syncBuffer) String() string {
 // cfgEdit) in front of them, torn down when the test ends.
 func start(t testing.TB, n int, simEdit func(*sim.Options), cfgEdit func(*config.Config)) *gw {
 	t.Helper()
+	sims, urls := startSims(t, n, simEdit)
+	g := startWith(t, urls, cfgEdit)
+	g.sims = sims
+	return g
+}
+
+// startSims runs n zero-latency simulators (edited by simEdit), closed when
+// the test ends, and returns them with their URLs.
+func startSims(t testing.TB, n int, simEdit func(*sim.Options)) ([]*sim.Server, []string) {
+	t.Helper()
 	so := sim.DefaultOptions()
 	so.Engine.Latency.Zero = true
 	if simEdit != nil {
@@ -89,9 +99,7 @@ func start(t testing.TB, n int, simEdit func(*sim.Options), cfgEdit func(*config
 	for i, s := range sims {
 		urls[i] = s.URL()
 	}
-	g := startWith(t, urls, cfgEdit)
-	g.sims = sims
-	return g
+	return sims, urls
 }
 
 // testFasthttpBodies starts gateways that leave reading bodies to fasthttp

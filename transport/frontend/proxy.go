@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -27,7 +28,15 @@ import (
 // before sending it on.
 const maxBufferedBody = 256 << 20
 
-var relayBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+// relayBuf is what one streamed relay holds: its read buffer, and the tail
+// of what it passed on, which tells whether the response's last byte has
+// gone to the client and holds the final usage chunk.
+type relayBuf struct {
+	b    [32 << 10]byte
+	tail openai.StreamTail
+}
+
+var relayBufs = sync.Pool{New: func() any { return new(relayBuf) }}
 
 // request is what every attempt of one client request shares.
 type request struct {
@@ -348,7 +357,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		ctx.SetBodyStreamWriter(func(bw *bufio.Writer) {
 			defer s.unwatch(w)
 			defer cancel(nil)
-			o := s.relay(bw, conn, resp, actx, cancel, outcome, r, series)
+			o := s.relay(bw, conn, resp, actx, cancel, outcome, r, d.Replica, series)
 			s.done(r, d, o)
 			switch o {
 			case fleet.OutcomeCancelled:
@@ -385,6 +394,11 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		return result{done: true}
 	}
 	ctx.SetBody(body)
+	if r.tokenized && status == fasthttp.StatusOK {
+		if u, ok := openai.FindUsage(body); ok {
+			s.checkPrompt(r, d.Replica, series, u.PromptTokens)
+		}
+	}
 	s.done(r, d, outcome)
 	r.finish(series, telemetry.StatusClass(status))
 	r.up.End(status, r.outcome, nil)
@@ -406,12 +420,23 @@ func attemptContext(base context.Context, deadline time.Time) (context.Context, 
 // relay copies the engine's body to the client as it arrives, flushing after
 // every read so that each SSE event leaves as soon as the engine sent it. It
 // returns the attempt's outcome.
+//
+// Once the body's last byte has gone to the client (an event stream's
+// data: [DONE] event, or a Content-Length body's last byte), the response
+// is complete whatever happens next: a client that leaves at once, as many
+// do on [DONE], while the engine's closing chunk is still on its way, is
+// not a cancellation, and the attempt is ok. What the relay passes on is
+// never changed; the tail it keeps is bounded and holds nothing per token.
 func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, actx context.Context,
-	cancel context.CancelCauseFunc, ok fleet.Outcome, r *request, series *telemetry.Series) fleet.Outcome {
+	cancel context.CancelCauseFunc, ok fleet.Outcome, r *request, replicaID string, series *telemetry.Series) fleet.Outcome {
 	defer resp.Close()
-	bp := relayBufs.Get().(*[]byte)
-	defer relayBufs.Put(bp)
-	buf := *bp
+	rb := relayBufs.Get().(*relayBuf)
+	defer relayBufs.Put(rb)
+	buf, tail := rb.b[:], &rb.tail
+	tail.Reset()
+	sse := bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream"))
+	length, sent := resp.ContentLength(), int64(0)
+	complete := func() bool { return sse && tail.Done() || length >= 0 && sent == length }
 	first := true
 	for {
 		n, err := resp.Read(buf)
@@ -429,11 +454,15 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 				cancel(errClientGone)
 				return fleet.OutcomeCancelled
 			}
+			sent += int64(n)
+			if sse {
+				tail.Write(buf[:n])
+			}
 		}
 		switch {
 		case err == nil:
-		case errors.Is(err, io.EOF):
-			return ok
+			continue
+		case errors.Is(err, io.EOF), complete():
 		case errors.Is(context.Cause(actx), errClientGone):
 			return fleet.OutcomeCancelled
 		default:
@@ -442,6 +471,12 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 			conn.Close()
 			return fleet.OutcomeFailed
 		}
+		if sse && r.tokenized && resp.StatusCode() == fasthttp.StatusOK {
+			if u, found := tail.Usage(); found {
+				s.checkPrompt(r, replicaID, series, u.PromptTokens)
+			}
+		}
+		return ok
 	}
 }
 

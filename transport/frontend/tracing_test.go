@@ -44,21 +44,7 @@ func startTraced(t *testing.T, urls []string, ratio float64) (*gw, *tracetest.In
 // startTracedSims is startTraced in front of n zero-latency simulators.
 func startTracedSims(t *testing.T, n int, ratio float64) (*gw, *tracetest.InMemoryExporter) {
 	t.Helper()
-	so := sim.DefaultOptions()
-	so.Engine.Latency.Zero = true
-	sims, err := sim.StartN(n, so)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, s := range sims {
-			s.Close()
-		}
-	})
-	urls := make([]string, n)
-	for i, s := range sims {
-		urls[i] = s.URL()
-	}
+	sims, urls := startSims(t, n, nil)
 	g, exp := startTraced(t, urls, ratio)
 	g.sims = sims
 	return g, exp

@@ -199,10 +199,11 @@ func (r *Registry) Decision(policy string, d time.Duration) {
 
 // Replica holds one replica's request series, in a set of its own.
 type Replica struct {
-	id   string
-	set  *metrics.Set
-	mu   sync.RWMutex
-	byMP map[[2]string]*Series
+	id      string
+	set     *metrics.Set
+	mu      sync.RWMutex // guards byMP and byModel
+	byMP    map[[2]string]*Series
+	byModel map[string]*PromptCheck
 }
 
 // Series are the series of one (replica, model, policy).
@@ -211,6 +212,37 @@ type Series struct {
 	TTFT      *metrics.PrometheusHistogram    // inferrail_ttft_seconds
 	Duration  *metrics.PrometheusHistogram    // inferrail_request_duration_seconds
 	Decisions *metrics.Counter                // inferrail_routing_decisions_total
+	// Prompt is the (replica, model)'s prompt count check, shared by the
+	// series of every policy.
+	Prompt *PromptCheck
+}
+
+// PromptCheck counts, for one (replica, model), the responses whose
+// usage.prompt_tokens was compared with the gateway's own count of the
+// same prompt (inferrail_prompt_tokens_checked_total), and those where the
+// two differed (inferrail_prompt_tokens_mismatch_total). Its counters are
+// safe for concurrent use.
+type PromptCheck struct {
+	Checked    *metrics.Counter
+	Mismatched *metrics.Counter
+}
+
+// PromptChecks sums replica id's prompt count checks over its models:
+// what /admin/replicas shows as its agreement.
+func (r *Registry) PromptChecks(id string) (checked, mismatched uint64) {
+	r.mu.RLock()
+	rep := r.replicas[id]
+	r.mu.RUnlock()
+	if rep == nil {
+		return 0, 0
+	}
+	rep.mu.RLock()
+	defer rep.mu.RUnlock()
+	for _, pc := range rep.byModel {
+		checked += pc.Checked.Get()
+		mismatched += pc.Mismatched.Get()
+	}
+	return checked, mismatched
 }
 
 // Request counts one finished request by status class.
@@ -232,7 +264,7 @@ func (r *Registry) Replica(id, model, policy string) *Series {
 	if rep == nil {
 		r.mu.Lock()
 		if rep = r.replicas[id]; rep == nil {
-			rep = &Replica{id: id, set: metrics.NewSet(), byMP: make(map[[2]string]*Series)}
+			rep = &Replica{id: id, set: metrics.NewSet(), byMP: make(map[[2]string]*Series), byModel: make(map[string]*PromptCheck)}
 			r.replicas[id] = rep
 		}
 		r.mu.Unlock()
@@ -259,6 +291,13 @@ func (r *Registry) Replica(id, model, policy string) *Series {
 	}
 	for i, st := range statuses {
 		s.Requests[i] = rep.set.GetOrCreateCounter(`inferrail_requests_total{` + lm + `,` + lr + `,status="` + st + `"}`)
+	}
+	if s.Prompt = rep.byModel[model]; s.Prompt == nil {
+		s.Prompt = &PromptCheck{
+			Checked:    rep.set.NewCounter(`inferrail_prompt_tokens_checked_total{` + lm + `,` + lr + `}`),
+			Mismatched: rep.set.NewCounter(`inferrail_prompt_tokens_mismatch_total{` + lm + `,` + lr + `}`),
+		}
+		rep.byModel[model] = s.Prompt
 	}
 	rep.byMP[key] = s
 	return s

@@ -87,6 +87,8 @@ func TestSnapshot(t *testing.T) {
 		`inferrail_index_bytes{replica="r0"}`,
 		`inferrail_index_entries{replica="r0"}`,
 		`inferrail_index_resets_total{replica="r0"}`,
+		`inferrail_prompt_tokens_checked_total{model="m",replica="r0"}`,
+		`inferrail_prompt_tokens_mismatch_total{model="m",replica="r0"}`,
 		`inferrail_prompt_tokens_total{model="m"}`,
 		`inferrail_predicted_cached_tokens_total{model="m"}`,
 		`inferrail_replica_index_capacity_blocks{replica="r0"}`,

@@ -1,0 +1,190 @@
+package openai
+
+import "bytes"
+
+// FindUsage reads the top-level "usage" member of an engine's response: a
+// whole non-streamed body, or the JSON of one stream chunk (the final usage
+// chunk, or any chunk with continuous_usage_stats). It reports false when b
+// is not a JSON object or has no usage object with an integer
+// prompt_tokens. CompletionTokens and CachedTokens are 0 when absent;
+// Details is set when prompt_tokens_details is an object (vLLM's
+// --enable-prompt-tokens-details). Nothing else of b is decoded.
+func FindUsage(b []byte) (Usage, bool) {
+	f, err := FindMember(b, "usage")
+	if err != nil || !f.Found || f.End <= f.Start || b[f.Start] != '{' {
+		return Usage{}, false
+	}
+	var u Usage
+	prompt := false
+	members(b, span{f.Start, f.End, kObject}, func(key []byte, v span) {
+		switch string(key) {
+		case "prompt_tokens":
+			u.PromptTokens, prompt = tokenCount(b, v)
+		case "completion_tokens":
+			u.CompletionTokens, _ = tokenCount(b, v)
+		case "prompt_tokens_details":
+			if v.kind != kObject {
+				return
+			}
+			u.Details = true
+			members(b, v, func(key []byte, v span) {
+				if string(key) == "cached_tokens" {
+					u.CachedTokens, _ = tokenCount(b, v)
+				}
+			})
+		}
+	})
+	return u, prompt
+}
+
+// tokenCount reads a token count: a non-negative JSON integer, as UsageInfo's
+// int fields serialize.
+func tokenCount(b []byte, v span) (int, bool) {
+	if v.kind != kNumber || !isIntLiteral(b[v.start:v.end]) {
+		return 0, false
+	}
+	n, _, ok := intValue(b, v)
+	if !ok || n < 0 || n > 1<<40 {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// tailBytes is how much of a stream's end a StreamTail keeps: room for the
+// final usage chunk (a few hundred bytes from vLLM, §5.2 of the vLLM notes)
+// and data: [DONE] many times over.
+const tailBytes = 2 << 10
+
+// StreamTail follows a server-sent event stream as a relay passes it on,
+// keeping only its last bytes, so that once the stream ends one can tell
+// whether it ended with data: [DONE] and read its final usage chunk,
+// without holding the stream or anything per token. A relay calls Write
+// with every piece it has passed on. The zero value is ready; Reset makes
+// it so again. A StreamTail is owned by one goroutine.
+type StreamTail struct {
+	buf [2 * tailBytes]byte
+	n   int  // bytes held in buf
+	cut bool // bytes before buf[0] were dropped
+}
+
+// Reset empties t for another stream.
+func (t *StreamTail) Reset() { t.n, t.cut = 0, false }
+
+// Write notes p, the next bytes of the stream. It copies at most tailBytes
+// of them, and moves what it holds only once per tailBytes written.
+func (t *StreamTail) Write(p []byte) {
+	if len(p) >= tailBytes {
+		t.cut = t.cut || t.n > 0 || len(p) > tailBytes
+		t.n = copy(t.buf[:], p[len(p)-tailBytes:])
+		return
+	}
+	if t.n+len(p) > len(t.buf) {
+		// Here t.n > tailBytes: keep the last tailBytes of what is held.
+		t.n = copy(t.buf[:], t.buf[t.n-tailBytes:t.n])
+		t.cut = true
+	}
+	t.n += copy(t.buf[t.n:], p)
+}
+
+var (
+	sseData = []byte("data:")
+	sseDone = []byte("[DONE]")
+)
+
+// Done reports whether the stream so far ends with the data: [DONE] event,
+// its blank line included: the last event an OpenAI-compatible stream
+// sends (vLLM notes §5.2), after which the client has the whole answer.
+func (t *StreamTail) Done() bool {
+	b, cut := t.last()
+	end := len(b)
+	for end > 0 && (b[end-1] == '\n' || b[end-1] == '\r') {
+		end--
+	}
+	if !blankLineEnd(b[end:]) {
+		return false
+	}
+	line := lastLine(b[:end], cut)
+	if line == nil {
+		return false
+	}
+	v, ok := dataValue(line)
+	return ok && bytes.Equal(v, sseDone)
+}
+
+// Usage returns the usage of the last data event the tail holds that
+// carries one: the final usage chunk of a stream sent with
+// stream_options.include_usage. It reports false when the tail holds none.
+func (t *StreamTail) Usage() (Usage, bool) {
+	b, cut := t.last()
+	if cut {
+		// The first line is a fragment of a longer one.
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return Usage{}, false
+		}
+		b = b[i+1:]
+	}
+	var u Usage
+	found := false
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil // an unfinished line: not an event yet
+			break
+		}
+		v, ok := dataValue(bytes.TrimSuffix(line, []byte("\r")))
+		if !ok || len(v) == 0 || v[0] != '{' {
+			continue
+		}
+		if x, ok := FindUsage(v); ok {
+			u, found = x, true
+		}
+	}
+	return u, found
+}
+
+// last returns the stream's last tailBytes bytes (fewer when it is
+// shorter), and whether bytes before them were dropped: what Done and Usage
+// read, so that their answers depend only on the stream, never on how it
+// was cut into writes.
+func (t *StreamTail) last() (b []byte, cut bool) {
+	if t.n > tailBytes {
+		return t.buf[t.n-tailBytes : t.n], true
+	}
+	return t.buf[:t.n], t.cut
+}
+
+// blankLineEnd reports whether term, the line breaks ending a stream, ends
+// its last line and then the event (\n\n, \r\n\r\n or \r\r, as the SSE
+// format allows).
+func blankLineEnd(term []byte) bool {
+	return bytes.Count(term, []byte("\n")) >= 2 || bytes.Count(term, []byte("\r")) >= 2 && !bytes.Contains(term, []byte("\n"))
+}
+
+// lastLine returns the last line of b (which ends without a line break), or
+// nil when the line may have begun before b does.
+func lastLine(b []byte, cut bool) []byte {
+	i := bytes.LastIndexAny(b, "\r\n")
+	if i < 0 {
+		if cut {
+			return nil
+		}
+		return b
+	}
+	return b[i+1:]
+}
+
+// dataValue returns the value of an SSE data field line ("data:" and one
+// optional space, then the value).
+func dataValue(line []byte) ([]byte, bool) {
+	if !bytes.HasPrefix(line, sseData) {
+		return nil, false
+	}
+	v := line[len(sseData):]
+	if len(v) > 0 && v[0] == ' ' {
+		v = v[1:]
+	}
+	return v, true
+}

@@ -1,0 +1,70 @@
+package frontend
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/transport/telemetry"
+)
+
+// The rule for a tokenizer that does not count as the engine does.
+//
+// vLLM's usage.prompt_tokens is len(prompt_token_ids), the very ids the
+// engine computed (serving_chat.py and serving_completion.py; plus the
+// encoder prompt's for encoder-decoder models, and multimodal placeholders
+// expanded, neither of which the gateway predicts). For a request the
+// gateway tokenized, the two counts are equal when its tokenizer and chat
+// template are the engine's, so any difference is a mismatch: no slack is
+// allowed. One odd prompt does not make a wrong tokenizer, though, so the
+// warning waits for promptCheckMin comparisons on a (replica, model) and
+// is raised when more than one in promptMismatchRatio of them disagree. A
+// wrong tokenizer (builtin:sim in front of a real model, another model's
+// tokenizer) disagrees on nearly every prompt.
+const (
+	promptCheckMin      = 8
+	promptMismatchRatio = 10
+)
+
+// tokenizerDisagrees applies the rule to a (replica, model)'s counts.
+func tokenizerDisagrees(checked, mismatched uint64) bool {
+	return checked >= promptCheckMin && mismatched*promptMismatchRatio > checked
+}
+
+// checkPrompt compares the engine's usage.prompt_tokens for r, served by
+// replicaID, with the gateway's own count of the prompt, counts the
+// comparison on series.Prompt, and when the rule says the tokenizer
+// disagrees raises WarnTokenizerMismatch on the replica once, with both
+// numbers; and WarnCapacityUnits too when the replica's index is sized by
+// the engine's reported capacity, which is in the engine's tokens.
+func (s *Server) checkPrompt(r *request, replicaID string, series *telemetry.Series, engine int) {
+	pc := series.Prompt
+	pc.Checked.Inc()
+	gateway := r.policy.PromptTokens
+	if engine == gateway {
+		return
+	}
+	pc.Mismatched.Inc()
+	checked, mismatched := pc.Checked.Get(), pc.Mismatched.Get()
+	if !tokenizerDisagrees(checked, mismatched) {
+		return
+	}
+	snap, ok := s.fleet.Snapshot(replicaID)
+	if !ok || snap.Warnings.Active(replica.WarnTokenizerMismatch) {
+		return
+	}
+	now := time.Now()
+	msg := fmt.Sprintf("model %s: the engine counted %d prompt tokens where the gateway's tokenizer counted %d; "+
+		"%d of %d prompts checked on this replica disagree, so its cache predictions are wrong: "+
+		"check models[].tokenizer and chat_template against the model the engine serves",
+		r.model, engine, gateway, mismatched, checked)
+	snap.Warnings.Raise(s.log, now, replica.WarnTokenizerMismatch, msg, "replica", replicaID, "model", r.model,
+		"engine_prompt_tokens", engine, "gateway_prompt_tokens", gateway)
+	if snap.CapacityFromEngine() && !snap.Warnings.Active(replica.WarnCapacityUnits) {
+		_, capacity, _ := snap.Shadow.Index()
+		msg := fmt.Sprintf("the index capacity (%d blocks) comes from the engine's metrics, counted in the engine's tokens, "+
+			"which the gateway's tokenizer counts differently (%d against %d for one prompt): the index may be mis-sized; "+
+			"fix the tokenizer, or set replicas[].kv_capacity_blocks", capacity, engine, gateway)
+		snap.Warnings.Raise(s.log, now, replica.WarnCapacityUnits, msg, "replica", replicaID, "model", r.model)
+	}
+}
