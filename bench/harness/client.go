@@ -15,6 +15,7 @@ import (
 
 	"github.com/inferrail/inferrail/bench/loadgen"
 	"github.com/inferrail/inferrail/bench/workload"
+	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/transport/upstream"
 )
 
@@ -291,12 +292,9 @@ func do(ctx context.Context, pool *upstream.Pool, path, session string, body []b
 				rec.Err = "stream: error event"
 				return nil
 			}
-			if c.Usage != nil {
+			if u, ok := openai.FindUsage(data); ok {
 				usage = true
-				rec.PromptTokens, rec.OutputTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
-				if c.Usage.Details != nil {
-					rec.CachedTokens = c.Usage.Details.CachedTokens
-				}
+				rec.PromptTokens, rec.OutputTokens, rec.CachedTokens = u.PromptTokens, u.CompletionTokens, u.CachedTokens
 			}
 			if len(c.Choices) > 0 && c.Choices[0].hasText() {
 				gaps = tokenAt(rec, gaps, &last, now, due)
@@ -341,14 +339,7 @@ func hasText(data []byte) bool {
 // chunk is the part of a stream chunk parsed whole.
 type chunk struct {
 	Choices []choice `json:"choices"`
-	Usage   *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-		Details          *struct {
-			CachedTokens int `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-	} `json:"usage"`
-	Error *struct {
+	Error   *struct {
 		Message string `json:"message"`
 	} `json:"error"`
 }

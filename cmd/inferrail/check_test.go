@@ -54,3 +54,47 @@ func lineWith(s, sub string) string {
 	}
 	return ""
 }
+
+// check --url against the simulator: its own tokenizer (builtin:sim)
+// agrees on every prompt; a real model's tokenizer under the same name
+// disagrees and fails the check with both counts; a model the engine does
+// not serve is skipped.
+func TestCheckURL(t *testing.T) {
+	sims, opts := zeroLatencySims(t, 1)
+	dir := t.TempDir()
+	write := func(name, tokenizer string) string {
+		path := filepath.Join(dir, name)
+		cfg := "models:\n  - name: " + opts.Model + "\n    tokenizer: " + tokenizer + "\n  - name: elsewhere\n    tokenizer: builtin:sim\n" +
+			"replicas:\n  - {id: a, url: \"" + sims[0].URL() + "\", models: [" + opts.Model + ", elsewhere]}\n"
+		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	var out, errb bytes.Buffer
+	err := runCheck(t.Context(), []string{"--config", write("sim.yaml", "builtin:sim"), "--url", sims[0].URL()}, &out, &errb)
+	if err != nil {
+		t.Fatalf("builtin:sim against the simulator: %v\n%s%s", err, out.String(), errb.String())
+	}
+	for _, want := range []string{"model " + opts.Model + ": agrees with the engine on 6 of 6 prompts", "model elsewhere: not served by the engine"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	t.Logf("\n%s", out.String())
+
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"check", "--config", write("qwen.yaml", "../../model/token/hf/testdata/qwen3"), "--url", sims[0].URL()}, &out, &errb); code != 1 {
+		t.Errorf("check exits %d on a disagreement, want 1", code)
+	}
+	if !strings.Contains(errb.String(), errTokenizerCheck.Error()) {
+		t.Errorf("stderr %q", errb.String())
+	}
+	line := lineWith(out.String(), "DISAGREES")
+	if !strings.HasPrefix(strings.TrimSpace(line), "model "+opts.Model+": DISAGREES with the engine") ||
+		!strings.Contains(line, "engine ") || !strings.Contains(line, "gateway ") {
+		t.Errorf("the disagreement does not give both counts: %q", line)
+	}
+	t.Logf("\n%s", out.String())
+}

@@ -42,10 +42,11 @@ const shadowLogQueue = 4096
 
 var _ fleet.ShadowLog = (*jsonl.Writer)(nil)
 
-func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inferrail check", flag.ContinueOnError)
 	path := fs.String("config", "", "config file to validate (required)")
-	if err := parseFlags(fs, args, stderr, "inferrail check --config FILE"); err != nil {
+	engine := fs.String("url", "", "an engine's base URL: send it a few prompts and fail unless each tokenizer counts them as its usage.prompt_tokens does")
+	if err := parseFlags(fs, args, stderr, "inferrail check --config FILE [--url ENGINE]"); err != nil {
 		return err
 	}
 	if *path == "" {
@@ -59,11 +60,14 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintf(stdout, "%s: ok\n", *path)
 	// A tokenizer that fails to load does not fail the config: its model
 	// routes without cache predictions. Say so.
-	_, statuses := tokenize.LoadAll(cfg, hubCache())
+	models, statuses := tokenize.LoadAll(cfg, hubCache())
 	for _, st := range statuses {
 		fmt.Fprintf(stdout, "  %s\n", st)
 	}
-	return nil
+	if *engine == "" {
+		return nil
+	}
+	return checkEngine(ctx, cfg, models, *engine, stdout)
 }
 
 // hubCache is the local Hugging Face hub cache tokenizers are looked up in.

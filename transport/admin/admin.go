@@ -207,6 +207,13 @@ type replicaView struct {
 	// Engine is the engine's last /metrics report, with its age; null
 	// before the first readable scrape.
 	Engine *engineView `json:"engine"`
+	// PromptTokensChecked counts the responses whose usage.prompt_tokens
+	// was compared with the gateway tokenizer's count of the same prompt;
+	// PromptTokensAgreement is the share of them that agreed, null before
+	// the first (inferrail_prompt_tokens_checked_total and
+	// inferrail_prompt_tokens_mismatch_total, summed over models).
+	PromptTokensChecked   uint64   `json:"prompt_tokens_checked"`
+	PromptTokensAgreement *float64 `json:"prompt_tokens_agreement"`
 	// Warnings are the ways routing on the replica does not work as
 	// configured, each with the likely cause; empty when there are none.
 	Warnings []replica.Warning `json:"warnings"`
@@ -237,6 +244,11 @@ func (s *Server) replicas(ctx *fasthttp.RequestCtx) {
 		v := replicaView{ID: r.ID, URL: r.URL, Models: r.Models, Healthy: r.Healthy, Ejected: r.Ejected(now),
 			Ejections: r.Ejections, InFlight: r.Counters.InFlight(), Pending: r.Counters.Pending(), Restarts: r.Restarts,
 			Warnings: r.Warnings.List()}
+		checked, mismatched := s.met.PromptChecks(r.ID)
+		if v.PromptTokensChecked = checked; checked > 0 {
+			a := float64(checked-min(mismatched, checked)) / float64(checked)
+			v.PromptTokensAgreement = &a
+		}
 		if v.Ejected {
 			t := r.EjectedUntil
 			v.EjectedUntil = &t

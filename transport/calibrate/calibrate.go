@@ -16,6 +16,7 @@ import (
 
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/load"
+	"github.com/inferrail/inferrail/model/openai"
 )
 
 // TTFTMetric is vLLM's time to first token histogram (vllm/v1/metrics/loggers.py).
@@ -207,10 +208,21 @@ func (c *client) do(ctx context.Context, req *fasthttp.Request, resp *fasthttp.R
 		return fmt.Errorf("%s %s: %w", req.Header.Method(), req.URI(), err)
 	}
 	if sc := resp.StatusCode(); sc != fasthttp.StatusOK {
-		body := resp.Body()
-		return fmt.Errorf("%s %s: status %d: %.512s", req.Header.Method(), req.URI(), sc, body)
+		return &StatusError{Request: string(req.Header.Method()) + " " + req.URI().String(), Status: sc,
+			Body: string(resp.Body()[:min(len(resp.Body()), 512)])}
 	}
 	return nil
+}
+
+// StatusError is an engine's answer other than 200 OK.
+type StatusError struct {
+	Request string // method and URL
+	Status  int
+	Body    string // its first 512 bytes
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s: status %d: %s", e.Request, e.Status, e.Body)
 }
 
 // get fetches base+path and returns a copy of its body.
@@ -258,30 +270,29 @@ func (c *client) complete(ctx context.Context, prompt string) (int, time.Duratio
 	if err != nil {
 		return 0, 0, err
 	}
+	start := time.Now()
+	n, err := c.promptTokens(ctx, "/v1/completions", body)
+	return n, time.Since(start), err
+}
+
+// promptTokens posts body to path and returns the response's
+// usage.prompt_tokens.
+func (c *client) promptTokens(ctx context.Context, path string, body []byte) (int, error) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(c.base + "/v1/completions")
+	req.SetRequestURI(c.base + path)
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetContentType("application/json")
 	req.SetBody(body)
-	start := time.Now()
 	if err := c.do(ctx, req, resp, c.requestTimeout); err != nil {
-		return 0, 0, err
+		return 0, err
 	}
-	took := time.Since(start)
-	var out struct {
-		Usage struct {
-			PromptTokens int `json:"prompt_tokens"`
-		} `json:"usage"`
+	u, ok := openai.FindUsage(resp.Body())
+	if !ok || u.PromptTokens < 1 {
+		return 0, fmt.Errorf("POST %s: no usage.prompt_tokens in the response", path)
 	}
-	if err := json.Unmarshal(resp.Body(), &out); err != nil {
-		return 0, 0, fmt.Errorf("POST /v1/completions: %w", err)
-	}
-	if out.Usage.PromptTokens < 1 {
-		return 0, 0, errors.New("POST /v1/completions: no usage.prompt_tokens in the response")
-	}
-	return out.Usage.PromptTokens, took, nil
+	return u.PromptTokens, nil
 }
 
 // state is what one metrics page showed.

@@ -21,8 +21,16 @@
 // simulator the planned sizes are exact; against a real tokenizer the words
 // per token are learned from the responses as the run goes.
 //
-// calibrate makes no routing decision and keeps nothing past Run. Run owns
-// one fasthttp client and closes its connections before returning; it
-// starts no goroutine of its own (fasthttp's client keeps an idle-connection
-// cleaner, which ends by itself). It is the only I/O of inferrail calibrate.
+// CheckTokens, for inferrail check --url, tests a tokenizer against a live
+// engine before traffic flows: it sends a few prompts of different sizes,
+// as completions and as chats, and returns each one's usage.prompt_tokens
+// beside the gateway's own count, the comparison the gateway also makes on
+// every response it relays. The engine need not be idle for it.
+//
+// calibrate makes no routing decision and keeps nothing past Run or
+// CheckTokens. Each owns one fasthttp client and closes its connections
+// before returning; neither starts a goroutine of its own (fasthttp's client
+// keeps an idle-connection cleaner, which ends by itself). Responses'
+// usage is read with openai.FindUsage, the gateway's one usage parser. It is
+// the only I/O of inferrail calibrate and of check --url.
 package calibrate

@@ -1,0 +1,49 @@
+package admin
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/transport/telemetry"
+)
+
+type replicas []*replica.Snapshot
+
+func (r replicas) Replicas() []*replica.Snapshot { return r }
+
+// /admin/replicas shows how many prompts' counts were checked against the
+// engine's, over every model and policy, and the share that agreed; null
+// before the first.
+func TestReplicasPromptAgreement(t *testing.T) {
+	fleet := replicas{
+		replica.NewHandle("a", "http://a", []string{"m", "n"}, replica.NewCounters(0, 0)).Snapshot(),
+		replica.NewHandle("b", "http://b", []string{"m"}, replica.NewCounters(0, 0)).Snapshot(),
+	}
+	met := telemetry.New(fleet)
+	for range 3 {
+		met.Replica("a", "m", "cost_model").Prompt.Checked.Inc()
+	}
+	met.Replica("a", "m", "kv_aware").Prompt.Checked.Inc()
+	met.Replica("a", "m", "kv_aware").Prompt.Mismatched.Inc()
+	met.Replica("a", "n", "cost_model").Prompt.Checked.Inc()
+	met.Replica("b", "m", "cost_model") // routed, nothing checked
+	code, b := get(New(fleet, met), "/admin/replicas")
+	var page struct {
+		Replicas []struct {
+			ID        string   `json:"id"`
+			Checked   *uint64  `json:"prompt_tokens_checked"`
+			Agreement *float64 `json:"prompt_tokens_agreement"`
+		} `json:"replicas"`
+	}
+	if err := json.Unmarshal(b, &page); code != 200 || err != nil || len(page.Replicas) != 2 {
+		t.Fatalf("%d %v %s", code, err, b)
+	}
+	a, bv := page.Replicas[0], page.Replicas[1]
+	if a.Checked == nil || *a.Checked != 5 || a.Agreement == nil || *a.Agreement != 0.8 {
+		t.Errorf("a: %s", b)
+	}
+	if bv.Checked == nil || *bv.Checked != 0 || bv.Agreement != nil {
+		t.Errorf("b: %s", b)
+	}
+}
