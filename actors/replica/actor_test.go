@@ -297,3 +297,30 @@ func TestWarningsSurvivePublish(t *testing.T) {
 		t.Fatalf("the actor's snapshot lost the warning: %+v", hd.Snapshot().Warnings.List())
 	}
 }
+
+// The index capacity is kv_capacity_blocks, else the engine's reported
+// capacity (bounded), else index.default_capacity_blocks; only the second
+// is in the engine's tokens, which CapacityFromEngine tells.
+func TestIndexCapacity(t *testing.T) {
+	f := func(configured, reported, fallback, want int, fromEngine bool) {
+		t.Helper()
+		got, engine := indexCapacity(configured, reported, fallback)
+		if got != want || engine != fromEngine {
+			t.Errorf("indexCapacity(%d, %d, %d) = %d, %v", configured, reported, fallback, got, engine)
+		}
+		s := &Snapshot{Shadow: &Shadow{}}
+		s.Shadow.SetConfiguredCapacity(configured)
+		s.Load.KVCapacityBlocks = reported
+		if s.CapacityFromEngine() != fromEngine {
+			t.Errorf("CapacityFromEngine with %d configured, %d reported: %v", configured, reported, !fromEngine)
+		}
+	}
+	f(100, 5000, 16384, 100, false)
+	f(0, 5000, 16384, 5000, true)
+	f(0, 1<<30, 16384, maxReportedCapacity, true)
+	f(0, 0, 16384, 16384, false)
+	f(0, 0, 0, 1, false)
+	if (&Snapshot{}).CapacityFromEngine() {
+		t.Error("a snapshot without shadow state sized by the engine")
+	}
+}

@@ -121,6 +121,15 @@ func openLoop(ctx context.Context, clients []*fasthttp.HostClient, rate float64,
 	return l, err
 }
 
+// spread counts the answers by the replica that served them.
+func (l *load) spread() map[string]int {
+	out := map[string]int{}
+	for _, a := range l.answers {
+		out[a.replica]++
+	}
+	return out
+}
+
 // checkAll checks every answer against its spec and returns the failures'
 // count and their first few distinct texts.
 func (l *load) checkAll(include func(i int) bool) (failed int, kinds map[string]int) {

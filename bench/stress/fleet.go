@@ -137,6 +137,12 @@ type replicaView struct {
 	Engine   *struct {
 		AgeMillis float64 `json:"age_ms"`
 	} `json:"engine"`
+	PromptTokensChecked   uint64   `json:"prompt_tokens_checked"`
+	PromptTokensAgreement *float64 `json:"prompt_tokens_agreement"`
+	Warnings              []struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"warnings"`
 }
 
 // inRotation reports whether the replica can be picked.

@@ -69,10 +69,7 @@ func runWide(t *T) error {
 		return err
 	}
 	failed, kinds := l.checkAll(nil)
-	spread := map[string]int{}
-	for _, a := range l.answers {
-		spread[a.replica]++
-	}
+	spread := l.spread()
 	age := loadgen.Summarize(oldest)
 	stale := 0
 	for _, o := range oldest {
