@@ -244,8 +244,8 @@ func (a *replicaActor) eventsChecked(before, after estimate.EventStats) {
 				"never match the gateway's and the index learns nothing from them; set block_size to the engine's "+
 				"--block-size", after.OtherBlockSize, model, checks.BlockSize), "endpoint", a.stream.Endpoint)
 	}
-	if after.Foreign > before.Foreign && !a.warnings.Active(WarnEventsForeignTokens) {
-		a.warnings.Raise(a.log, now, WarnEventsForeignTokens, fmt.Sprintf(
+	if after.Foreign > before.Foreign {
+		a.warnings.RaiseNew(a.log, now, WarnEventsForeignTokens, fmt.Sprintf(
 			"KV events: the engine stored token id %d, outside the %d ids of model %s's tokenizer: the engine "+
 				"tokenizes with another tokenizer, so its blocks never match the gateway's; set models[].tokenizer "+
 				"to the engine's", after.ForeignID, checks.VocabSize, model), "endpoint", a.stream.Endpoint)
@@ -269,14 +269,12 @@ func (a *replicaActor) eventsChecked(before, after estimate.EventStats) {
 		a.warnings.Clear(a.log, WarnEventsUnmapped)
 		return
 	}
-	if !a.warnings.Active(WarnEventsUnmapped) {
-		a.warnings.Raise(a.log, now, WarnEventsUnmapped, fmt.Sprintf(
-			"KV events: %d of the last %d blocks the engine stored could not be placed in the index, which learns "+
-				"little from its events; likely causes: parents the gateway never saw stored (stored before it "+
-				"subscribed, or lost: set kv_events_replay), extra keys in the block hashes (LoRA adapters, "+
-				"cache_salt, images), or token ids that do not fill the blocks", unmapped, blocks),
-			"endpoint", a.stream.Endpoint)
-	}
+	a.warnings.RaiseNew(a.log, now, WarnEventsUnmapped, fmt.Sprintf(
+		"KV events: %d of the last %d blocks the engine stored could not be placed in the index, which learns "+
+			"little from its events; likely causes: parents the gateway never saw stored (stored before it "+
+			"subscribed, or lost: set kv_events_replay), extra keys in the block hashes (LoRA adapters, "+
+			"cache_salt, images), or token ids that do not fill the blocks", unmapped, blocks),
+		"endpoint", a.stream.Endpoint)
 }
 
 // eventsArrived notes that the subscription delivers.

@@ -71,8 +71,8 @@ type Warnings struct {
 
 // Raise sets code with msg at now and, when the code was not active or had
 // another message, logs msg at warn level with attrs. It reports whether it
-// logged. Callers whose message carries live numbers check Active first,
-// so that each change of a number is not a new log line.
+// logged. Callers whose message carries live numbers use RaiseNew, so
+// that each change of a number is not a new log line.
 func (w *Warnings) Raise(log *slog.Logger, now time.Time, code WarningCode, msg string, attrs ...any) bool {
 	if w == nil {
 		return false
@@ -91,6 +91,30 @@ func (w *Warnings) Raise(log *slog.Logger, now time.Time, code WarningCode, msg 
 		since = old.Since
 	}
 	w.active[code] = Warning{Code: code, Message: msg, Since: since}
+	w.mu.Unlock()
+	if log != nil {
+		log.Warn(msg, append([]any{"warning", string(code)}, attrs...)...)
+	}
+	return true
+}
+
+// RaiseNew is Raise for a message that carries live numbers: it sets code
+// only when it is not active, so that two callers racing to raise it with
+// different numbers log one line between them. It reports whether it
+// logged.
+func (w *Warnings) RaiseNew(log *slog.Logger, now time.Time, code WarningCode, msg string, attrs ...any) bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	if _, was := w.active[code]; was {
+		w.mu.Unlock()
+		return false
+	}
+	if w.active == nil {
+		w.active = make(map[WarningCode]Warning)
+	}
+	w.active[code] = Warning{Code: code, Message: msg, Since: now}
 	w.mu.Unlock()
 	if log != nil {
 		log.Warn(msg, append([]any{"warning", string(code)}, attrs...)...)

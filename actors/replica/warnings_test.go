@@ -53,3 +53,18 @@ func TestWarningCodesDistinct(t *testing.T) {
 		seen[c] = true
 	}
 }
+
+func TestRaiseNewKeepsTheFirst(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	var w Warnings
+	if !w.RaiseNew(log, time.Unix(1, 0), WarnTokenizerMismatch, "engine 10, gateway 12") {
+		t.Fatal("first RaiseNew did not log")
+	}
+	if w.RaiseNew(log, time.Unix(2, 0), WarnTokenizerMismatch, "engine 11, gateway 13") {
+		t.Fatal("a second RaiseNew with other numbers logged")
+	}
+	if l := w.List(); len(l) != 1 || l[0].Message != "engine 10, gateway 12" {
+		t.Fatalf("list = %+v", l)
+	}
+}

@@ -51,20 +51,22 @@ func (s *Server) checkPrompt(r *request, replicaID string, series *telemetry.Ser
 	}
 	snap, ok := s.fleet.Snapshot(replicaID)
 	if !ok || snap.Warnings.Active(replica.WarnTokenizerMismatch) {
-		return
+		return // told already; skip building the message
 	}
 	now := time.Now()
 	msg := fmt.Sprintf("model %s: the engine counted %d prompt tokens where the gateway's tokenizer counted %d; "+
 		"%d of %d prompts checked on this replica disagree, so its cache predictions are wrong: "+
 		"check models[].tokenizer and chat_template against the model the engine serves",
 		r.model, engine, gateway, mismatched, checked)
-	snap.Warnings.Raise(s.log, now, replica.WarnTokenizerMismatch, msg, "replica", replicaID, "model", r.model,
-		"engine_prompt_tokens", engine, "gateway_prompt_tokens", gateway)
-	if snap.CapacityFromEngine() && !snap.Warnings.Active(replica.WarnCapacityUnits) {
+	if !snap.Warnings.RaiseNew(s.log, now, replica.WarnTokenizerMismatch, msg, "replica", replicaID, "model", r.model,
+		"engine_prompt_tokens", engine, "gateway_prompt_tokens", gateway) {
+		return // another request raised it first
+	}
+	if snap.CapacityFromEngine() {
 		_, capacity, _ := snap.Shadow.Index()
 		msg := fmt.Sprintf("the index capacity (%d blocks) comes from the engine's metrics, counted in the engine's tokens, "+
 			"which the gateway's tokenizer counts differently (%d against %d for one prompt): the index may be mis-sized; "+
 			"fix the tokenizer, or set replicas[].kv_capacity_blocks", capacity, engine, gateway)
-		snap.Warnings.Raise(s.log, now, replica.WarnCapacityUnits, msg, "replica", replicaID, "model", r.model)
+		snap.Warnings.RaiseNew(s.log, now, replica.WarnCapacityUnits, msg, "replica", replicaID, "model", r.model)
 	}
 }
