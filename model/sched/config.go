@@ -247,15 +247,17 @@ func (c *Config) parseProfiles(d *decoding, f *Fields) []profileEntry {
 				rf.Fail("pluginRef", "%q is in the profile twice", ref)
 				continue
 			}
-			switch kind := c.plugins[i].typ.Kind; {
-			case kind == KindHandler:
+			kind := c.plugins[i].typ.Kind
+			switch kind {
+			case KindHandler:
 				rf.Fail("pluginRef", "%q is a profile handler, which chooses profiles and is in none", ref)
 				continue
-			case kind == KindPicker:
+			case KindPicker:
 				if pickers++; pickers > 1 {
 					rf.Fail("pluginRef", "a profile has one picker; %q is another", ref)
 				}
-			case kind != KindScorer && weighted:
+			}
+			if kind != KindScorer && weighted {
 				rf.Warn("weight", "only a scorer has a weight; %q is a %s", ref, kind)
 			}
 			if weight < 0 {

@@ -106,7 +106,7 @@ var prefixCacheAffinityFilter = Type{
 		{Name: "maxTTFTPenaltyMs", Default: 18000.0, Doc: "Time to first token, in ms, the sticky replicas may lose before the filter keeps all; 0 always sticks."},
 		{Name: "ttftSource", Default: "prefillThroughput", Doc: "How the time to first token is estimated: prefillThroughput (latencyPredictor is refused: Inferrail has no latency predictor)."},
 		{Name: "peakPrefillThroughput", Default: 15928.0, Doc: "Prefill tokens per second of one replica, for prefillThroughput."},
-		{Name: "prefillCalibrationFile", Default: "", Doc: "Refused when set: set peakPrefillThroughput (calibrate it with `inferrail calibrate`)."},
+		{Name: "prefillCalibrationFile", Default: "", Doc: "Refused when set: set peakPrefillThroughput instead."},
 		{Name: "prefillCalibrationFingerprint", Default: "", Doc: "Refused when set, as prefillCalibrationFile."},
 		{Name: "prefillCalibrationRequired", Default: false, Doc: "Refused when true, as prefillCalibrationFile."},
 		producerParam("prefixMatchInfoProducerName", "prefix match"),
