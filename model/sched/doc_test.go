@@ -112,7 +112,7 @@ func registryDoc(t *testing.T) string {
 		b.WriteString("\n| Parameter | Default | |\n|---|---|---|\n")
 		paramRows(&b, "", typ.Params)
 	}
-	b.WriteString("\n### The policies as profiles\n\nEach policy name is the profile below (with the routing section's parameters in place of the defaults shown); `inferrail` builds it with `sched.New`.\n")
+	b.WriteString("\n### The policies as profiles\n\nEach policy name is the profile below, with the routing section's parameters in place of the defaults shown (`sched.New` builds it from the policy's spec).\n")
 	for _, name := range Policies() {
 		p, _ := Lookup(name)
 		c, err := p.Config(policy.Spec{})

@@ -11,7 +11,7 @@ import (
 // llm-d's configs, its default, and what it does. The registry's Params
 // are the parameters a plugin accepts and the only source of their
 // defaults: Fields returns them for absent keys, and docs/plugins.md lists
-// them.
+// them. The registry's Params are fixed when the package loads.
 type Param struct {
 	Name string
 	// Default is the value an absent key takes: a float64, int, string,
@@ -28,7 +28,7 @@ type Param struct {
 
 // Warning is something a document asks for that Inferrail accepts but
 // routes without, or that llm-d has deprecated: the caller tells the
-// operator once (a log line at load).
+// operator once (a log line at load). It is a value.
 type Warning struct {
 	// Path names the key, as plugins[2].parameters.blockSize.
 	Path    string

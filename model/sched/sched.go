@@ -26,9 +26,10 @@ type Cycle struct {
 
 // Filter sets candidates aside.
 type Filter interface {
-	// Filter appends to out the positions of in (positions in c.Cands) it
-	// keeps, in their order, and returns out. It keeps no position that is
-	// not in in, and it changes no state of its own.
+	// Filter appends to out (empty, with memory to reuse) the positions of
+	// in (positions in c.Cands) it keeps, in their order, and returns it.
+	// It keeps no position that is not in in, and changes no state of its
+	// own.
 	Filter(c *Cycle, in, out []int) []int
 }
 
@@ -59,7 +60,7 @@ type Observer interface {
 	Picked(c *Cycle, winner int)
 }
 
-// Result is one profile's run.
+// Result is one profile's run. It is a value.
 type Result struct {
 	// Profile is the profile's name.
 	Profile string
