@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 )
 
@@ -60,7 +61,7 @@ func TestPickReturnsValidIndex(t *testing.T) {
 					t.Fatalf("Pick(%d candidates) = %d", len(cands), i)
 				}
 				for k := range cands {
-					if cands[k] != before[k] {
+					if !reflect.DeepEqual(cands[k], before[k]) {
 						t.Fatalf("Pick modified cands[%d]: %+v, was %+v", k, cands[k], before[k])
 					}
 				}

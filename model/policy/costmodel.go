@@ -97,7 +97,7 @@ type CostModel struct {
 	p        CostModelParams
 	sketch   *cost.Sketch
 	sessions []sessionSlot
-	scratch  []uint64
+	scratch  costScratch
 	last     Decision
 }
 
@@ -158,16 +158,9 @@ func (p *CostModel) Pick(req *Request, cands []Candidate, rng *rand.Rand) (int, 
 		p.last = Decision{Winner: -1}
 		return -1, ErrNoCandidate
 	}
-	d, root, ok := p.decide(req, cands, rng.Uint64(), &p.scratch, nil)
+	d := p.decide(req, cands, rng.Uint64(), &p.scratch, nil)
 	p.last = d
-	w := &cands[d.Winner]
-	if ok && p.sketch != nil {
-		c := min(max(w.CachedTokens, 0), max(req.PromptTokens, 0))
-		p.sketch.Add(req.Now, root, p.p.Model.PrefillSecs(req.PromptTokens-c, c))
-	}
-	if p.sessions != nil && req.SessionKey != 0 {
-		p.sessions[p.slot(req.SessionKey)] = sessionSlot{req.SessionKey, candKey(w)}
-	}
+	p.Commit(req, cands, d.Winner)
 	return d.Winner, nil
 }
 
@@ -178,9 +171,55 @@ func (p *CostModel) Explain(req *Request, cands []Candidate, draw uint64) (Expla
 		return ex, ErrNoCandidate
 	}
 	ex.Cands = explainBase(cands)
-	var scratch []uint64
-	ex.Decision, _, _ = p.decide(req, cands, draw, &scratch, ex.Cands)
+	var scratch costScratch
+	ex.Decision = p.decide(req, cands, draw, &scratch, ex.Cands)
 	return ex, nil
+}
+
+// DecideAmong is cost_model's decision without its load guards: the
+// candidate with the lowest estimate among those at positions in (the
+// others set aside before it, by the scheduling pipeline's filters), with
+// hot-prefix credit, session affinity and the tie-breaks of Pick. Hot
+// prefixes are still measured over every candidate, as in Pick. draw is the
+// decision's one random draw. The Decision's guard fields (Cap,
+// BoundedLoad, KVPressure, KVWaived) are left zero, and Winner is -1 when
+// in is empty. It changes no state: Commit records the decision.
+func (p *CostModel) DecideAmong(req *Request, cands []Candidate, in []int, draw uint64) Decision {
+	if len(in) == 0 {
+		return Decision{Winner: -1}
+	}
+	s := &p.scratch
+	s.guard = s.guard[:0]
+	for range cands {
+		s.guard = append(s.guard, guardFiltered)
+	}
+	for _, i := range in {
+		s.guard[i] = GuardNone
+	}
+	d := Decision{Winner: -1}
+	p.rank(req, cands, draw, s, nil, &d)
+	return d
+}
+
+// Commit records a decision whose winner is cands[winner]: its estimated
+// prefill goes into the hot-prefix sketch under the prompt's root, and the
+// winner becomes the conversation's replica. Pick commits its own
+// decisions; a caller of DecideAmong commits the one it routes by.
+func (p *CostModel) Commit(req *Request, cands []Candidate, winner int) {
+	w := &cands[winner]
+	if p.sketch != nil && len(req.Blocks) > 0 {
+		c := min(max(w.CachedTokens, 0), max(req.PromptTokens, 0))
+		p.sketch.Add(req.Now, p.root(req), p.p.Model.PrefillSecs(req.PromptTokens-c, c))
+	}
+	if p.sessions != nil && req.SessionKey != 0 {
+		p.sessions[p.slot(req.SessionKey)] = sessionSlot{req.SessionKey, candKey(w)}
+	}
+}
+
+// root is the key of the prompt's root prefix: its first HotPrefix.Blocks
+// blocks, or all it has. req.Blocks must not be empty.
+func (p *CostModel) root(req *Request) uint64 {
+	return hashKey(req.Blocks[min(len(req.Blocks), p.p.HotPrefix.Blocks)-1])
 }
 
 func (p *CostModel) slot(session uint64) int { return int(mix(session) & uint64(len(p.sessions)-1)) }
@@ -194,6 +233,72 @@ func (p *CostModel) session(req *Request) (uint64, bool) {
 	s := p.sessions[p.slot(req.SessionKey)]
 	return s.key, s.session == req.SessionKey
 }
+
+// costScratch is the working memory of one decision.
+type costScratch struct {
+	weights         []uint64
+	all, within, ok []int
+	guard           []Guard
+}
+
+// guardFiltered marks, in DecideAmong, a candidate a filter set aside. It
+// never reaches a Decision or an Explanation.
+const guardFiltered Guard = "filtered"
+
+// BoundedLoad is cost_model's bounded-load guard over the candidates at
+// positions in: it appends to dst the positions of those that may take one
+// more request under cost.Cap of the requests in flight on them all, and
+// returns the cap. The least loaded always may.
+func BoundedLoad(dst []int, cands []Candidate, in []int, epsilon float64) ([]int, int) {
+	total := 0
+	for _, i := range in {
+		total += max(cands[i].InFlight, 0)
+	}
+	capN := cost.Cap(total, len(in), epsilon)
+	for _, i := range in {
+		if cost.WithinCap(cands[i].InFlight, capN) {
+			dst = append(dst, i)
+		}
+	}
+	return dst, capN
+}
+
+// KVPressure is cost_model's KV pressure guard over the candidates at
+// positions in (those within the bounded-load cap, in cost_model): it
+// appends to dst the positions of those it does not set aside. It sets
+// aside a candidate whose fresh KV usage is over kappa for a prompt of
+// prompt tokens with more than short to compute there, unless every
+// candidate is (then it reports waived and keeps them all), and only when
+// another candidate not under pressure holds all but at most short of what
+// it has cached.
+func KVPressure(dst []int, cands []Candidate, in []int, prompt int, kappa float64, short int) ([]int, bool) {
+	prompt = max(prompt, 0)
+	pressured, bestFree := 0, -1
+	for _, i := range in {
+		c := &cands[i]
+		if own := cachedTokens(c, prompt); cost.Pressured(c.KVUsage, c.Fresh, kappa, prompt-own, short) {
+			pressured++
+		} else {
+			bestFree = max(bestFree, own)
+		}
+	}
+	if len(in) > 0 && pressured == len(in) {
+		return append(dst, in...), true
+	}
+	for _, i := range in {
+		c := &cands[i]
+		own := cachedTokens(c, prompt)
+		if own-bestFree <= short && cost.Pressured(c.KVUsage, c.Fresh, kappa, prompt-own, short) {
+			continue
+		}
+		dst = append(dst, i)
+	}
+	return dst, false
+}
+
+// cachedTokens is how many of a prompt of prompt tokens c is predicted to
+// hold.
+func cachedTokens(c *Candidate, prompt int) int { return min(max(c.CachedTokens, 0), prompt) }
 
 // rank is one candidate's place in the order: estimate, then fewer in
 // flight, then chance.
@@ -212,37 +317,59 @@ func ahead(cands []Candidate, draw uint64, a int, ta time.Duration, b int, tb ti
 }
 
 // decide is the decision, a pure function of its inputs and the policy's
-// state (read only); scratch is working memory. It returns the prompt's
-// root key when it has one.
-func (p *CostModel) decide(req *Request, cands []Candidate, draw uint64, scratch *[]uint64, ex []Explained) (Decision, uint64, bool) {
+// state (read only): the load guards, then rank; s is working memory.
+func (p *CostModel) decide(req *Request, cands []Candidate, draw uint64, s *costScratch, ex []Explained) Decision {
+	s.all = s.all[:0]
+	for i := range cands {
+		s.all = append(s.all, i)
+	}
+	var d Decision
+	s.within, d.Cap = BoundedLoad(s.within[:0], cands, s.all, p.p.Epsilon)
+	s.ok, d.KVWaived = KVPressure(s.ok[:0], cands, s.within, req.PromptTokens, p.p.Kappa, p.p.ShortPromptTokens)
+	s.guard = s.guard[:0]
+	for range cands {
+		s.guard = append(s.guard, GuardBoundedLoad)
+	}
+	for _, i := range s.within {
+		s.guard[i] = GuardKVPressure
+	}
+	for _, i := range s.ok {
+		s.guard[i] = GuardNone
+	}
+	d.BoundedLoad = len(cands) - len(s.within)
+	d.KVPressure = len(s.within) - len(s.ok)
+	p.rank(req, cands, draw, s, ex, &d)
+	return d
+}
+
+// rank decides among the candidates s.guard does not set aside: the lowest
+// estimate with hot-prefix credit, unless the conversation's replica is
+// among them, ties to fewer in flight, then to chance. It sets d's Winner,
+// Steer, Term and Owners, and for an explanation ex each candidate's
+// workings.
+func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costScratch, ex []Explained, d *Decision) {
 	n := len(cands)
 	m := p.p.Model
 	prompt := max(req.PromptTokens, 0)
-	total := 0
-	for i := range cands {
-		total += max(cands[i].InFlight, 0)
-	}
-	d := Decision{Winner: -1, Cap: cost.Cap(total, n, p.p.Epsilon)}
 
 	// Hot prefix: the owners are the k highest rendezvous weights for the
 	// root, at or above threshold, credited with the most of the root any
 	// of them holds.
 	var root, threshold uint64
-	hasRoot := p.sketch != nil && len(req.Blocks) > 0
 	credit := 0
-	if hasRoot {
-		rb := min(len(req.Blocks), p.p.HotPrefix.Blocks)
-		root = hashKey(req.Blocks[rb-1])
+	if p.sketch != nil && len(req.Blocks) > 0 {
+		root = p.root(req)
 		if k := cost.Owners(p.sketch.Rate(req.Now, root), p.p.HotPrefix.Utilization, n); k > 1 {
 			d.Owners = k
+			rb := min(len(req.Blocks), p.p.HotPrefix.Blocks)
 			rootTokens := min(rb*blockSize(req), prompt)
-			w := (*scratch)[:0]
+			w := s.weights[:0]
 			for i := range cands {
 				w = append(w, hrw(root, candKey(&cands[i])))
 			}
 			slices.Sort(w)
 			threshold = w[n-k]
-			*scratch = w
+			s.weights = w
 			for i := range cands {
 				if hrw(root, candKey(&cands[i])) >= threshold {
 					credit = max(credit, min(cands[i].CachedTokens, rootTokens))
@@ -251,32 +378,12 @@ func (p *CostModel) decide(req *Request, cands []Candidate, draw uint64, scratch
 		}
 	}
 	owner := func(c *Candidate) bool { return d.Owners > 0 && hrw(root, candKey(c)) >= threshold }
-	cached := func(c *Candidate) int { return min(max(c.CachedTokens, 0), prompt) }
-
-	// The KV pressure guard is waived when every candidate within the cap
-	// is under pressure. bestFree is the most any candidate within the cap
-	// and not under pressure holds: a pressured one holding more than
-	// ShortPromptTokens beyond it is not set aside.
-	within, pressured, bestFree := 0, 0, -1
-	for i := range cands {
-		c := &cands[i]
-		if !cost.WithinCap(c.InFlight, d.Cap) {
-			continue
-		}
-		within++
-		if cost.Pressured(c.KVUsage, c.Fresh, p.p.Kappa, prompt-cached(c), p.p.ShortPromptTokens) {
-			pressured++
-		} else {
-			bestFree = max(bestFree, cached(c))
-		}
-	}
-	d.KVWaived = within > 0 && pressured == within
 
 	sessKey, sessOK := p.session(req)
 	best, second, raw, sess := rank{i: -1}, rank{i: -1}, rank{i: -1}, rank{i: -1}
 	for i := range cands {
 		c := &cands[i]
-		own := cached(c)
+		own := cachedTokens(c, prompt)
 		priced := own
 		isOwner := owner(c)
 		if isOwner {
@@ -284,15 +391,7 @@ func (p *CostModel) decide(req *Request, cands []Candidate, draw uint64, scratch
 		}
 		est := m.Estimate(prompt, priced, c.QueuedPrefill, c.Running)
 		t := est.Total()
-		guard := GuardNone
-		switch {
-		case !cost.WithinCap(c.InFlight, d.Cap):
-			guard = GuardBoundedLoad
-			d.BoundedLoad++
-		case !d.KVWaived && own-bestFree <= p.p.ShortPromptTokens && cost.Pressured(c.KVUsage, c.Fresh, p.p.Kappa, prompt-own, p.p.ShortPromptTokens):
-			guard = GuardKVPressure
-			d.KVPressure++
-		}
+		guard := s.guard[i]
 		isSess := p.p.SessionAffinity && (c.Session || sessOK && candKey(c) == sessKey)
 		if ex != nil {
 			e := &ex[i]
@@ -324,7 +423,8 @@ func (p *CostModel) decide(req *Request, cands []Candidate, draw uint64, scratch
 	}
 	if best.i < 0 {
 		// Unreachable: the least loaded candidate is always within the cap,
-		// and the KV guard is waived when it would set all aside.
+		// the KV guard is waived when it would set all aside, and
+		// DecideAmong returns before rank when it has no candidate.
 		panic("BUG: policy: cost_model: no candidate within the guards")
 	}
 	win, runner := best, second
@@ -334,14 +434,13 @@ func (p *CostModel) decide(req *Request, cands []Candidate, draw uint64, scratch
 		if sess.i != best.i {
 			win, runner = sess, best
 		}
-	case d.Owners > 0 && raw.i != best.i && cached(&cands[best.i]) < min(credit, prompt):
+	case d.Owners > 0 && raw.i != best.i && cachedTokens(&cands[best.i], prompt) < min(credit, prompt):
 		d.Steer = SteerHotPrefix
 	}
 	d.Winner = win.i
 	if runner.i >= 0 {
 		d.Term = term(win.est, runner.est)
 	}
-	return d, root, hasRoot
 }
 
 // term returns the term on which w leads r the most, TermNone if on none.

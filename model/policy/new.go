@@ -53,12 +53,12 @@ func (s Spec) Build() (Policy, error) {
 	if c := s.CostModel; c != nil {
 		// A spec can come from a file (the shadow log), so its sizes are
 		// checked: the sketch is allocated up front.
-		if hp := c.HotPrefix; hp.SketchDepth > maxSketchDepth || hp.SketchWidth > maxSketchWidth {
+		if hp := c.HotPrefix; hp.SketchDepth > MaxSketchDepth || hp.SketchWidth > MaxSketchWidth {
 			return nil, fmt.Errorf("policy: cost_model hot-prefix sketch %d x %d: over %d x %d",
-				hp.SketchDepth, hp.SketchWidth, maxSketchDepth, maxSketchWidth)
+				hp.SketchDepth, hp.SketchWidth, MaxSketchDepth, MaxSketchWidth)
 		}
-		if c.SessionSlots > maxSessionSlots {
-			return nil, fmt.Errorf("policy: cost_model session slots %d: over %d", c.SessionSlots, maxSessionSlots)
+		if c.SessionSlots > MaxSessionSlots {
+			return nil, fmt.Errorf("policy: cost_model session slots %d: over %d", c.SessionSlots, MaxSessionSlots)
 		}
 	}
 	switch {
@@ -72,9 +72,11 @@ func (s Spec) Build() (Policy, error) {
 	return New(s.Name)
 }
 
-// Bounds of a Spec's sizes, far above any config's.
+// Bounds of cost_model's table sizes in a Spec (and in the scheduling
+// pipeline's cost-model-picker), far above any config's: the tables are
+// allocated up front.
 const (
-	maxSketchDepth  = 64
-	maxSketchWidth  = 1 << 24
-	maxSessionSlots = 1 << 24
+	MaxSketchDepth  = 64
+	MaxSketchWidth  = 1 << 24
+	MaxSessionSlots = 1 << 24
 )

@@ -54,6 +54,22 @@ type Candidate struct {
 	// Session reports that the caller knows this replica as the last one
 	// of the request's conversation (besides cost_model's own table).
 	Session bool
+
+	// The fields below feed the scheduling pipeline's plugins (model/sched);
+	// the policies above ignore them, and zero values are safe.
+
+	// Waiting is how many requests the engine reports waiting
+	// (vllm:num_requests_waiting, sglang:num_queue_reqs); meaningful only
+	// when Fresh.
+	Waiting int
+	// PendingTokens is the prompt tokens, less those predicted cached, of
+	// the requests routed to the replica that still await their first
+	// byte: llm-d's in-flight tokens, in tokens where QueuedPrefill is in
+	// time.
+	PendingTokens int
+	// Labels are the replica's configured labels (llm-d.ai/role and the
+	// like), read by the label filters. Read only; may be nil.
+	Labels map[string]string
 }
 
 // Request is what a policy may know about the request being routed.

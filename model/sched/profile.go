@@ -1,0 +1,254 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/inferrail/inferrail/model/policy"
+)
+
+// ErrFilteredOut is returned when a profile's filters leave no candidate.
+// It is a policy.ErrNoCandidate, so a routing actor treats it as it treats
+// a policy that has nothing to pick from.
+var ErrFilteredOut = fmt.Errorf("%w: the filters set every candidate aside", policy.ErrNoCandidate)
+
+// FilteredError names the profile and the filter that left no candidate.
+// It is an ErrFilteredOut.
+type FilteredError struct {
+	Profile, Filter string
+}
+
+func (e *FilteredError) Error() string {
+	return fmt.Sprintf("sched: profile %s: filter %s set every candidate aside", e.Profile, e.Filter)
+}
+
+// Unwrap returns ErrFilteredOut.
+func (e *FilteredError) Unwrap() error { return ErrFilteredOut }
+
+// Profile is one scheduling profile: filters in order, weighted scorers,
+// a picker. It is built by a Config and owned by its Scheduler.
+type Profile struct {
+	name    string
+	filters []namedFilter
+	scorers []weightedScorer
+	picker  namedPicker
+	// observers are the profile's plugins with state, told of each pick.
+	observers []Observer
+}
+
+type namedFilter struct {
+	name string
+	f    Filter
+}
+
+type namedPicker struct {
+	name string
+	p    Picker
+}
+
+type weightedScorer struct {
+	name string
+	s    Scorer
+	// weight is the configured weight; norm is weight over the profile's
+	// sum of weights, rounded to a multiple of 2^-32, so that a pick
+	// depends only on the weights' ratios.
+	weight, norm float64
+}
+
+// Name returns the profile's name.
+func (p *Profile) Name() string { return p.name }
+
+// Scheduler runs a Config's profiles under its profile handler. It
+// satisfies policy.Policy, so a routing actor calls it where it calls a
+// policy. A Scheduler is owned by one routing actor and is not safe for
+// concurrent use.
+type Scheduler struct {
+	name     string
+	signals  Signal
+	handler  ProfileHandler
+	profiles []*Profile
+	cycle    Cycle
+	done     []Result
+	w        work
+	last     policy.Decision
+}
+
+var _ policy.Policy = (*Scheduler)(nil)
+
+// work is a Scheduler's memory for the candidate sets and scores of a
+// decision, reused from one to the next.
+type work struct {
+	sets           [2][]int
+	scores, totals []float64
+}
+
+// Name returns the name the Scheduler was built under: the policy's name
+// for a built-in profile.
+func (s *Scheduler) Name() string { return s.name }
+
+// Signals returns what the Scheduler's plugins route on.
+func (s *Scheduler) Signals() Signal { return s.signals }
+
+// Profiles returns the Scheduler's profiles. The caller must not modify
+// the slice.
+func (s *Scheduler) Profiles() []*Profile { return s.profiles }
+
+// Last returns the summary of the latest Pick's routing result, for the
+// routing metrics: cost_model's guards and steering where its plugins ran.
+func (s *Scheduler) Last() policy.Decision { return s.last }
+
+// Pick runs the profiles the handler chooses over cands and returns the
+// position in cands of the replica the primary result routes to. It
+// returns policy.ErrNoCandidate when cands is empty and a FilteredError
+// when the primary profile's filters leave nothing. cands is never
+// modified.
+func (s *Scheduler) Pick(req *policy.Request, cands []policy.Candidate, rng *rand.Rand) (int, error) {
+	if len(cands) == 0 {
+		s.last = policy.Decision{Winner: -1}
+		return -1, policy.ErrNoCandidate
+	}
+	r := s.run(req, cands, rng, nil)
+	s.last = r.Decision
+	return r.Winner, r.Err
+}
+
+// Explain returns what Pick would decide, per profile and per candidate,
+// changing no state: no plugin's Picked runs. It draws from rng as Pick
+// does, so given a copy of the source Pick will draw from it names the
+// replica Pick picks.
+func (s *Scheduler) Explain(req *policy.Request, cands []policy.Candidate, rng *rand.Rand) (*Explanation, error) {
+	ex := &Explanation{Scheduler: s.name, Primary: -1}
+	if len(cands) == 0 {
+		return ex, policy.ErrNoCandidate
+	}
+	r := s.run(req, cands, rng, ex)
+	return ex, r.Err
+}
+
+// decided is one profile's result with its decision summary.
+type decided struct {
+	Result
+	Decision policy.Decision
+}
+
+// run is one cycle: the handler's profiles until it has no more, then the
+// primary result. With ex it explains and tells no observer.
+func (s *Scheduler) run(req *policy.Request, cands []policy.Candidate, rng *rand.Rand, ex *Explanation) decided {
+	c := &s.cycle
+	*c = Cycle{Req: req, Cands: cands, Rng: rng}
+	s.done = s.done[:0]
+	var primary decided
+	for {
+		next := s.handler.Next(c, s.profiles, s.done)
+		if len(next) == 0 {
+			break
+		}
+		for _, p := range next {
+			c.Decision = policy.Decision{Winner: -1}
+			var pe *ProfileExplained
+			if ex != nil {
+				ex.Profiles = append(ex.Profiles, ProfileExplained{})
+				pe = &ex.Profiles[len(ex.Profiles)-1]
+			}
+			w, err := p.run(c, &s.w, pe)
+			if err == nil {
+				c.Decision.Winner = w
+				if ex == nil {
+					for _, o := range p.observers {
+						o.Picked(c, w)
+					}
+				}
+			}
+			s.done = append(s.done, Result{Profile: p.name, Winner: w, Err: err})
+			if len(s.done) == 1 {
+				primary.Decision = c.Decision
+			}
+		}
+	}
+	if len(s.done) == 0 {
+		panic("BUG: sched: the profile handler ran no profile")
+	}
+	k := s.handler.Primary(s.done)
+	if ex != nil {
+		ex.Primary = k
+	}
+	primary.Result = s.done[k]
+	if k != 0 {
+		// Only single-profile-handler exists yet: its primary is the first
+		// and only result. A handler of several profiles keeps each
+		// profile's decision summary when it comes.
+		primary.Decision = policy.Decision{Winner: primary.Winner}
+	}
+	return primary
+}
+
+// run is one profile over c: filters, scorers, picker. It returns the
+// position in c.Cands of the winner.
+func (p *Profile) run(c *Cycle, w *work, ex *ProfileExplained) (int, error) {
+	in := w.sets[0][:0]
+	for i := range c.Cands {
+		in = append(in, i)
+	}
+	w.sets[0] = in
+	if ex != nil {
+		ex.start(p, c.Cands)
+	}
+	cur := 0
+	for _, f := range p.filters {
+		out := f.f.Filter(c, in, w.sets[1-cur][:0])
+		w.sets[1-cur] = out
+		cur = 1 - cur
+		if ex != nil {
+			ex.setAside(in, out, f.name)
+		}
+		in = out
+		if len(in) == 0 {
+			err := &FilteredError{Profile: p.name, Filter: f.name}
+			if ex != nil {
+				ex.Err = err
+			}
+			return -1, err
+		}
+	}
+	totals := grow(&w.totals, len(in))
+	clear(totals)
+	if len(p.scorers) > 0 {
+		scores := grow(&w.scores, len(in))
+		for _, s := range p.scorers {
+			clear(scores)
+			s.s.Score(c, in, scores)
+			for k, raw := range scores {
+				v := s.norm * clamp01(raw)
+				totals[k] += v
+				if ex != nil {
+					r := &ex.Replicas[in[k]]
+					r.Scores = append(r.Scores, ScoreExplained{Scorer: s.name, Raw: raw, Weight: s.weight, Weighted: v})
+				}
+			}
+		}
+	}
+	win := p.picker.p.Pick(c, in, totals)
+	if win < 0 || win >= len(c.Cands) {
+		panic(fmt.Sprintf("BUG: sched: picker %s picked %d of %d candidates", p.picker.name, win, len(c.Cands)))
+	}
+	if ex != nil {
+		for k, i := range in {
+			ex.Replicas[i].Total = totals[k]
+		}
+		ex.Winner = win
+		ex.Replicas[win].Picked = true
+	}
+	return win, nil
+}
+
+// grow returns (*b)[:n], reallocating *b when it is too small.
+func grow(b *[]float64, n int) []float64 {
+	if cap(*b) < n {
+		*b = make([]float64, n)
+	}
+	return (*b)[:n]
+}
+
+// IsFilteredOut reports whether err says a profile's filters left nothing.
+func IsFilteredOut(err error) bool { return errors.Is(err, ErrFilteredOut) }
