@@ -118,7 +118,7 @@ func Props(h *Handle, cfg Config) *actor.Props {
 		return &replicaActor{
 			cfg: shared, h: h, id: s.ID, url: s.URL, models: s.Models, counters: s.Counters,
 			scrapes: s.Scrapes, shadow: s.Shadow, stream: s.Events, eventCounts: s.EventCounts,
-			log: shared.Logger.With("replica", s.ID),
+			warnings: s.Warnings, log: shared.Logger.With("replica", s.ID),
 		}
 	})
 }
@@ -134,6 +134,7 @@ type replicaActor struct {
 	id, url  string
 	models   []string
 	counters *Counters
+	warnings *Warnings // shared by every snapshot; safe for concurrent use
 
 	healthy      bool
 	probeFails   int // consecutive failed probes
@@ -362,5 +363,6 @@ func (a *replicaActor) publish() {
 		Shadow:          a.shadow,
 		Events:          a.stream,
 		EventCounts:     a.eventCounts,
+		Warnings:        a.warnings,
 	})
 }
