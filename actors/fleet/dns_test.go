@@ -17,7 +17,7 @@ func dnsConfig(refresh time.Duration) *config.Config {
 	return testConfig(1, func(c *config.Config) {
 		c.Discovery.DNS = []config.DNSGroup{{
 			Name: "g", URL: "http://vllm.inference.svc:8000", Models: []string{"m"},
-			Refresh: refresh, MaxConcurrency: 1024, Engine: "auto",
+			Refresh: refresh, MaxConcurrency: 1024,
 		}}
 	})
 }
@@ -158,7 +158,7 @@ func TestDNSMembersFollowKVEvents(t *testing.T) {
 	cfg := dnsConfig(5 * time.Millisecond)
 	cfg.Discovery.DNS[0].KVEventsPort, cfg.Discovery.DNS[0].KVEventsReplayPort = 5557, 5558
 	cfg.Discovery.DNS = append(cfg.Discovery.DNS, config.DNSGroup{Name: "quiet", URL: "http://quiet.svc:8000",
-		Models: []string{"m"}, Refresh: time.Hour, MaxConcurrency: 1024, Engine: "auto"})
+		Models: []string{"m"}, Refresh: time.Hour, MaxConcurrency: 1024})
 	f := start(t, cfg, Options{Resolver: r, Events: ev})
 	waitFor(t, "the first member subscribed", func() bool { return ev.has("tcp://10.1.0.1:5557", "tcp://10.1.0.1:5558") })
 	r.set(nil, "10.1.0.1", "10.1.0.2")
