@@ -137,7 +137,7 @@ func (c *checker) section(path string, v any, t reflect.Type, depth int) (any, b
 		p := keyPath(path, key)
 		f, known := fields[key]
 		if !known {
-			c.fail(p, ErrUnknownKey)
+			c.fail(p, unknownKey(p))
 			good = false
 			continue
 		}
@@ -425,7 +425,7 @@ func (c *checker) envKey(parts []string) (reflect.Type, string, bool) {
 		}
 		f, ok := fieldsOf(t)[p]
 		if !ok || p == "" {
-			c.fail(keyPath(path, p), ErrUnknownKey)
+			c.fail(keyPath(path, p), unknownKey(keyPath(path, p)))
 			return nil, "", false
 		}
 		t, path = f.Type, keyPath(path, p)

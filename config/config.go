@@ -86,11 +86,10 @@ type Server struct {
 	MaxBodyBytes int64 `koanf:"max_body_bytes"`
 }
 
-// Upstream configures the gateway's client to the engines.
+// Upstream configures the gateway's client to the engines. It speaks
+// HTTP/1.1 over pooled keep-alive connections, as vLLM's and SGLang's
+// servers (uvicorn) do.
 type Upstream struct {
-	// HTTP2 reaches engines over cleartext HTTP/2 (h2c) instead of pooled
-	// HTTP/1.1 keep-alive connections. Default false.
-	HTTP2 bool `koanf:"http2"`
 	// DialTimeout bounds opening a connection to an engine; a dial that fails
 	// or times out is retried on another replica. Default 2s.
 	DialTimeout time.Duration `koanf:"dial_timeout"`
@@ -169,9 +168,6 @@ type Replica struct {
 	// Default 0: what the engine reports in its metrics, else
 	// index.default_capacity_blocks.
 	KVCapacityBlocks int `koanf:"kv_capacity_blocks"`
-	// Engine is the engine kind whose metrics page is read: auto, vllm or
-	// sglang. Default "auto": recognized by its metric prefix.
-	Engine string `koanf:"engine"`
 	// KVEvents is the engine's KV event stream, the endpoint of vLLM's
 	// --kv-events-config: tcp://host:port (such as tcp://10.0.0.10:5557)
 	// or ipc://path. Set, the gateway subscribes to it and keeps this
@@ -230,8 +226,6 @@ type DNSGroup struct {
 	// replica. Default 0: reported by the engine, else
 	// index.default_capacity_blocks.
 	KVCapacityBlocks int `koanf:"kv_capacity_blocks"`
-	// Engine is the members' engine kind: auto, vllm or sglang. Default "auto".
-	Engine string `koanf:"engine"`
 	// KVEventsPort, when set, is the port every member publishes its KV
 	// events on (vLLM's --kv-events-config endpoint, tcp://*:PORT): each
 	// member's stream is tcp://<its address>:PORT, as kv_events is for a
@@ -558,11 +552,11 @@ func defaultModel() Model {
 }
 
 func defaultReplica() Replica {
-	return Replica{MaxConcurrency: 1024, Engine: "auto"}
+	return Replica{MaxConcurrency: 1024}
 }
 
 func defaultDNSGroup() DNSGroup {
-	return DNSGroup{Refresh: 5 * time.Second, MaxConcurrency: 1024, Engine: "auto"}
+	return DNSGroup{Refresh: 5 * time.Second, MaxConcurrency: 1024}
 }
 
 // Policies returns the routing policy names, in the reference's order.

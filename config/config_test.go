@@ -217,7 +217,7 @@ server:
   shutdown_timeout: 1ns
   reload_interval: 0s
   max_body_bytes: 9223372036854775807
-upstream: {http2: true, dial_timeout: 3s}
+upstream: {dial_timeout: 3s}
 models:
   - name: "true"
     aliases: ["null", "0x10", "~", "1e3", "- x", "ü: é", "yes"]
@@ -249,7 +249,6 @@ replicas:
     max_concurrency: 7
     max_pending: 7
     kv_capacity_blocks: 100
-    engine: sglang
 discovery:
   dns:
     - name: pool
@@ -259,7 +258,6 @@ discovery:
       max_concurrency: 3
       max_pending: 1
       kv_capacity_blocks: 5
-      engine: vllm
 routing:
   default_policy: p2c
   split: {round_robin: 50, random: 50}

@@ -5,6 +5,8 @@
 // environment, then Validate. Unknown keys are rejected wherever they appear,
 // and every problem is reported at once (errors.Join of *KeyError), each naming
 // its key path, such as "replicas[2].url" or "routing.cost_model.prefill_token_secs".
+// A key that was removed is unknown too, and its error says why it went and
+// what to do instead (removed.go lists them).
 //
 // Durations are written with units ("250ms", "2s"); a bare number is an error,
 // except 0. Byte counts are integers named …_bytes. Cost-model parameters are

@@ -119,6 +119,12 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(base), "INFERRAIL_MODELS=[{name: m, chat_template_kwargs: {x: [1, 2.5, null]}}]")
 	f.Add([]byte(base), "INFERRAIL_HEALTH__INTERVAL=5")
 	f.Add([]byte(base+"routing: {cost_model: {prefill_token_secs: 1e-300}}"), "INFERRAIL_RETRY__MAX_ATTEMPTS=0x10")
+	// Removed keys, refused with a hint: in the file, in a list entry (with
+	// brackets in odd places) and from the environment.
+	f.Add([]byte(base+"upstream: {http2: true}\ndiscovery: {dns: [{name: g, url: 'http://s', models: [m], engine: x}]}"),
+		"INFERRAIL_UPSTREAM__HTTP2=1")
+	f.Add([]byte(`models: [{name: m}]
+replicas: [{id: r, url: 'http://h', models: [m], engine: auto, "a[0]]": 1}]`), "INFERRAIL_REPLICAS=[{engine: vllm}]")
 
 	f.Fuzz(func(t *testing.T, doc []byte, env string) {
 		c, err := Parse(doc, []string{env})

@@ -25,7 +25,7 @@ func TestParseValid(t *testing.T) {
 models: [{name: m}]
 discovery: {dns: [{name: g, url: "http://svc:8000", models: [m]}]}
 `, func(c *Config) bool {
-			return c.Discovery.DNS[0].Refresh == 5*time.Second && c.Discovery.DNS[0].Engine == "auto"
+			return c.Discovery.DNS[0].Refresh == 5*time.Second && c.Discovery.DNS[0].MaxConcurrency == 1024
 		}},
 		{"empty values keep defaults", base + "server:\nhealth: ~\nrouting: {cost_model: }\n", func(c *Config) bool {
 			return c.Server.Listen == "127.0.0.1:8080" && c.Health.Interval == time.Second
@@ -124,7 +124,7 @@ observability:
 func TestMergeKeys(t *testing.T) {
 	_, err := Parse([]byte(`
 models: [{name: m}]
-x: &r {models: [m], max_concurrency: 8, engine: vllm}
+x: &r {models: [m], max_concurrency: 8, kv_capacity_blocks: 100}
 `), nil)
 	// Anchors have to live somewhere, and top-level keys are checked.
 	if got := keys(t, err); !slices.Equal(got, []string{"x", "replicas"}) {
@@ -134,17 +134,17 @@ x: &r {models: [m], max_concurrency: 8, engine: vllm}
 models:
   - name: m
     chat_template_kwargs:
-      r: &r {models: [m], max_concurrency: 8, engine: vllm}
-      s: &s {engine: sglang, max_pending: 2}
+      r: &r {models: [m], max_concurrency: 8, kv_capacity_blocks: 100}
+      s: &s {kv_capacity_blocks: 200, max_pending: 2}
 replicas:
   - {<<: [*r, *s], id: b, url: "http://b", max_concurrency: 9}
   - {<<: *s, id: c, url: "http://c", models: [m]}
 `)
-	want := Replica{ID: "b", URL: "http://b", Models: []string{"m"}, MaxConcurrency: 9, MaxPending: 2, Engine: "vllm"}
+	want := Replica{ID: "b", URL: "http://b", Models: []string{"m"}, MaxConcurrency: 9, MaxPending: 2, KVCapacityBlocks: 100}
 	if !reflect.DeepEqual(c.Replicas[0], want) {
 		t.Errorf("replicas[0] = %+v, want %+v", c.Replicas[0], want)
 	}
-	if r := c.Replicas[1]; r.Engine != "sglang" || r.MaxConcurrency != 1024 {
+	if r := c.Replicas[1]; r.KVCapacityBlocks != 200 || r.MaxConcurrency != 1024 {
 		t.Errorf("replicas[1] = %+v", r)
 	}
 }
@@ -207,8 +207,8 @@ func TestParseInvalid(t *testing.T) {
 		{"replica lists an alias", "models: [{name: m, aliases: [a]}]\nreplicas: [{id: r, url: \"http://h\", models: [a]}]",
 			nil, []string{"replicas[0].models[0]"}, `"a" is an alias; list the model's name, "m"`},
 		{"replica without models", "models: [{name: m}]\nreplicas: [{id: r, url: \"http://h\"}]", nil, []string{"replicas[0].models"}, ""},
-		{"replica limits", replica("max_concurrency: 0, max_pending: -1, kv_capacity_blocks: -5, engine: trtllm"), nil,
-			[]string{"replicas[0].max_concurrency", "replicas[0].max_pending", "replicas[0].kv_capacity_blocks", "replicas[0].engine"}, ""},
+		{"replica limits", replica("max_concurrency: 0, max_pending: -1, kv_capacity_blocks: -5"), nil,
+			[]string{"replicas[0].max_concurrency", "replicas[0].max_pending", "replicas[0].kv_capacity_blocks"}, ""},
 		{"pending over concurrency", replica("max_concurrency: 4, max_pending: 5"), nil, []string{"replicas[0].max_pending"}, "more than max_concurrency (4)"},
 		{"kv events scheme", replica("kv_events: 'http://h:5557'"), nil, []string{"replicas[0].kv_events"}, "want tcp://host:port or ipc://path"},
 		{"kv events port", replica("kv_events: 'tcp://h:0', kv_events_replay: 'tcp://h'"), nil,
@@ -221,8 +221,8 @@ func TestParseInvalid(t *testing.T) {
 			nil, []string{"replicas[1].kv_events"}, `"tcp://e:1" is already replicas[0].kv_events`},
 
 		// DNS groups.
-		{"dns group", "models: [{name: m}]\ndiscovery: {dns: [{url: 'http://s', models: [x], refresh: 0s}, {name: g, url: 's:80', models: [m], engine: x}]}",
-			nil, []string{"discovery.dns[0].name", "discovery.dns[0].models[0]", "discovery.dns[0].refresh", "discovery.dns[1].url", "discovery.dns[1].engine"}, ""},
+		{"dns group", "models: [{name: m}]\ndiscovery: {dns: [{url: 'http://s', models: [x], refresh: 0s}, {name: g, url: 's:80', models: [m]}]}",
+			nil, []string{"discovery.dns[0].name", "discovery.dns[0].models[0]", "discovery.dns[0].refresh", "discovery.dns[1].url"}, ""},
 		{"duplicate dns group", "models: [{name: m}]\ndiscovery: {dns: [{name: g, url: 'http://s', models: [m]}, {name: g, url: 'http://t', models: [m]}]}",
 			nil, []string{"discovery.dns[1].name"}, ""},
 		{"dns kv event ports", "models: [{name: m}]\ndiscovery: {dns: [{name: g, url: 'http://s', models: [m], kv_events_port: 70000}, {name: h, url: 'http://t', models: [m], kv_events_replay_port: 5558}]}",

@@ -41,7 +41,7 @@ func (c *Config) validate(skip func(key string) bool, limit int) (errs []error, 
 		v.id(p+".id", r.ID, ids)
 		v.url(p+".url", r.URL, true)
 		v.servedModels(p+".models", r.Models, models)
-		v.limits(p, r.MaxConcurrency, r.MaxPending, r.KVCapacityBlocks, r.Engine)
+		v.limits(p, r.MaxConcurrency, r.MaxPending, r.KVCapacityBlocks)
 		v.kvEvents(p, r, streams)
 	}
 	groups := map[string]string{}
@@ -52,7 +52,7 @@ func (c *Config) validate(skip func(key string) bool, limit int) (errs []error, 
 		v.url(p+".url", g.URL, true)
 		v.servedModels(p+".models", g.Models, models)
 		v.positive(p+".refresh", g.Refresh)
-		v.limits(p, g.MaxConcurrency, g.MaxPending, g.KVCapacityBlocks, g.Engine)
+		v.limits(p, g.MaxConcurrency, g.MaxPending, g.KVCapacityBlocks)
 		v.eventPorts(p, g)
 	}
 	v.routing(&c.Routing)
@@ -253,7 +253,7 @@ func (v *validator) listen(key, addr string) {
 	}
 }
 
-func (v *validator) limits(p string, maxConcurrency, maxPending, kvCapacity int, engine string) {
+func (v *validator) limits(p string, maxConcurrency, maxPending, kvCapacity int) {
 	v.atLeast(p+".max_concurrency", maxConcurrency, 1)
 	switch {
 	case maxPending < 0:
@@ -262,7 +262,6 @@ func (v *validator) limits(p string, maxConcurrency, maxPending, kvCapacity int,
 		v.add(p+".max_pending", "%d is more than max_concurrency (%d)", maxPending, maxConcurrency)
 	}
 	v.atLeast(p+".kv_capacity_blocks", kvCapacity, 0)
-	v.oneOf(p+".engine", engine, "auto", "vllm", "sglang")
 }
 
 // kvEvents checks a replica's KV event stream settings. Two replicas on

@@ -333,6 +333,7 @@ func (st *state) apply(gi int, addrs []string) (ids, joined []string) {
 		} else {
 			c := replica.NewCounters(g.cfg.MaxConcurrency, g.cfg.MaxPending)
 			h := replica.NewHandle(m.id, m.url, g.cfg.Models, c)
+			h.Shadow().SetConfiguredCapacity(g.cfg.KVCapacityBlocks)
 			h.SetEvents(g.events(m.addr))
 			st.entries[m.id] = &entry{h: h, group: gi}
 			joined = append(joined, m.id)

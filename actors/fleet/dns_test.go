@@ -18,7 +18,7 @@ func dnsConfig(refresh time.Duration) *config.Config {
 	return testConfig(1, func(c *config.Config) {
 		c.Discovery.DNS = []config.DNSGroup{{
 			Name: "g", URL: "http://vllm.inference.svc:8000", Models: []string{"m"},
-			Refresh: refresh, MaxConcurrency: 1024, Engine: "auto",
+			Refresh: refresh, MaxConcurrency: 1024,
 		}}
 	})
 }
@@ -150,6 +150,28 @@ func (e *eventsRecorder) has(endpoint, replay string) bool {
 	return ok && r == replay
 }
 
+// A DNS group's kv_capacity_blocks sizes each member's index, as it does
+// a static replica's; a group without it leaves the fleet default.
+func TestDNSMembersCapacity(t *testing.T) {
+	r := newFakeResolver("10.1.0.1")
+	cfg := dnsConfig(5 * time.Millisecond)
+	cfg.Discovery.DNS[0].KVCapacityBlocks = 777
+	cfg.Discovery.DNS = append(cfg.Discovery.DNS, config.DNSGroup{Name: "plain", URL: "http://plain.svc:8000",
+		Models: []string{"m"}, Refresh: time.Hour, MaxConcurrency: 1024})
+	cfg.Index.DefaultCapacityBlocks = 555
+	f := start(t, cfg, Options{Resolver: r})
+	capacity := func(id string) int {
+		s, ok := f.Snapshot(id)
+		if !ok {
+			return -1
+		}
+		_, c, _ := s.Shadow.Index()
+		return c
+	}
+	waitFor(t, "the member sized", func() bool { return capacity("g-10.1.0.1-8000") == 777 })
+	waitFor(t, "the other group's member sized", func() bool { return capacity("plain-10.1.0.1-8000") == 555 })
+}
+
 // A DNS group with kv_events_port subscribes each member to the stream on
 // its own address, a member that joins later too; a group without it
 // subscribes nothing.
@@ -159,7 +181,7 @@ func TestDNSMembersFollowKVEvents(t *testing.T) {
 	cfg := dnsConfig(5 * time.Millisecond)
 	cfg.Discovery.DNS[0].KVEventsPort, cfg.Discovery.DNS[0].KVEventsReplayPort = 5557, 5558
 	cfg.Discovery.DNS = append(cfg.Discovery.DNS, config.DNSGroup{Name: "quiet", URL: "http://quiet.svc:8000",
-		Models: []string{"m"}, Refresh: time.Hour, MaxConcurrency: 1024, Engine: "auto"})
+		Models: []string{"m"}, Refresh: time.Hour, MaxConcurrency: 1024})
 	f := start(t, cfg, Options{Resolver: r, Events: ev})
 	waitFor(t, "the first member subscribed", func() bool { return ev.has("tcp://10.1.0.1:5557", "tcp://10.1.0.1:5558") })
 	r.set(nil, "10.1.0.1", "10.1.0.2")

@@ -136,7 +136,7 @@ func testConfig(n int, edit func(*config.Config)) *config.Config {
 	for i := range n {
 		c.Replicas = append(c.Replicas, config.Replica{
 			ID: fmt.Sprint("r", i), URL: fmt.Sprintf("http://10.0.0.%d:8000", i+1),
-			Models: []string{"m"}, MaxConcurrency: 1024, Engine: "auto",
+			Models: []string{"m"}, MaxConcurrency: 1024,
 		})
 	}
 	c.Routing.Seed = 1

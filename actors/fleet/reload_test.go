@@ -107,7 +107,7 @@ func TestReconfigureRemovedReplicaFinishes(t *testing.T) {
 		c.Models[0].Policy = "cost_model"
 		c.Routing.EstimateDeadline = time.Second
 		c.Replicas = c.Replicas[:2]
-		c.Replicas = append(c.Replicas, config.Replica{ID: "r9", URL: "http://10.0.0.9:8000", Models: []string{"m"}, MaxConcurrency: 1024, Engine: "auto"})
+		c.Replicas = append(c.Replicas, config.Replica{ID: "r9", URL: "http://10.0.0.9:8000", Models: []string{"m"}, MaxConcurrency: 1024})
 	})
 	if err := f.Reconfigure(next); err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func TestReconfigureUnderLoad(t *testing.T) {
 		},
 		func(c *config.Config) {
 			c.Models[0].Policy = "cost_model"
-			c.Replicas = append(c.Replicas, config.Replica{ID: "r9", URL: "http://10.0.0.9:8000", Models: []string{"m"}, MaxConcurrency: 1024, Engine: "auto"})
+			c.Replicas = append(c.Replicas, config.Replica{ID: "r9", URL: "http://10.0.0.9:8000", Models: []string{"m"}, MaxConcurrency: 1024})
 		},
 		func(c *config.Config) { c.Models[0].Policy = "p2c"; c.Replicas = c.Replicas[1:] },
 	}

@@ -146,7 +146,7 @@ type replicaActor struct {
 	id, url  string
 	models   []string
 	counters *Counters
-	warnings *Warnings
+	warnings *Warnings // shared by every snapshot; safe for concurrent use
 
 	healthy      bool
 	probeFails   int // consecutive failed probes

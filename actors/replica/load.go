@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -78,20 +79,29 @@ func scrapeLoop(ctx context.Context, run *scrapeRun, send actor.SenderContext, s
 
 // scraped records one scrape. A failing engine is logged once when it stops
 // answering and once when it recovers; an engine whose prefix cache counters
-// went backwards is counted as restarted.
+// went backwards is counted as restarted. A page that answers but cannot be
+// read raises WarnMetricsUnreadable, naming the families routing needs that
+// it lacks; a page read without some optional families raises
+// WarnMetricsPartial, naming them. Each is logged once, again when what it
+// names changes, and cleared when the page is whole again.
 func (a *replicaActor) scraped(m *scraped) {
 	if m.run != a.scrape {
 		return // from a scrape loop that was stopped
 	}
 	if m.err != nil {
-		if errors.Is(m.err, load.ErrUnreadable) {
+		unreadable := errors.Is(m.err, load.ErrUnreadable)
+		if unreadable {
 			a.scrapes.Unreadable.Add(1)
+			a.warnings.Raise(a.log, a.cfg.Now(), WarnMetricsUnreadable, unreadableMessage(m.err), "err", m.err)
+			a.warnings.Clear(a.log, WarnMetricsPartial) // what is missing is now said above
 		} else {
 			a.scrapes.Failed.Add(1)
 		}
 		if !a.scrapeFailing {
 			a.scrapeFailing = true
-			a.log.Warn("engine metrics unavailable; routing falls back to the gateway's own counts", "err", m.err)
+			if !unreadable {
+				a.log.Warn("engine metrics unavailable; routing falls back to the gateway's own counts", "err", m.err)
+			}
 			a.publish()
 		}
 		return
@@ -100,6 +110,12 @@ func (a *replicaActor) scraped(m *scraped) {
 	if a.scrapeFailing {
 		a.scrapeFailing = false
 		a.log.Info("engine metrics available again")
+	}
+	a.warnings.Clear(a.log, WarnMetricsUnreadable)
+	if missing := m.report.MissingNames(); len(missing) > 0 {
+		a.warnings.Raise(a.log, a.cfg.Now(), WarnMetricsPartial, partialMessage(m.report, missing))
+	} else {
+		a.warnings.Clear(a.log, WarnMetricsPartial)
 	}
 	if !a.loadAt.IsZero() && load.Restarted(a.load, m.report) && a.engineRestarted(restartByMetrics) {
 		a.engineRestarts++
@@ -111,6 +127,31 @@ func (a *replicaActor) scraped(m *scraped) {
 		a.publishShadow()
 	}
 	a.publish()
+}
+
+// unreadableMessage is WarnMetricsUnreadable's message for err: the
+// families the page lacks when that is why, so that the message changes,
+// and is logged again, only when they do.
+func unreadableMessage(err error) string {
+	const fallback = "; routing falls back to the gateway's own counts"
+	var me *load.MissingError
+	if errors.As(err, &me) {
+		return "engine metrics page lacks " + strings.Join(me.Families, ", ") + ", which routing needs" + fallback
+	}
+	return "engine metrics page unreadable: " + err.Error() + fallback
+}
+
+// partialMessage is WarnMetricsPartial's message: the optional families
+// the page lacks, named, and what the gateway does without them.
+func partialMessage(r load.Report, names []string) string {
+	msg := "engine metrics page lacks " + strings.Join(names, ", ") + "; routing uses its load without them"
+	if !r.Has(load.FieldPrefix) && !r.Has(load.FieldPreemptions) {
+		msg += "; engine restarts are not seen from its counters"
+	}
+	if r.Missing&load.FamCapacity != 0 {
+		msg += "; the index capacity comes from the config, not the engine"
+	}
+	return msg
 }
 
 // startScraper starts this incarnation's scrape loop, when scraping is on.

@@ -1,8 +1,12 @@
 package replica
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,4 +78,114 @@ func TestScrapesPublishLoad(t *testing.T) {
 	if got := snap().Scrapes.OK.Load(); got != 2 {
 		t.Fatalf("%d good scrapes counted, want 2", got)
 	}
+}
+
+// logLines is a log destination a test can read while the actor writes.
+type logLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// count returns how many lines hold every one of subs.
+func (l *logLines) count(subs ...string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range strings.Split(l.buf.String(), "\n") {
+		all := line != ""
+		for _, s := range subs {
+			all = all && strings.Contains(line, s)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}
+
+// TestScrapeMissingFamilies: a page with running, waiting and KV usage but
+// none of the prefix cache counters (an engine without prefix caching) is
+// routed on: the snapshot carries its load, fresh, and the replica warns
+// once, naming what is missing, and again only when that changes. A page
+// without what routing needs warns the same way; a whole page clears both.
+func TestScrapeMissingFamilies(t *testing.T) {
+	h := newHarness(t)
+	var logs logLines
+	s := &scriptScraper{results: make(chan scrapeResult)}
+	hd := NewHandle("r0", "http://10.0.0.1:8000", []string{"m"}, NewCounters(0, 0))
+	pid := h.spawn(hd, Config{Health: testHealth(), Scraper: s, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Load: config.LoadSignals{ScrapeInterval: time.Millisecond, ScrapeTimeout: time.Second, MaxAge: 250 * time.Millisecond}})
+	snap := func() *Snapshot { return hd.Snapshot() }
+	// page hands the scrape loop its next page. When it returns, the loop
+	// has sent the actor the page before it.
+	page := func(p string) {
+		t.Helper()
+		r, err := load.Parse([]byte(p))
+		s.next(t, r, err)
+	}
+	const gauges = "vllm:num_requests_running{model_name=\"m\"} 3\nvllm:num_requests_waiting{model_name=\"m\"} 1\n"
+	const kv = "vllm:kv_cache_usage_perc{model_name=\"m\"} 0.25\n"
+	const info = "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"1000\"} 1\n"
+	const counters = "vllm:prefix_cache_queries_total 100\nvllm:prefix_cache_hits_total 40\nvllm:num_preemptions_total 0\n"
+
+	page(gauges + kv + info)
+	waitFor(t, "load published", func() bool { return snap().Load.Running == 3 })
+	if snap().LoadFailing {
+		t.Fatal("a page with the families routing needs counts as failing")
+	}
+	if r, ok := snap().FreshLoad(time.Now(), time.Second); !ok || r.KVUsage != 0.25 || r.Waiting != 1 {
+		t.Fatalf("fresh load %+v %v: routing would not use it", r, ok)
+	}
+	page(gauges + kv) // without the capacity too: the message changes
+	page(gauges + kv) // the same set: no new line
+	page(gauges + kv)
+	h.sync(t, pid)
+	ws := snap().Warnings.List()
+	if len(ws) != 1 || ws[0].Code != WarnMetricsPartial || !strings.Contains(ws[0].Message,
+		"lacks vllm:prefix_cache_queries, vllm:prefix_cache_hits, vllm:num_preemptions, vllm:cache_config_info;") {
+		t.Fatalf("warnings %+v", ws)
+	}
+
+	// Without KV usage the page is unreadable: said once, and again when
+	// waiting goes missing too.
+	page(gauges)
+	page(gauges)
+	page("vllm:num_requests_running 1\n")
+	page("vllm:num_requests_running 1\n")
+	page("vllm:num_requests_running 1\n")
+	h.sync(t, pid)
+	if !snap().LoadFailing || !snap().Warnings.Active(WarnMetricsUnreadable) || snap().Warnings.Active(WarnMetricsPartial) {
+		t.Fatalf("unreadable: failing %v, warnings %+v", snap().LoadFailing, snap().Warnings.List())
+	}
+	if snap().Load.Running != 3 {
+		t.Fatal("an unreadable page replaced the last report")
+	}
+
+	// A whole page: both cleared, the load used again.
+	page(gauges + kv + info + counters)
+	waitFor(t, "warnings cleared", func() bool { return len(snap().Warnings.List()) == 0 && !snap().LoadFailing })
+	f := func(want int, subs ...string) {
+		t.Helper()
+		if n := logs.count(subs...); n != want {
+			t.Errorf("%d log lines with %q, want %d:\n%s", n, subs, want, logs.String())
+		}
+	}
+	f(2, "level=WARN", "warning=metrics_partial")
+	f(1, "level=WARN", "warning=metrics_partial", "vllm:num_preemptions; routing uses its load")
+	f(2, "level=WARN", "warning=metrics_unreadable")
+	f(1, "level=WARN", "lacks vllm:kv_cache_usage_perc, which routing needs")
+	f(1, "level=WARN", "lacks vllm:num_requests_waiting, vllm:kv_cache_usage_perc, which routing needs")
+	f(1, "replica warning cleared", "warning=metrics_unreadable")
 }

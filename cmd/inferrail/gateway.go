@@ -119,7 +119,7 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 // file every server.reload_interval, on SIGHUP and on POST /admin/reload,
 // and applies what may change live. An empty path reloads nothing.
 func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, stderr io.Writer, ready func(addr, adminAddr string)) error {
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(cfg.Logging.Level)}))
+	log := newLogger(stderr, cfg.Logging)
 	scraper := scrape.New(scrape.Options{})
 	defer scraper.Close()
 	routingMetrics, tokMetrics := metrics.NewSet(), metrics.NewSet()
@@ -265,6 +265,16 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 		}
 	}
 	return err
+}
+
+// newLogger is the gateway's log as logging.level and logging.format say:
+// text (slog's key=value lines) or JSON, one object a line.
+func newLogger(w io.Writer, lc config.Logging) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: logLevel(lc.Level)}
+	if lc.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 func logLevel(s string) slog.Level {

@@ -24,25 +24,36 @@
 // series (priority="high", ...) are skipped: only the base series, with
 // priority="" or no priority label, are read.
 //
-// Required families, without which a page is unreadable (ErrUnreadable) and
-// never taken for an idle engine:
+// Required families are the ones routing reads (Report.Running and
+// Report.KVUsage, in actors/routing's candidates and the policies' KV
+// guard) and Waiting, which vLLM and SGLang publish beside running from the
+// same scheduler stats and which the admin API and calibrate's idle check
+// read. Without one of them a page is unreadable (a *MissingError, which
+// wraps ErrUnreadable and names them) and never taken for an idle engine:
 //
-//   - vLLM: vllm:num_requests_running, vllm:num_requests_waiting,
-//     vllm:kv_cache_usage_perc (vllm:gpu_cache_usage_perc before v0.11),
-//     vllm:prefix_cache_queries and vllm:prefix_cache_hits
-//     (vllm:gpu_prefix_cache_* before v0.11). vLLM creates all of them for
-//     every engine at start-up, so their absence means a renamed metric,
-//     which must show up as unreadable rather than as a replica whose
-//     restarts go unnoticed.
+//   - vLLM: vllm:num_requests_running, vllm:num_requests_waiting and
+//     vllm:kv_cache_usage_perc (vllm:gpu_cache_usage_perc before v0.11).
 //   - SGLang: sglang:num_running_reqs, sglang:num_queue_reqs and
-//     sglang:token_usage. Its counters are created lazily, on first use
-//     (prometheus_client's .labels(...) in collector.py), so a fresh engine
-//     has none yet: sglang:prompt_tokens_total and sglang:cached_tokens_total
-//     (the prefix counters; cached_tokens_total only appears with the first
-//     cache hit) and sglang:num_retracted_requests_total (preemptions) are
-//     optional, and Report.Fields says which were there. Its scheduler gauges
-//     too appear only after the first batch is logged, so a fresh SGLang
-//     engine reads as unreadable until it has served one request.
+//     sglang:token_usage. Its scheduler gauges appear only after the first
+//     batch is logged, so a fresh SGLang engine reads as unreadable until
+//     it has served one request.
+//
+// Every other family is optional: the Report is read without it, and
+// Report.Fields says which optional parts were there. An optional family
+// the engine creates at start-up beside the required ones is reported in
+// Report.Missing when the page lacks it, since its absence means an engine
+// started without prefix caching, a renamed metric or an exporter that
+// leaves it out (llm-d-inference-sim has no prefix cache counters), and the
+// replica actor warns about it: vLLM's vllm:prefix_cache_queries and
+// vllm:prefix_cache_hits (vllm:gpu_prefix_cache_* before v0.11; the restart
+// check needs both), vllm:num_preemptions and vllm:cache_config_info (the
+// KV capacity), and SGLang's sglang:max_total_num_tokens. SGLang's counters
+// are created lazily, on first use (prometheus_client's .labels(...) in
+// collector.py), so their absence says nothing and is never reported:
+// sglang:prompt_tokens_total and sglang:cached_tokens_total (the prefix
+// counters; cached_tokens_total only appears with the first cache hit, and
+// the hits read as zero until then) and sglang:num_retracted_requests_total
+// (preemptions).
 //
 // Counters are read under their _total name and, for old exporters, without
 // the suffix. Where vLLM renamed a family the new name wins and the legacy

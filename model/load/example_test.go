@@ -27,11 +27,21 @@ sglang:cached_tokens_total{model_name="qwen"} 600.0
 	fmt.Printf("%s: %d ranks, running %g, waiting %g, KV %.2f (max %.2f), hits %g/%g\n",
 		r.Engine, r.Ranks, r.Running, r.Waiting, r.KVUsage, r.KVUsageMax, r.PrefixHits, r.PrefixQueries)
 
+	// A vLLM without prefix caching: read, with what it lacked.
+	r, err = load.Parse([]byte("vllm:num_requests_running 1\nvllm:num_requests_waiting 0\nvllm:kv_cache_usage_perc 0.5\n" +
+		"vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"100\"} 1\n"))
+	fmt.Println(r.Running, r.KVUsage, r.MissingNames(), err)
+
+	// Without what routing needs, the page is unreadable.
 	_, err = load.Parse([]byte("vllm:num_requests_running 1\n"))
-	fmt.Println(errors.Is(err, load.ErrUnreadable), err)
+	var missing *load.MissingError
+	fmt.Println(errors.Is(err, load.ErrUnreadable), errors.As(err, &missing) && len(missing.Families) == 2)
+	fmt.Println(err)
 	// Output:
 	// sglang: 2 ranks, running 5, waiting 1, KV 0.50 (max 0.75), hits 600/1000
-	// true load: unreadable page: vllm: missing vllm:num_requests_waiting, vllm:kv_cache_usage_perc, vllm:prefix_cache_queries, vllm:prefix_cache_hits
+	// 1 0.5 [vllm:prefix_cache_queries vllm:prefix_cache_hits vllm:num_preemptions] <nil>
+	// true true
+	// load: unreadable page: vllm: missing vllm:num_requests_waiting, vllm:kv_cache_usage_perc
 }
 
 func ExampleRestarted() {

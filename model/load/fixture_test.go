@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,7 +66,15 @@ func TestParseFixtures(t *testing.T) {
 	// still there. No retraction counter and no capacity.
 	f("sglang_old.prom", load.Report{
 		Engine: load.EngineSGLang, Ranks: 1, Running: 1, Waiting: 0,
-		KVUsage: 0.01, KVUsageMax: 0.01, PrefixQueries: 17, Fields: load.FieldPrefix,
+		KVUsage: 0.01, KVUsageMax: 0.01, PrefixQueries: 17, Fields: load.FieldPrefix, Missing: load.FamCapacity,
+	})
+	// A vLLM started with --no-enable-prefix-caching, as a third-party
+	// simulator shows it: no prefix cache counters and no preemptions, but
+	// running, waiting and KV usage, which routing needs.
+	f("vllm_no_prefix.prom", load.Report{
+		Engine: load.EngineVLLM, Ranks: 1, Running: 2, Waiting: 1,
+		KVUsage: 0.125, KVUsageMax: 0.125, KVCapacityBlocks: 2048, BlockSize: 16, KVCapacityTokens: 32768,
+		Fields: load.FieldCapacity, Missing: load.FamPrefixQueries | load.FamPrefixHits | load.FamPreemptions,
 	})
 }
 
@@ -85,7 +94,7 @@ func TestParsePages(t *testing.T) {
 	const vllmBase = "vllm:num_requests_running 1\nvllm:num_requests_waiting 2\n" +
 		"vllm:prefix_cache_queries_total 10\nvllm:prefix_cache_hits_total 5\n"
 	base := load.Report{Engine: load.EngineVLLM, Ranks: 1, Running: 1, Waiting: 2,
-		PrefixQueries: 10, PrefixHits: 5, Fields: load.FieldPrefix}
+		PrefixQueries: 10, PrefixHits: 5, Fields: load.FieldPrefix, Missing: load.FamPreemptions | load.FamCapacity}
 	with := func(edit func(*load.Report)) load.Report {
 		r := base
 		edit(&r)
@@ -100,7 +109,9 @@ func TestParsePages(t *testing.T) {
 	// Counters without the _total suffix (old exporters).
 	f("vllm:num_requests_running 1\nvllm:num_requests_waiting 2\nvllm:kv_cache_usage_perc 0\n"+
 		"vllm:prefix_cache_queries 10\nvllm:prefix_cache_hits 5\nvllm:num_preemptions 3\n",
-		with(func(r *load.Report) { r.Preemptions, r.Fields = 3, load.FieldPrefix|load.FieldPreemptions }))
+		with(func(r *load.Report) {
+			r.Preemptions, r.Fields, r.Missing = 3, load.FieldPrefix|load.FieldPreemptions, load.FamCapacity
+		}))
 	// CRLF, blanks and tabs, a timestamp, an exemplar, labels in any order
 	// with a trailing comma, escapes, no newline at the end.
 	f("# a comment\r\n\r\n  vllm:num_requests_running{model_name=\"a\\\"b\\\\\",engine=\"0\",} 1 1700000000000\r\n"+
@@ -115,22 +126,40 @@ func TestParsePages(t *testing.T) {
 	// KV usage above 1 reads as 1; -0 is zero.
 	f(vllmBase+"vllm:kv_cache_usage_perc 1.5\nvllm:num_preemptions_total -0\n",
 		with(func(r *load.Report) {
-			r.KVUsage, r.KVUsageMax, r.Fields = 1, 1, load.FieldPrefix|load.FieldPreemptions
+			r.KVUsage, r.KVUsageMax, r.Fields, r.Missing = 1, 1, load.FieldPrefix|load.FieldPreemptions, load.FamCapacity
 		}))
 	// Capacity needs every rank's num_gpu_blocks: "None" leaves it unknown.
+	// The family is there all the same: it is not missing.
 	f(vllmBase+"vllm:kv_cache_usage_perc 0\n"+
-		"vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"None\"} 1.0\n", base)
+		"vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"None\"} 1.0\n",
+		with(func(r *load.Report) { r.Missing = load.FamPreemptions }))
 	f(vllmBase+"vllm:kv_cache_usage_perc 0\n"+
 		"vllm:num_requests_running{engine=\"1\"} 0\nvllm:num_requests_waiting{engine=\"1\"} 0\n"+
 		"vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"100\"} 1.0\n",
-		with(func(r *load.Report) { r.Ranks = 2 }))
+		with(func(r *load.Report) { r.Ranks, r.Missing = 2, load.FamPreemptions }))
 	// Other engines' families and unrelated garbage lines are skipped.
 	f("<html>\n"+vllmBase+"vllm:kv_cache_usage_perc 0\nnot a metric line {\n{\"utf8.name\"} 1\nx{y=\"} 1\n",
 		base)
 	// SGLang fresh after a restart: scheduler gauges without any counter.
+	// Its counters come on first use: they are not missing.
 	f("sglang:num_running_reqs{tp_rank=\"0\"} 0.0\nsglang:num_queue_reqs{tp_rank=\"0\"} 0.0\n"+
-		"sglang:token_usage{tp_rank=\"0\"} 0.0\n",
-		load.Report{Engine: load.EngineSGLang, Ranks: 1})
+		"sglang:token_usage{tp_rank=\"0\"} 0.0\nsglang:max_total_num_tokens{tp_rank=\"0\"} 5000\n",
+		load.Report{Engine: load.EngineSGLang, Ranks: 1, KVCapacityTokens: 5000, Fields: load.FieldCapacity})
+
+	// Optional families missing: vLLM before its KV cache is sized (or an
+	// exporter that leaves them out) with nothing but the three gauges
+	// routing needs. The page is read; Missing says what it lacked.
+	f("vllm:num_requests_running 0\nvllm:num_requests_waiting 0\nvllm:kv_cache_usage_perc 0\n",
+		load.Report{Engine: load.EngineVLLM, Ranks: 1, Missing: load.FamPrefixQueries | load.FamPrefixHits |
+			load.FamPreemptions | load.FamCapacity})
+	// One prefix counter without the other is no prefix counter: the
+	// restart check compares both.
+	f("vllm:num_requests_running 0\nvllm:num_requests_waiting 0\nvllm:gpu_cache_usage_perc 0.5\n"+
+		"vllm:gpu_prefix_cache_queries_total 10\nvllm:num_preemptions_total 1\n"+
+		"vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"10\"} 1\n",
+		load.Report{Engine: load.EngineVLLM, Ranks: 1, KVUsage: 0.5, KVUsageMax: 0.5, Preemptions: 1,
+			KVCapacityBlocks: 10, BlockSize: 16, KVCapacityTokens: 160,
+			Fields: load.FieldPreemptions | load.FieldCapacity, Missing: load.FamPrefixHits})
 }
 
 // TestParseUnreadable checks that pages the Report cannot trust are refused
@@ -155,8 +184,8 @@ func TestParseUnreadable(t *testing.T) {
 	f("process_cpu_seconds_total 1.5\n", "no vllm: or sglang: metrics")
 	f("vllm:num_requests_running 1\nsglang:num_running_reqs 1\n", "both vllm: and sglang: metrics")
 	f("vllm:iteration_tokens_total_sum 3\nsglang:gen_throughput 1\n", "both vllm: and sglang: metrics")
-	f("vllm:num_requests_running 1\n",
-		"vllm: missing vllm:num_requests_waiting, vllm:kv_cache_usage_perc, vllm:prefix_cache_queries, vllm:prefix_cache_hits")
+	f("vllm:num_requests_running 1\nvllm:prefix_cache_queries_total 1\n",
+		"vllm: missing vllm:num_requests_waiting, vllm:kv_cache_usage_perc")
 	f("vllm:generation_tokens_total 1\n", "vllm: missing vllm:num_requests_running,")
 	f("sglang:num_running_reqs 1\nsglang:num_queue_reqs 1\n", "sglang: missing sglang:token_usage")
 	// Only per-priority series: the base series is missing.
@@ -187,4 +216,47 @@ func TestParseUnreadable(t *testing.T) {
 		many.WriteString("\"} 1\n")
 	}
 	f(many.String(), "more than 65536 series")
+}
+
+// TestParseMissing checks how missing families are named: the required
+// ones in the MissingError of an unreadable page, the optional ones in the
+// Report's MissingNames, each in its engine's spelling.
+func TestParseMissing(t *testing.T) {
+	required := func(page string, want ...string) {
+		t.Helper()
+		_, err := load.Parse([]byte(page))
+		var me *load.MissingError
+		if !errors.As(err, &me) || !errors.Is(err, load.ErrUnreadable) {
+			t.Errorf("%q: %v is not a *MissingError wrapping ErrUnreadable", page, err)
+			return
+		}
+		if !slices.Equal(me.Families, want) {
+			t.Errorf("%q: missing %q, want %q", page, me.Families, want)
+		}
+	}
+	// Legacy names stand in for the current ones; optional families never
+	// make a page unreadable, and are never named as required.
+	required("vllm:gpu_cache_usage_perc 0\n", "vllm:num_requests_running", "vllm:num_requests_waiting")
+	required("vllm:num_requests_running 0\nvllm:num_requests_waiting 0\nvllm:prefix_cache_queries 1\n",
+		"vllm:kv_cache_usage_perc")
+	required("sglang:token_usage 0\nsglang:prompt_tokens_total 5\n", "sglang:num_running_reqs", "sglang:num_queue_reqs")
+
+	optional := func(page string, want ...string) {
+		t.Helper()
+		r, err := load.Parse([]byte(page))
+		if err != nil {
+			t.Errorf("%q: %v", page, err)
+			return
+		}
+		if got := r.MissingNames(); !slices.Equal(got, want) {
+			t.Errorf("%q: MissingNames %q, want %q", page, got, want)
+		}
+	}
+	optional(string(readFixture(t, "vllm_no_prefix.prom")),
+		"vllm:prefix_cache_queries", "vllm:prefix_cache_hits", "vllm:num_preemptions")
+	optional(string(readFixture(t, "vllm_sim.prom")))
+	optional(string(readFixture(t, "sglang_old.prom")), "sglang:max_total_num_tokens")
+	optional(string(readFixture(t, "sglang_dp2.prom")))
+	optional("vllm:num_requests_running 0\nvllm:num_requests_waiting 0\nvllm:gpu_cache_usage_perc 0\n"+
+		"vllm:gpu_prefix_cache_hits 0\nvllm:num_preemptions 0\n", "vllm:prefix_cache_queries", "vllm:cache_config_info")
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/inferrail/inferrail/model/load"
@@ -26,6 +27,12 @@ func FuzzParse(f *testing.F) {
 		"vllm:kv_cache_usage_perc +Inf\nvllm:prefix_cache_queries_total 1e+06\nvllm:prefix_cache_hits 0x1p3\n"), uint8(3))
 	f.Add([]byte("sglang:num_running_reqs{priority=\"\",dp_rank=\"1\"} 1\nsglang:num_queue_reqs\t{} 0\nsglang:token_usage 2"), uint8(1))
 	f.Add([]byte("vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"999999999999999999\"} 1\n"), uint8(0))
+	// Optional families left out: only the three gauges routing needs, one
+	// prefix counter without the other, SGLang without its capacity.
+	f.Add([]byte("vllm:num_requests_running 0\nvllm:num_requests_waiting 0\nvllm:kv_cache_usage_perc 0\n"), uint8(2))
+	f.Add([]byte("vllm:num_requests_running{engine=\"0\"} 1\nvllm:num_requests_waiting{engine=\"1\"} 1\n"+
+		"vllm:gpu_cache_usage_perc 0.5\nvllm:prefix_cache_hits_total 3\nvllm:cache_config_info{num_gpu_blocks=\"None\"} 1\n"), uint8(9))
+	f.Add([]byte("sglang:num_running_reqs 1\nsglang:num_queue_reqs 0\nsglang:token_usage 0.1\nsglang:cached_tokens_total 4\n"), uint8(5))
 	f.Fuzz(func(t *testing.T, page []byte, step uint8) {
 		r, err := load.Parse(page)
 
@@ -63,6 +70,20 @@ func FuzzParse(f *testing.F) {
 		}
 		if r.KVCapacityBlocks < 0 || r.BlockSize < 0 || r.KVCapacityTokens < 0 {
 			t.Fatalf("negative capacity: %+v", r)
+		}
+		// A family missing leaves its part unset, and every missing family
+		// has a name.
+		if r.Missing&(load.FamPrefixQueries|load.FamPrefixHits) != 0 && r.Has(load.FieldPrefix) ||
+			r.Missing&load.FamPreemptions != 0 && r.Has(load.FieldPreemptions) ||
+			r.Missing&load.FamCapacity != 0 && r.Has(load.FieldCapacity) {
+			t.Fatalf("a part read from a missing family: %+v", r)
+		}
+		n := 0
+		for m := r.Missing; m != 0; m &= m - 1 {
+			n++
+		}
+		if names := r.MissingNames(); len(names) != n || slices.Contains(names, "") {
+			t.Fatalf("missing %b named %q", r.Missing, names)
 		}
 	})
 }

@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 const (
@@ -53,6 +52,7 @@ type Parser struct {
 	lines    int     // lines begun, for error messages
 	seen     [numEngines]bool
 	found    [numEngines]bool
+	info     bool // a vllm:cache_config_info sample was read
 	err      error
 }
 
@@ -271,6 +271,7 @@ func (p *Parser) add(eng engine, fam family, name []byte, s sample) {
 	}
 	switch fam {
 	case famCacheInfo:
+		p.info = true
 		// num_gpu_blocks is "None" until the KV cache is sized.
 		if n, ok := parseCount(blocks, 1<<40); ok {
 			p.push(famCapBlocks, r, series, float64(n))
@@ -351,27 +352,14 @@ func (p *Parser) fold() (Report, error) {
 		return legacy
 	}
 	kv, queries, hits := pick(famKV, famKVLegacy), pick(famQueries, famQueriesLegacy), pick(famHits, famHitsLegacy)
-	names := eng.required()
-	var missing []string
-	if agg[famRunning].ranks == 0 {
-		missing = append(missing, names.running)
-	}
-	if agg[famWaiting].ranks == 0 {
-		missing = append(missing, names.waiting)
-	}
-	if agg[kv].ranks == 0 {
-		missing = append(missing, names.kv)
-	}
-	if eng == engVLLM {
-		if agg[queries].ranks == 0 {
-			missing = append(missing, names.queries)
-		}
-		if agg[hits].ranks == 0 {
-			missing = append(missing, names.hits)
+	var required []string
+	for _, f := range []family{famRunning, famWaiting, kv} {
+		if agg[f].ranks == 0 {
+			required = append(required, eng.name(f))
 		}
 	}
-	if len(missing) > 0 {
-		return Report{}, fmt.Errorf("%w: %s: missing %s", ErrUnreadable, eng.String(), strings.Join(missing, ", "))
+	if len(required) > 0 {
+		return Report{}, &MissingError{Engine: eng.String(), Families: required}
 	}
 
 	r := Report{
@@ -382,9 +370,40 @@ func (p *Parser) fold() (Report, error) {
 		KVUsage:    agg[kv].sum / float64(agg[kv].ranks),
 		KVUsageMax: agg[kv].max,
 	}
-	if agg[queries].ranks > 0 {
-		r.Fields |= FieldPrefix
-		r.PrefixQueries, r.PrefixHits = agg[queries].sum, agg[hits].sum
+	// Missing names the optional families the engine creates beside the
+	// required ones, so that their absence says something: an engine
+	// without prefix caching, a renamed metric, an exporter that leaves
+	// them out. SGLang's counters are created on first use and its
+	// retractions counter on the first retraction, so their absence says
+	// nothing and is not reported.
+	switch eng {
+	case engVLLM:
+		if agg[queries].ranks == 0 {
+			r.Missing |= FamPrefixQueries
+		}
+		if agg[hits].ranks == 0 {
+			r.Missing |= FamPrefixHits
+		}
+		if agg[famPreemptions].ranks == 0 {
+			r.Missing |= FamPreemptions
+		}
+		if !p.info {
+			r.Missing |= FamCapacity
+		}
+		if agg[queries].ranks > 0 && agg[hits].ranks > 0 {
+			r.Fields |= FieldPrefix
+			r.PrefixQueries, r.PrefixHits = agg[queries].sum, agg[hits].sum
+		}
+	case engSGLang:
+		if agg[famCapTokens].ranks == 0 {
+			r.Missing |= FamCapacity
+		}
+		// cached_tokens_total appears with the first cache hit: until
+		// then the hits are zero.
+		if agg[queries].ranks > 0 {
+			r.Fields |= FieldPrefix
+			r.PrefixQueries, r.PrefixHits = agg[queries].sum, agg[hits].sum
+		}
 	}
 	if agg[famPreemptions].ranks > 0 {
 		r.Fields |= FieldPreemptions
@@ -426,24 +445,78 @@ func (e engine) String() string {
 	return EngineVLLM
 }
 
-// requiredNames names an engine's required families, in errors.
-type requiredNames struct{ running, waiting, kv, queries, hits string }
+// names are the families' names as errors and Report.MissingNames spell
+// them: the current name, a counter without its _total suffix as vLLM
+// registers it, SGLang's with it as SGLang does.
+var names = [numEngines][numFamilies]string{
+	engVLLM: {
+		famRunning:     "vllm:num_requests_running",
+		famWaiting:     "vllm:num_requests_waiting",
+		famKV:          "vllm:kv_cache_usage_perc",
+		famQueries:     "vllm:prefix_cache_queries",
+		famHits:        "vllm:prefix_cache_hits",
+		famPreemptions: "vllm:num_preemptions",
+		famCacheInfo:   "vllm:cache_config_info",
+	},
+	engSGLang: {
+		famRunning:     "sglang:num_running_reqs",
+		famWaiting:     "sglang:num_queue_reqs",
+		famKV:          "sglang:token_usage",
+		famQueries:     "sglang:prompt_tokens_total",
+		famHits:        "sglang:cached_tokens_total",
+		famPreemptions: "sglang:num_retracted_requests_total",
+		famCapTokens:   "sglang:max_total_num_tokens",
+	},
+}
 
-func (e engine) required() requiredNames {
-	if e == engSGLang {
-		return requiredNames{
-			running: "sglang:num_running_reqs",
-			waiting: "sglang:num_queue_reqs",
-			kv:      "sglang:token_usage",
+// name is the name of family f of engine e; a legacy family is named by
+// its current name.
+func (e engine) name(f family) string {
+	switch f {
+	case famKVLegacy:
+		f = famKV
+	case famQueriesLegacy:
+		f = famQueries
+	case famHitsLegacy:
+		f = famHits
+	}
+	return names[e][f]
+}
+
+// optional maps each Families bit to the family it stands for, by engine.
+func (e engine) optional(f Families) family {
+	switch f {
+	case FamPrefixQueries:
+		return famQueries
+	case FamPrefixHits:
+		return famHits
+	case FamPreemptions:
+		return famPreemptions
+	case FamCapacity:
+		if e == engSGLang {
+			return famCapTokens
+		}
+		return famCacheInfo
+	}
+	return famNone
+}
+
+// MissingNames returns the names of the families in r.Missing, in the
+// spelling of r's engine, or nil when none is missing.
+func (r Report) MissingNames() []string {
+	eng := engVLLM
+	if r.Engine == EngineSGLang {
+		eng = engSGLang
+	}
+	var out []string
+	for f := Families(1); f != 0 && f <= FamCapacity; f <<= 1 {
+		if r.Missing&f != 0 {
+			if n := eng.name(eng.optional(f)); n != "" {
+				out = append(out, n)
+			}
 		}
 	}
-	return requiredNames{
-		running: "vllm:num_requests_running",
-		waiting: "vllm:num_requests_waiting",
-		kv:      "vllm:kv_cache_usage_perc",
-		queries: "vllm:prefix_cache_queries",
-		hits:    "vllm:prefix_cache_hits",
-	}
+	return out
 }
 
 // family is a metric family the Report reads.

@@ -137,10 +137,29 @@ func randomRanks(rng *rand.Rand, n int) []rankLoad {
 }
 
 // renderVLLM renders ranks as one vLLM page, with the names of before v0.11
-// when legacy is set, and returns the Report it must parse to.
+// when legacy is set, and returns the Report it must parse to. Now and then
+// an optional family is left out, as an engine without prefix caching or an
+// exporter that does not write them leaves them out.
 func renderVLLM(p *page, ranks []rankLoad, legacy bool) load.Report {
 	want := load.Report{Engine: load.EngineVLLM, Ranks: len(ranks), KVUsageMax: 0,
 		Fields: load.FieldPrefix | load.FieldPreemptions | load.FieldCapacity}
+	var omit load.Families
+	for _, f := range []load.Families{load.FamPrefixQueries, load.FamPrefixHits, load.FamPreemptions, load.FamCapacity} {
+		if p.rng.IntN(6) == 0 {
+			omit |= f
+		}
+	}
+	want.Missing = omit
+	if omit&(load.FamPrefixQueries|load.FamPrefixHits) != 0 {
+		want.Fields &^= load.FieldPrefix
+	}
+	if omit&load.FamPreemptions != 0 {
+		want.Fields &^= load.FieldPreemptions
+	}
+	if omit&load.FamCapacity != 0 {
+		want.Fields &^= load.FieldCapacity
+	}
+	with := func(f load.Families) bool { return omit&f == 0 }
 	kvName, qName, hName := "vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries", "vllm:prefix_cache_hits"
 	if legacy {
 		kvName, qName, hName = "vllm:gpu_cache_usage_perc", "vllm:gpu_prefix_cache_queries", "vllm:gpu_prefix_cache_hits"
@@ -163,9 +182,15 @@ func renderVLLM(p *page, ranks []rankLoad, legacy bool) load.Report {
 		p.sample("vllm:num_requests_running", labels(), r.running)
 		p.sample("vllm:num_requests_waiting", labels(), r.waiting)
 		p.sample(kvName, labels(), r.kv)
-		p.sample(qName+suffix, labels(), r.queries)
-		p.sample(hName+suffix, labels(), r.hits)
-		p.sample("vllm:num_preemptions"+suffix, labels(), r.preempted)
+		if with(load.FamPrefixQueries) {
+			p.sample(qName+suffix, labels(), r.queries)
+		}
+		if with(load.FamPrefixHits) {
+			p.sample(hName+suffix, labels(), r.hits)
+		}
+		if with(load.FamPreemptions) {
+			p.sample("vllm:num_preemptions"+suffix, labels(), r.preempted)
+		}
 		nb := strconv.FormatInt(r.blocks, 10)
 		if p.rng.IntN(20) == 0 {
 			nb = "None"
@@ -176,14 +201,20 @@ func renderVLLM(p *page, ranks []rankLoad, legacy bool) load.Report {
 		if !noEngine {
 			ci = append(ci, [2]string{"engine", strconv.Itoa(i)})
 		}
-		p.sample("vllm:cache_config_info", ci, 1)
+		if with(load.FamCapacity) {
+			p.sample("vllm:cache_config_info", ci, 1)
+		}
 		want.Running += r.running
 		want.Waiting += r.waiting
 		want.KVUsage += r.kv
 		want.KVUsageMax = max(want.KVUsageMax, r.kv)
-		want.PrefixQueries += r.queries
-		want.PrefixHits += r.hits
-		want.Preemptions += r.preempted
+		if want.Has(load.FieldPrefix) {
+			want.PrefixQueries += r.queries
+			want.PrefixHits += r.hits
+		}
+		if want.Has(load.FieldPreemptions) {
+			want.Preemptions += r.preempted
+		}
 		blocks += r.blocks
 	}
 	want.KVUsage /= float64(len(ranks))
@@ -204,10 +235,13 @@ func renderSGLang(p *page, ranks []rankLoad) load.Report {
 	withPriority := p.rng.IntN(2) == 0
 	withRetractions := p.rng.IntN(3) > 0
 	var tokens int64
+	want.Missing = load.FamCapacity // until a rank shows its capacity
 	for i, r := range ranks {
 		if r.tokens < 0 || p.rng.IntN(20) == 0 {
 			want.Fields &^= load.FieldCapacity
 			r.tokens = -1
+		} else {
+			want.Missing = 0
 		}
 		for tp := range tpRanks {
 			labels := func(priority string) [][2]string {

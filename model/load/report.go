@@ -2,6 +2,8 @@ package load
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -12,18 +14,50 @@ const (
 )
 
 // ErrUnreadable means a page could not be read as an engine's load: it lacks
-// a family the Report needs, belongs to no known engine, or a line of a
-// needed family is malformed. The error wrapping it names what was wrong,
-// such as the missing families. An unreadable page says nothing about the
-// engine's load; it must never be taken for an idle engine.
+// a family the Report needs (a *MissingError), belongs to no known engine,
+// or a line of a family read is malformed. The error wrapping it names what
+// was wrong. An unreadable page says nothing about the engine's load; it
+// must never be taken for an idle engine.
 var ErrUnreadable = errors.New("load: unreadable page")
+
+// MissingError is the error of a page that lacks families routing needs:
+// running, waiting or KV usage. It wraps ErrUnreadable.
+type MissingError struct {
+	// Engine is EngineVLLM or EngineSGLang.
+	Engine string
+	// Families are the missing families' names, such as
+	// vllm:kv_cache_usage_perc, in a fixed order.
+	Families []string
+}
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("%v: %s: missing %s", ErrUnreadable, e.Engine, strings.Join(e.Families, ", "))
+}
+
+func (e *MissingError) Unwrap() error { return ErrUnreadable }
+
+// Families is a set of the optional families of a page that Report.Missing
+// reports. Report.MissingNames spells them in the engine's names.
+type Families uint8
+
+const (
+	// FamPrefixQueries: vllm:prefix_cache_queries.
+	FamPrefixQueries Families = 1 << iota
+	// FamPrefixHits: vllm:prefix_cache_hits.
+	FamPrefixHits
+	// FamPreemptions: vllm:num_preemptions.
+	FamPreemptions
+	// FamCapacity: vllm:cache_config_info; sglang:max_total_num_tokens.
+	FamCapacity
+)
 
 // Field is a set of the optional parts of a Report.
 type Field uint8
 
 const (
-	// FieldPrefix: PrefixQueries and PrefixHits were on the page. Always
-	// set for vLLM, whose prefix counters are required.
+	// FieldPrefix: PrefixQueries and PrefixHits were on the page (for
+	// SGLang, prompt_tokens_total; its cached_tokens_total comes with the
+	// first cache hit).
 	FieldPrefix Field = 1 << iota
 	// FieldPreemptions: Preemptions was on the page.
 	FieldPreemptions
@@ -76,6 +110,13 @@ type Report struct {
 	KVCapacityTokens int64
 	// Fields says which optional parts were on the page.
 	Fields Field
+	// Missing is the optional families the engine creates at start-up
+	// beside the required ones and the page lacked: a vLLM started
+	// without prefix caching, or an exporter that leaves them out. The
+	// Report is read without them: Fields says what that cost. Families
+	// an engine creates on first use (SGLang's counters) are never
+	// missing.
+	Missing Families
 }
 
 // Has reports whether r carries every part in f.

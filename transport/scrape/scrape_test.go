@@ -231,6 +231,20 @@ func TestScrapeGarbage(t *testing.T) {
 	}
 }
 
+// TestScrapeWithoutPrefixCounters: the page of an engine without prefix
+// caching (running, waiting and KV usage, no vllm:prefix_cache_*) is a load
+// report, read in pieces as it arrives, not an unreadable page.
+func TestScrapeWithoutPrefixCounters(t *testing.T) {
+	page := []byte("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 4\n" +
+		"vllm:num_requests_waiting{model_name=\"m\"} 2\nvllm:kv_cache_usage_perc{model_name=\"m\"} 0.5\n" +
+		strings.Repeat("# padding so that the page spans reads\n", 2000) + "vllm:generation_tokens_total 7\n")
+	e := startEngine(t, serve(page))
+	r, _, err := scrapeOnce(t, newScraper(t, scrape.Options{}), e.URL, time.Second)
+	if err != nil || r.Running != 4 || r.Waiting != 2 || r.KVUsage != 0.5 || r.Has(load.FieldPrefix) {
+		t.Fatalf("got %+v, %v; want the page's load without prefix counters", r, err)
+	}
+}
+
 func TestScrapeStatus(t *testing.T) {
 	s := newScraper(t, scrape.Options{})
 	e := startEngine(t, func(_ *engine, w http.ResponseWriter, _ *http.Request) {
