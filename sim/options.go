@@ -30,6 +30,10 @@ type Options struct {
 	// it, such as tcp://127.0.0.1:0: in-process fleets publish on loopback
 	// ports picked by the kernel (EventEndpoints tells them). No flag.
 	KVEventsBind bool
+	// MetricsOmit names families left off /metrics (--metrics-omit), as an
+	// engine without them would serve its page: llm-d's inference simulator
+	// has no prefix-cache counters.
+	MetricsOmit []string
 }
 
 // DefaultOptions are the simulator's defaults: an 8B model on one 24 GB GPU.
@@ -139,6 +143,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(boolNeg{&e.PrefixCaching}, "no-enable-prefix-caching", "keep no finished blocks")
 	fs.BoolVar(&o.EnablePromptTokensDetails, "enable-prompt-tokens-details", o.EnablePromptTokensDetails, "report cached tokens in usage.prompt_tokens_details")
 	fs.StringVar(&o.KVEventsConfig, "kv-events-config", o.KVEventsConfig, `publish KV events, as vLLM's flag (JSON, e.g. '{"enable_kv_cache_events": true}')`)
+	fs.Var((*stringList)(&o.MetricsOmit), "metrics-omit", "leave a family off /metrics, such as vllm:prefix_cache_queries (repeatable; not a vLLM flag)")
 	fs.StringVar(&o.KVEventsEncoding, "kv-events-encoding", o.KVEventsEncoding, "KV event layout: map (vLLM >= 0.23) or array (<= 0.22)")
 	fs.Var(durFlag{&e.Latency.PrefillToken, time.Microsecond}, "prefill-token-us", "prefill cost a per uncached token, µs (default 100)")
 	fs.Float64Var(&e.Latency.PrefillPair, "prefill-pair-ns", e.Latency.PrefillPair, "prefill cost b per token pair, ns")

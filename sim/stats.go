@@ -40,7 +40,7 @@ func newEngineStats(inst *instance) *engineStats {
 		{Name: "swap_space", Value: "4"},
 	}
 	return &engineStats{
-		m:   vllmmetrics.New(inst.opts.Names()[0], cfg.MaxModelLen, info),
+		m:   vllmmetrics.New(inst.opts.Names()[0], cfg.MaxModelLen, info, vllmmetrics.WithoutFamilies(inst.opts.MetricsOmit...)),
 		eng: inst.eng,
 	}
 }

@@ -136,6 +136,7 @@ type replicaView struct {
 	Pending  int    `json:"pending"`
 	Engine   *struct {
 		AgeMillis float64 `json:"age_ms"`
+		Running   float64 `json:"running"`
 	} `json:"engine"`
 	PromptTokensChecked   uint64   `json:"prompt_tokens_checked"`
 	PromptTokensAgreement *float64 `json:"prompt_tokens_agreement"`

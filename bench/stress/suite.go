@@ -133,6 +133,8 @@ func suite() []scenario {
 			"every stream completes; every scrape 200, counters never go backwards", 90 * time.Second, runScrape},
 		{"wide", "64 replicas scraped every 100 ms under 2,000 req/s for 10 s (short: 4 s)",
 			"0 errors; oldest engine report ≤ 250 ms (load.max_age) on every read", 90 * time.Second, runWide},
+		{"partialpage", "An engine whose /metrics page lacks the prefix-cache families beside a whole one, cost_model at 200 req/s, 2,000 requests (short: 600)",
+			"0 errors; both replicas used; the partial page's report read and fresh (≤ load.max_age) on every read, its running count seen, no scrape unreadable; metrics_partial naming the families on that replica and no warning on the other", 45 * time.Second, runPartialPage},
 		{"tokenizer", "A gateway whose tokenizer is not the engines' (one token a character) under 500 req/s, 2,000 requests (short: 400), cost_model over 2 simulators",
 			"0 errors; both replicas used; every answer's prompt count checked and counted as a mismatch; tokenizer_mismatch and capacity_units on /admin/replicas for each replica, agreement 0", 45 * time.Second, runTokenizer},
 	}

@@ -55,6 +55,7 @@ type Option func(*options)
 type options struct {
 	created   time.Time
 	noCreated bool
+	omit      map[string]bool // family names left off the page
 }
 
 // WithCreated sets the timestamp of every _created sample. prometheus_client
@@ -69,6 +70,21 @@ func WithCreated(t time.Time) Option {
 // (api_server_count > 1).
 func WithoutCreated() Option {
 	return func(o *options) { o.noCreated = true }
+}
+
+// WithoutFamilies leaves the named families (vllm:prefix_cache_queries,
+// vllm:cache_config_info, …) off the page, as engines that lack them do:
+// llm-d's inference simulator publishes no prefix-cache counters, for one.
+// Names the page does not have are ignored.
+func WithoutFamilies(names ...string) Option {
+	return func(o *options) {
+		if o.omit == nil {
+			o.omit = make(map[string]bool, len(names))
+		}
+		for _, n := range names {
+			o.omit[n] = true
+		}
+	}
 }
 
 // Metrics holds the vLLM metrics of one simulated engine (engine="0") and

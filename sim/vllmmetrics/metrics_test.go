@@ -310,6 +310,25 @@ func TestWithoutCreated(t *testing.T) {
 	}
 }
 
+func TestWithoutFamilies(t *testing.T) {
+	omit := []string{"vllm:prefix_cache_queries", "vllm:prefix_cache_hits", "vllm:cache_config_info"}
+	m := vllmmetrics.New("m", 16, nil, vllmmetrics.WithoutFamilies(omit...))
+	m.SetRunning(3)
+	page := string(m.AppendText(nil))
+	for _, f := range omit {
+		if strings.Contains(page, f) {
+			t.Errorf("page has %s", f)
+		}
+	}
+	fams, err := parsePage(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := value(fams, "vllm:num_requests_running"); err != nil || v != 3 {
+		t.Errorf("running = %v, %v; want 3", v, err)
+	}
+}
+
 func TestSleepLevel(t *testing.T) {
 	m := vllmmetrics.New("m", 16, nil)
 	f := func(level int, awake, offloaded, discarded float64) {

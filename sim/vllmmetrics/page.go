@@ -312,6 +312,9 @@ func buildPage(modelName string, maxModelLen int, cacheInfo []Label, o options) 
 	}
 
 	for _, f := range families(maxModelLen) {
+		if o.omit[f.name] {
+			continue
+		}
 		sample := f.name // a counter's samples and header carry _total
 		if f.kind == counter {
 			sample += "_total"
@@ -371,6 +374,11 @@ func buildPage(modelName string, maxModelLen int, cacheInfo []Label, o options) 
 		info = append(info, l)
 	}
 	info = append(info, Label{"engine", "0"})
+	if o.omit["vllm:cache_config_info"] {
+		p.parts = b.parts
+		p.tail = b.pending
+		return &p
+	}
 	b.text("# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n",
 		"# TYPE vllm:cache_config_info gauge\n", "vllm:cache_config_info", labelText(info), " ")
 	b.value(opScalar, sCacheConfigInfo, 0)
