@@ -106,7 +106,7 @@ func Scenarios() [][2]string {
 func suite() []scenario {
 	return []scenario{
 		{"streams", "2,000 concurrent streams through the gateway over 3 simulators",
-			"all complete, 0 errors, each replica within ±15% of an even share", 90 * time.Second, runStreams},
+			"all complete, 0 errors, each replica within ±15% of an even share", time.Minute, runStreams},
 		{"latency", "Open loop at 2,000 and 5,000 req/s, 10,000 requests each (short: 5,000), through the gateway and straight to the --zero-latency simulators, metrics and load scraping on",
 			"0 errors; rate kept within 10%; added p50 ≤ 1 ms and p99 ≤ 10 ms (medians over block pairs; a pair run while other processes kept half a core busy is measured again)", 2 * time.Minute, runLatency},
 		{"decisionlog", "The decision log at full sampling: gateways with and without it at 5,000 req/s, 10,000 requests each (short: 5,000), cost_model over 3 --zero-latency simulators",
@@ -134,9 +134,9 @@ func suite() []scenario {
 		{"wide", "64 replicas scraped every 100 ms under 2,000 req/s for 10 s (short: 4 s)",
 			"0 errors; oldest engine report ≤ 250 ms (load.max_age) on every read", 90 * time.Second, runWide},
 		{"partialpage", "An engine whose /metrics page lacks the prefix-cache families beside a whole one, cost_model at 200 req/s, 2,000 requests (short: 600)",
-			"0 errors; both replicas used; the partial page's report read and fresh (≤ load.max_age) on every read, its running count seen, no scrape unreadable; metrics_partial naming the families on that replica and no warning on the other", 45 * time.Second, runPartialPage},
+			"0 errors; both replicas used; the partial page's report read and fresh (≤ load.max_age) on every read, its running count seen, no scrape unreadable; metrics_partial naming the families on that replica and no warning on the other", 30 * time.Second, runPartialPage},
 		{"tokenizer", "A gateway whose tokenizer is not the engines' (one token a character) under 500 req/s, 2,000 requests (short: 400), cost_model over 2 simulators",
-			"0 errors; both replicas used; every answer's prompt count checked and counted as a mismatch; tokenizer_mismatch and capacity_units on /admin/replicas for each replica, agreement 0", 45 * time.Second, runTokenizer},
+			"0 errors; both replicas used; every answer's prompt count checked and counted as a mismatch; tokenizer_mismatch and capacity_units on /admin/replicas for each replica, agreement 0", 30 * time.Second, runTokenizer},
 	}
 }
 
