@@ -20,7 +20,10 @@
 //     It publishes the membership as an immutable view through an atomic
 //     pointer, which Fleet's read methods load without messaging.
 //   - One routing actor per model (actors/routing) answers Pick from the
-//     replicas' snapshots and takes the winner's lease before answering. A
+//     replicas' snapshots and, for the cache-aware policies, the estimates
+//     it gathers from their replica actors (routing.Decide waits for them
+//     under routing.estimate_deadline), and takes the winner's lease before
+//     answering. A
 //     model with an A/B split (routing.split or its own split) has one per
 //     policy, each with its own policy state; Pick and Explain choose the
 //     arm from the request's key (policy.Split), so a conversation stays

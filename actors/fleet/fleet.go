@@ -19,6 +19,7 @@ import (
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/route"
 )
 
 // startTimeout bounds Start's wait for the fleet actor's first start, which
@@ -366,9 +367,12 @@ func (st *state) resolveFirst() {
 // Pick asks the routing actor of the model's arm the request falls in (by
 // req.Policy.Key, see policy.Split) for a replica for one attempt and
 // returns the decision with its lease, which the caller ends with Done. It
-// sends one message and waits on one future, until req.Deadline at the
-// latest (a zero Deadline has passed). A decision is never returned after
-// the deadline: one that arrives late is released and ErrDeadline returned.
+// sends one message and waits for its answer (routing.Decide, which also
+// keeps routing.estimate_deadline for the estimate broadcast), until
+// req.Deadline at the latest (a zero Deadline has passed). A decision is
+// never returned after the deadline: one that arrives late is released and
+// route.ErrDeadline returned. The routing errors come back as the routing
+// actor answered them (route.ErrNoReplica, route.ErrOverloaded).
 func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 	t := f.table.Load()
 	m, ok := t.byName[req.Model]
@@ -378,61 +382,18 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 	if f.stopped.Load() {
 		return Decision{}, ErrStopped
 	}
-	wait := time.Until(req.Deadline)
-	if wait <= 0 {
-		return Decision{}, ErrDeadline
-	}
 	a := m.arm(req.Policy.Key)
 	msg := &routing.Pick{Request: req.Policy, Deadline: req.Deadline, Log: req.Log}
 	if len(req.Exclude) > 0 {
 		// The actor may read it after Pick has given up waiting.
 		msg.Exclude = slices.Clone(req.Exclude)
 	}
-	// The answer comes through the message's own channel rather than a
-	// protoactor future: no registry entry, no AfterFunc per decision.
-	msg.Answered = make(chan struct{}, 1)
-	f.sys.Root.Send(a.routing, msg)
-	// One timer: first the estimate deadline, when the actor broadcasts
-	// estimate requests (it decides when the last replica answers, and
-	// past routing.estimate_deadline this asker tells it to decide with
-	// what it has), then the request's own deadline.
-	gathering := a.estimates && len(req.Policy.Blocks) > 0
-	first := wait
-	if gathering {
-		first = min(max(t.estimateDeadline, time.Microsecond), wait)
+	p := routing.Decide(f.sys.Root, a.routing, msg, a.estimates && len(req.Policy.Blocks) > 0, t.estimateDeadline)
+	if p == nil {
+		return Decision{}, route.ErrDeadline // the actor will release what it takes
 	}
-	timer := time.NewTimer(first)
-	defer timer.Stop()
-	var p *routing.Picked
-	for p == nil {
-		select {
-		case <-msg.Answered:
-			p = msg.Answer()
-		case <-timer.C:
-			if gathering {
-				gathering = false
-				f.sys.Root.Send(a.routing, &routing.Gathered{Pick: msg})
-				if rest := time.Until(req.Deadline); rest > 0 {
-					timer.Reset(rest)
-					continue
-				}
-			}
-			if msg.Abandon() {
-				return Decision{}, ErrDeadline // the actor will release what it takes
-			}
-			p = msg.Answer() // answered just as the deadline passed
-		}
-	}
-	switch p.Err {
-	case nil:
-	case routing.ErrNoReplica:
-		return Decision{}, ErrNoReplica
-	case routing.ErrOverloaded:
-		return Decision{}, ErrOverloaded
-	case routing.ErrDeadline:
-		return Decision{}, ErrDeadline
-	default:
-		return Decision{}, fmt.Errorf("fleet: routing: %w", p.Err)
+	if p.Err != nil {
+		return Decision{}, p.Err
 	}
 	if !time.Now().Before(req.Deadline) {
 		p.Lease.Release()
@@ -444,7 +405,7 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 				f.sys.Root.Send(mem.pid, &replica.RequestDone{Outcome: replica.OutcomeCancelled, Attempt: p.Attempt})
 			}
 		}
-		return Decision{}, ErrDeadline
+		return Decision{}, route.ErrDeadline
 	}
 	d := Decision{Replica: p.Replica.ID, URL: p.Replica.URL, Policy: p.Policy, Lease: p.Lease, Explanation: p.Explanation}
 	if p.Attempt != nil {
@@ -477,7 +438,8 @@ func (f *Fleet) FirstByte(d Decision) {
 // ErrUnknownPolicy when the model has no arm named pol. It waits until
 // deadline at the latest.
 func (f *Fleet) Explain(model, pol string, req policy.Request, deadline time.Time) (*routing.Explanation, error) {
-	m, ok := f.table.Load().byName[model]
+	t := f.table.Load()
+	m, ok := t.byName[model]
 	if !ok {
 		return nil, ErrUnknownModel
 	}
@@ -490,16 +452,11 @@ func (f *Fleet) Explain(model, pol string, req policy.Request, deadline time.Tim
 	if f.stopped.Load() {
 		return nil, ErrStopped
 	}
-	msg := &routing.Explain{Request: req, Deadline: deadline, Answered: make(chan *routing.Explanation, 1)}
-	f.sys.Root.Send(a.routing, msg)
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	select {
-	case ex := <-msg.Answered:
-		return ex, nil
-	case <-timer.C:
-		return nil, ErrDeadline
+	ex := routing.Explaining(f.sys.Root, a.routing, &routing.Explain{Request: req, Deadline: deadline}, t.estimateDeadline)
+	if ex == nil {
+		return nil, route.ErrDeadline
 	}
+	return ex, nil
 }
 
 // UsesEstimates reports whether a policy of the model (any arm of its

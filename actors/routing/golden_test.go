@@ -19,6 +19,7 @@ import (
 	"github.com/inferrail/inferrail/model/load"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/prefix"
+	"github.com/inferrail/inferrail/model/route"
 	"github.com/inferrail/inferrail/model/shadow"
 )
 
@@ -41,7 +42,7 @@ func (a *seededAnswerer) Receive(ctx actor.Context) {
 		return
 	}
 	a.asked++
-	q := &m.Gather.Query
+	q := m.Gather.Query()
 	h := a.salt ^ uint64(q.PromptTokens)*0x9e3779b97f4a7c15 ^ a.asked
 	if len(q.Blocks) > 0 {
 		h ^= q.Blocks[0].Lo
@@ -50,7 +51,7 @@ func (a *seededAnswerer) Receive(ctx actor.Context) {
 	if h%3 != 0 {
 		cached = int(h>>8) % (q.PromptTokens + 1) / 16 * 16
 	}
-	var r replica.Reply
+	var r route.Reply
 	r.CachedTokens = cached
 	r.QueuedPrefill = time.Duration(h>>20%400) * time.Millisecond
 	r.Waiting = int(h >> 40 % 5)

@@ -1,4 +1,4 @@
-package fleet
+package cluster
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inferrail/inferrail/bench/workload"
+	"github.com/inferrail/inferrail/sim/workload"
 )
 
 // updateGolden rewrites testdata/golden-picks.txt from the code as it is.
@@ -159,7 +159,7 @@ func TestGoldenPicks(t *testing.T) {
 		}
 	}
 	if *updateGolden {
-		out := "# case policy digest picks: sim/fleet's decisions per request (base-36 replica, '-' rejected),\n" +
+		out := "# case policy digest picks: sim/cluster's decisions per request (base-36 replica, '-' rejected),\n" +
 			"# captured before the routing core moved to model/route; TestGoldenPicks holds the code to them.\n" +
 			strings.Join(lines, "\n") + "\n"
 		if err := os.MkdirAll(filepath.Dir(goldenFile), 0o755); err != nil {
