@@ -31,7 +31,7 @@
 //     indexes.
 //   - One replica actor per replica (actors/replica) owns health, ejection
 //     and model cards, and publishes snapshots.
-//   - One shadow worker per model with shadow policies (shadow.go), a
+//   - One trial worker per model with shadow policies (trial.go), a
 //     goroutine Start starts and Stop ends: the model's routing actors hand
 //     it each decision through a bounded queue, never waiting (a full queue
 //     drops and counts), and it replays the decision through every shadow
@@ -39,5 +39,5 @@
 //     It owns the shadow policies' state and random sources.
 //
 // Every goroutine the fleet's actors start (probers, resolvers) and the
-// shadow workers are joined by Stop.
+// trial workers are joined by Stop.
 package fleet

@@ -58,18 +58,18 @@ type Options struct {
 	// (inferrail_routing_steered_total), and where the shadow policies
 	// count (inferrail_shadow_*). Nil keeps them private.
 	RoutingMetrics *metrics.Set
-	// ShadowQueue is how many decisions may wait for a model's shadow
-	// worker before new ones are dropped. 0 takes DefaultShadowQueue.
-	ShadowQueue int
+	// TrialQueue is how many decisions may wait for a model's shadow
+	// worker before new ones are dropped. 0 takes DefaultTrialQueue.
+	TrialQueue int
 	// ShadowLog, when not nil, gets the shadow log (observability.
 	// shadow_log): a config line for each generation that builds shadow
 	// policies, and a line for each decision they replay (see
 	// model/shadow). The shadows wait for it, never the requests.
-	ShadowLog ShadowLog
+	TrialLog TrialLog
 
-	// extraShadow, when not nil, adds its policy to every model's shadows:
-	// a test's way to stall the shadow worker.
-	extraShadow func() policy.Policy
+	// extraTrial, when not nil, adds its policy to every model's shadows:
+	// a test's way to stall the trial worker.
+	extraTrial func() policy.Policy
 }
 
 // Fleet is the running set of gateway actors for one config. Its methods are
@@ -93,16 +93,16 @@ type Fleet struct {
 	// gen counts its successes (under reconfigMu).
 	reconfigMu sync.Mutex
 	gen        int
-	// ctx ends when the fleet stops: the shadow workers and the goroutines
+	// ctx ends when the fleet stops: the trial workers and the goroutines
 	// retiring replaced routing actors watch it.
 	ctx context.Context
 
 	goroutines *sync.WaitGroup
 	stopped    atomic.Bool
 	stopOnce   sync.Once
-	// stopShadows ends the shadow workers' goroutines (joined with
+	// stopTrials ends the trial workers' goroutines (joined with
 	// goroutines).
-	stopShadows context.CancelFunc
+	stopTrials context.CancelFunc
 }
 
 // table is the configured models as one config routes them. Immutable once
@@ -123,10 +123,10 @@ type model struct {
 	arms      []*arm // as split.Arms()
 	estimates bool   // some arm broadcasts estimate requests
 	// shadows runs the model's shadow policies; nil without any.
-	shadows *shadowWorker
-	// shadowKey names the shadow policies and their settings: a reload
+	trials *trialWorker
+	// trialKey names the shadow policies and their settings: a reload
 	// that leaves it alone keeps the worker.
-	shadowKey string
+	trialKey string
 }
 
 // arm is one policy of a model's split, with its own routing actor. A model
@@ -164,7 +164,7 @@ func (m *model) armNamed(name string) (*arm, bool) {
 // resolved once before Start returns (a group whose first lookup fails
 // starts empty and is retried every refresh). The arms of a split share the
 // replica actors: the cache-aware arms record their decisions in the same
-// shadow indexes. A model with shadow policies gets a shadow worker, fed
+// shadow indexes. A model with shadow policies gets a trial worker, fed
 // by all its arms. It fails on a config it cannot route: a model whose
 // policy is not implemented yet. Stop releases everything Start started.
 //
@@ -260,11 +260,11 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	}
 	st.resolveFirst()
 
-	sctx, stopShadows := context.WithCancel(context.Background())
-	f.ctx, f.stopShadows = sctx, stopShadows
-	f.logShadows(workers)
+	sctx, stopTrials := context.WithCancel(context.Background())
+	f.ctx, f.stopTrials = sctx, stopTrials
+	f.logTrials(workers)
 	for _, w := range workers {
-		f.startShadows(w)
+		f.startTrials(w)
 	}
 	f.sys = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log.With("component", "protoactor") }),
@@ -277,7 +277,7 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	pid, err := f.sys.Root.SpawnNamed(props, "fleet")
 	if err != nil {
 		f.sys.Shutdown()
-		stopShadows()
+		stopTrials()
 		st.goroutines.Wait()
 		return nil, fmt.Errorf("fleet: spawn: %w", err)
 	}
@@ -299,9 +299,9 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	return f, nil
 }
 
-// shadowStream is the random stream of shadow policy k of model i. The arms
+// trialStream is the random stream of shadow policy k of model i. The arms
 // draw from streams i | j<<32 (model i, arm j), which never set bit 31.
-func shadowStream(i, k int) uint64 { return uint64(i) | 1<<31 | uint64(k)<<32 }
+func trialStream(i, k int) uint64 { return uint64(i) | 1<<31 | uint64(k)<<32 }
 
 // modelPolicy returns a fresh policy named name, one arm of model m's
 // split, with its parameters from the routing section and the model's cost
@@ -596,7 +596,7 @@ func (f *Fleet) Stop() {
 		if err := f.sys.Root.StopFuture(f.pid).Wait(); err != nil {
 			f.sys.Logger().Error("fleet: stop", "err", err)
 		}
-		f.stopShadows()
+		f.stopTrials()
 		f.goroutines.Wait()
 		f.sys.Shutdown()
 	})

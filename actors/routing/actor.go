@@ -64,19 +64,20 @@ type Config struct {
 	// Metrics counts deadline misses, guards and steering, labelled with
 	// the model. Nil counts into a set of its own.
 	Metrics *metrics.Set
-	// Shadows, when not nil, gets every decision that picked a replica and
+	// Trials, when not nil, gets every decision that picked a replica and
 	// reached its asker: the request, a copy of the candidates the policy
 	// chose among and its pick, for the model's shadow policies. The
 	// candidates then carry running requests, KV usage and the published
 	// queue even without the estimate broadcast, so that the cost model can
 	// price the picks; the policy's decision is the same either way.
-	Shadows Shadows
+	Trials Trials
 }
 
-// Shadows takes decisions for a model's shadow policies (the fleet's shadow
-// worker). Offer never blocks: a decision it has no room for is dropped and
+// Trials takes decisions for a model's shadow policies (the fleet's trial
+// worker), called trials here so as not to be confused with the replicas'
+// shadow state (replica.Shadow). Offer never blocks: a decision it has no room for is dropped and
 // counted. It owns d once called.
-type Shadows interface {
+type Trials interface {
 	Offer(d *shadow.Decision)
 }
 
@@ -102,7 +103,7 @@ func Props(cfg Config) *actor.Props {
 	st := &state{Config: cfg, name: cfg.Policy.Name(), log: cfg.Logger.With("model", cfg.Model),
 		m:      newActorMetrics(cfg.Metrics, cfg.Model),
 		core:   route.New(route.Config{Policy: cfg.Policy, Rand: cfg.Rand, Cost: cfg.CostModel, Fanout: cfg.Fanout}),
-		detail: cfg.Estimates || cfg.Shadows != nil,
+		detail: cfg.Estimates || cfg.Trials != nil,
 		parked: make(map[Message]*pending)}
 	return actor.PropsFromProducer(func() actor.Actor { return &routingActor{st: st} })
 }
@@ -178,8 +179,8 @@ func (a *routingActor) pick(ctx actor.Context, m *Pick) {
 
 // answer hands p to m's asker, or releases its lease if the asker left.
 func (a *routingActor) answer(ctx actor.Context, m *Pick, p *Picked) {
-	sd := p.shadow
-	p.shadow = nil
+	sd := p.trial
+	p.trial = nil
 	if !m.settle(p) {
 		// The asker stopped waiting: give the slots back, say nothing.
 		if p.Lease != nil {
@@ -191,7 +192,7 @@ func (a *routingActor) answer(ctx actor.Context, m *Pick, p *Picked) {
 		ctx.Respond(p)
 	}
 	if sd != nil {
-		a.st.Shadows.Offer(sd)
+		a.st.Trials.Offer(sd)
 	}
 }
 
@@ -292,8 +293,8 @@ func (a *routingActor) choose(m *Pick, cands []policy.Candidate, snaps []*replic
 	} else if a.st.Records {
 		a.record(p, req)
 	}
-	if a.st.Shadows != nil {
-		p.shadow = &shadow.Decision{Policy: a.st.name, Request: *req, Cands: slices.Clone(cands), Routed: k}
+	if a.st.Trials != nil {
+		p.trial = &shadow.Decision{Policy: a.st.name, Request: *req, Cands: slices.Clone(cands), Routed: k}
 	}
 	return p
 }

@@ -131,9 +131,9 @@ func TestExplainAfterEstimateDeadline(t *testing.T) {
 func TestPickNotWritten(t *testing.T) {
 	sys := newSystem(t)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	rec := &shadowRecorder{}
+	rec := &trialRecorder{}
 	pid := sys.Root.Spawn(Props(Config{Model: "m", Policy: &policy.RoundRobin{}, Rand: rand.New(rand.NewPCG(1, 1)),
-		Now: func() time.Time { return now }, Shadows: rec}))
+		Now: func() time.Time { return now }, Trials: rec}))
 	t.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })
 	sys.Root.Send(pid, &ReplicasChanged{Replicas: []Replica{newFake("r0", []string{"m"}, replica.NewCounters(0, 0))}})
 	m := &Pick{}

@@ -59,10 +59,10 @@ func (a *seededAnswerer) Receive(ctx actor.Context) {
 	m.Gather.Fill(m.Slot, r)
 }
 
-// shadowRecorder keeps the decisions offered to the shadows.
-type shadowRecorder struct{ got []*shadow.Decision }
+// trialRecorder keeps the decisions offered to the shadows.
+type trialRecorder struct{ got []*shadow.Decision }
 
-func (s *shadowRecorder) Offer(d *shadow.Decision) { s.got = append(s.got, d) }
+func (s *trialRecorder) Offer(d *shadow.Decision) { s.got = append(s.got, d) }
 
 // goldenScenario is one way a routing actor is set up.
 type goldenScenario struct {
@@ -134,12 +134,12 @@ func runGolden(t *testing.T, sys *actor.ActorSystem, name string, sc goldenScena
 		t.Fatal(err)
 	}
 	src := rand.NewPCG(seed, 1)
-	var rec *shadowRecorder
+	var rec *trialRecorder
 	cfg := Config{Model: "m", Policy: p, Rand: rand.New(src), Source: src, Now: clock, Estimates: sc.estimates,
 		Records: sc.records, CostModel: cost.Default(), Fanout: sc.fanout, MaxAge: 250 * time.Millisecond}
 	if sc.shadows {
-		rec = &shadowRecorder{}
-		cfg.Shadows = rec
+		rec = &trialRecorder{}
+		cfg.Trials = rec
 	}
 	pid := sys.Root.Spawn(Props(cfg))
 	t.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })

@@ -132,9 +132,9 @@ type Picked struct {
 	// it: every replica as the policy saw it, and the one chosen.
 	Explanation *Explanation
 
-	// shadow is the decision for Config.Shadows, which the actor takes
+	// trial is the decision for Config.Trials, which the actor takes
 	// back before answering.
-	shadow *shadow.Decision
+	trial *shadow.Decision
 }
 
 // An answer can reach its future after it timed out: the asker then reads
