@@ -207,8 +207,8 @@ func (a *routingActor) see(now time.Time) {
 			Room: c.HasRoom(), InFlight: c.InFlight(), Pending: c.Pending(), Ledger: ledger(s)}
 		if a.st.detail {
 			v.Key = policy.ReplicaKey(s.ID)
-			if r, ok := s.FreshLoad(now, a.st.MaxAge); ok {
-				v.Fresh, v.Running, v.KVUsage = true, int(r.Running), r.KVUsage
+			if l, ok := s.FreshLoad(now, a.st.MaxAge); ok {
+				v.Fresh, v.Running, v.KVUsage = true, int(l.Running), l.KVUsage
 			}
 		}
 		a.views = append(a.views, v)
@@ -277,25 +277,25 @@ func (a *routingActor) choose(m *Pick, cands []policy.Candidate, snaps []*replic
 		a.req.Now = now
 	}
 	req := &a.req
-	defer func() { a.req = policy.Request{} }()
 	var lease *replica.Lease
 	cands, k, err := a.st.core.Choose(req, cands, offered, func(c *policy.Candidate) bool {
 		var ok bool
 		lease, ok = snaps[c.Replica].Counters.TryAcquire()
 		return ok
 	})
-	if err != nil {
-		return &Picked{Err: err, Policy: a.st.name}
+	p := &Picked{Err: err, Policy: a.st.name}
+	if err == nil {
+		p.Replica, p.Lease = snaps[cands[k].Replica], lease
+		if a.st.Estimates {
+			a.assign(p, &cands[k], req)
+		} else if a.st.Records {
+			a.record(p, req)
+		}
+		if a.st.Trials != nil {
+			p.trial = &shadow.Decision{Policy: a.st.name, Request: *req, Cands: slices.Clone(cands), Routed: k}
+		}
 	}
-	p := &Picked{Replica: snaps[cands[k].Replica], Lease: lease, Policy: a.st.name}
-	if a.st.Estimates {
-		a.assign(p, &cands[k], req)
-	} else if a.st.Records {
-		a.record(p, req)
-	}
-	if a.st.Trials != nil {
-		p.trial = &shadow.Decision{Policy: a.st.name, Request: *req, Cands: slices.Clone(cands), Routed: k}
-	}
+	a.req = policy.Request{} // the blocks are the Pick's: keep none
 	return p
 }
 
