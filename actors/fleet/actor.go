@@ -72,9 +72,9 @@ type modelState struct {
 	records   bool
 	costModel cost.Model
 	fanout    int // routing.estimate_fanout
-	// shadows is the model's shadow worker, fed every decision; nil
+	// trials is the model's trial worker, fed every decision; nil
 	// without shadow policies.
-	shadows *shadowWorker
+	trials *trialWorker
 }
 
 // state is what outlives the fleet actor's restarts: a restarted fleet actor
@@ -183,9 +183,9 @@ func (a *fleetActor) started(ctx actor.Context) {
 // spawnRouting spawns m's routing actor and sets m.pid.
 func (a *fleetActor) spawnRouting(ctx actor.Context, m *modelState) error {
 	st := a.st
-	var shadows routing.Shadows
-	if m.shadows != nil {
-		shadows = m.shadows // a nil *shadowWorker would not be a nil interface
+	var trials routing.Trials
+	if m.trials != nil {
+		trials = m.trials // a nil *trialWorker would not be a nil interface
 	}
 	pid, err := ctx.SpawnNamed(routing.Props(routing.Config{
 		Model:     m.name,
@@ -201,7 +201,7 @@ func (a *fleetActor) spawnRouting(ctx actor.Context, m *modelState) error {
 		Fanout:    m.fanout,
 		Source:    m.src,
 		Metrics:   st.set,
-		Shadows:   shadows,
+		Trials:    trials,
 	}), m.actorName)
 	if err != nil {
 		return err

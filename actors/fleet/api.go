@@ -75,18 +75,13 @@ type ModelInfo struct {
 	Card  []byte // the engine's card JSON for Model, or nil
 }
 
-// Errors Pick and Explain return.
+// Errors Pick and Explain return besides the routing errors, which they
+// return as the routing actor answered them: route.ErrNoReplica,
+// route.ErrOverloaded and route.ErrDeadline (the routing actor did not
+// answer within the deadline).
 var (
 	// ErrUnknownModel: the model is neither configured nor an alias.
 	ErrUnknownModel = errors.New("fleet: unknown model")
-	// ErrNoReplica: no replica serving the model is healthy and not ejected
-	// (or every such replica was excluded as already tried).
-	ErrNoReplica = errors.New("fleet: no healthy replica")
-	// ErrOverloaded: healthy replicas exist but every one is at its
-	// max_concurrency or max_pending cap.
-	ErrOverloaded = errors.New("fleet: every replica is full")
-	// ErrDeadline: the routing actor did not answer within the deadline.
-	ErrDeadline = errors.New("fleet: routing deadline passed")
 	// ErrStopped: the fleet has been stopped.
 	ErrStopped = errors.New("fleet: stopped")
 	// ErrUnknownPolicy: Explain named a policy that is not an arm of the

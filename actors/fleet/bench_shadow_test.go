@@ -23,7 +23,7 @@ import (
 // actors, without shadows and with two. For cost_model the shadows add the
 // copy of the candidates and a queue send; for least_request a cache-aware
 // shadow also turns the estimate broadcast on. dropped/op is the share of
-// decisions the shadow worker was too far behind to replay.
+// decisions the trial worker was too far behind to replay.
 func BenchmarkShadowActor(b *testing.B) {
 	const n = 8
 	for _, c := range []struct{ policy, shadows string }{
@@ -65,7 +65,7 @@ func BenchmarkShadowActor(b *testing.B) {
 	}
 }
 
-// BenchmarkShadowWorker is the shadow worker's throughput: decisions at 8
+// BenchmarkShadowWorker is the trial worker's throughput: decisions at 8
 // candidates replayed by two shadows, cost_model and kv_aware, counted and
 // summed, fed as fast as the worker takes them. Its inverse is the decision
 // rate past which a model's shadows start dropping.
@@ -78,9 +78,9 @@ func BenchmarkShadowWorker(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ps, rngs = append(ps, p), append(rngs, rand.New(rand.NewPCG(1, shadowStream(0, k))))
+		ps, rngs = append(ps, p), append(rngs, rand.New(rand.NewPCG(1, trialStream(0, k))))
 	}
-	w := newShadowWorker("m", 1, ps, rngs, nil, cost.Default(), 0, nil, metrics.NewSet(), discard())
+	w := newTrialWorker("m", 1, ps, rngs, nil, cost.Default(), 0, nil, metrics.NewSet(), discard())
 	req := promptReq(1, 8000)
 	req.Now = time.Now()
 	d := &shadow.Decision{Policy: "least_request", Request: req, Routed: 3}

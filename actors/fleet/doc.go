@@ -20,7 +20,10 @@
 //     It publishes the membership as an immutable view through an atomic
 //     pointer, which Fleet's read methods load without messaging.
 //   - One routing actor per model (actors/routing) answers Pick from the
-//     replicas' snapshots and takes the winner's lease before answering. A
+//     replicas' snapshots and, for the cache-aware policies, the estimates
+//     it gathers from their replica actors (routing.Decide waits for them
+//     under routing.estimate_deadline), and takes the winner's lease before
+//     answering. A
 //     model with an A/B split (routing.split or its own split) has one per
 //     policy, each with its own policy state; Pick and Explain choose the
 //     arm from the request's key (policy.Split), so a conversation stays
@@ -28,7 +31,7 @@
 //     indexes.
 //   - One replica actor per replica (actors/replica) owns health, ejection
 //     and model cards, and publishes snapshots.
-//   - One shadow worker per model with shadow policies (shadow.go), a
+//   - One trial worker per model with shadow policies (trial.go), a
 //     goroutine Start starts and Stop ends: the model's routing actors hand
 //     it each decision through a bounded queue, never waiting (a full queue
 //     drops and counts), and it replays the decision through every shadow
@@ -36,5 +39,5 @@
 //     It owns the shadow policies' state and random sources.
 //
 // Every goroutine the fleet's actors start (probers, resolvers) and the
-// shadow workers are joined by Stop.
+// trial workers are joined by Stop.
 package fleet

@@ -20,6 +20,7 @@ import (
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/estimate"
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/route"
 )
 
 // startTimeout bounds Start's wait for the fleet actor's first start, which
@@ -63,18 +64,18 @@ type Options struct {
 	// (inferrail_routing_steered_total), and where the shadow policies
 	// count (inferrail_shadow_*). Nil keeps them private.
 	RoutingMetrics *metrics.Set
-	// ShadowQueue is how many decisions may wait for a model's shadow
-	// worker before new ones are dropped. 0 takes DefaultShadowQueue.
-	ShadowQueue int
+	// TrialQueue is how many decisions may wait for a model's shadow
+	// worker before new ones are dropped. 0 takes DefaultTrialQueue.
+	TrialQueue int
 	// ShadowLog, when not nil, gets the shadow log (observability.
 	// shadow_log): a config line for each generation that builds shadow
 	// policies, and a line for each decision they replay (see
 	// model/shadow). The shadows wait for it, never the requests.
-	ShadowLog ShadowLog
+	TrialLog TrialLog
 
-	// extraShadow, when not nil, adds its policy to every model's shadows:
-	// a test's way to stall the shadow worker.
-	extraShadow func() policy.Policy
+	// extraTrial, when not nil, adds its policy to every model's shadows:
+	// a test's way to stall the trial worker.
+	extraTrial func() policy.Policy
 }
 
 // Fleet is the running set of gateway actors for one config. Its methods are
@@ -98,16 +99,16 @@ type Fleet struct {
 	// gen counts its successes (under reconfigMu).
 	reconfigMu sync.Mutex
 	gen        int
-	// ctx ends when the fleet stops: the shadow workers and the goroutines
+	// ctx ends when the fleet stops: the trial workers and the goroutines
 	// retiring replaced routing actors watch it.
 	ctx context.Context
 
 	goroutines *sync.WaitGroup
 	stopped    atomic.Bool
 	stopOnce   sync.Once
-	// stopShadows ends the shadow workers' goroutines (joined with
+	// stopTrials ends the trial workers' goroutines (joined with
 	// goroutines).
-	stopShadows context.CancelFunc
+	stopTrials context.CancelFunc
 }
 
 // table is the configured models as one config routes them. Immutable once
@@ -128,10 +129,10 @@ type model struct {
 	arms      []*arm // as split.Arms()
 	estimates bool   // some arm broadcasts estimate requests
 	// shadows runs the model's shadow policies; nil without any.
-	shadows *shadowWorker
-	// shadowKey names the shadow policies and their settings: a reload
+	trials *trialWorker
+	// trialKey names the shadow policies and their settings: a reload
 	// that leaves it alone keeps the worker.
-	shadowKey string
+	trialKey string
 }
 
 // arm is one policy of a model's split, with its own routing actor. A model
@@ -169,7 +170,7 @@ func (m *model) armNamed(name string) (*arm, bool) {
 // resolved once before Start returns (a group whose first lookup fails
 // starts empty and is retried every refresh). The arms of a split share the
 // replica actors: the cache-aware arms record their decisions in the same
-// shadow indexes. A model with shadow policies gets a shadow worker, fed
+// shadow indexes. A model with shadow policies gets a trial worker, fed
 // by all its arms. It fails on a config it cannot route: a model whose
 // policy is not implemented yet. Stop releases everything Start started.
 //
@@ -269,11 +270,11 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	}
 	st.resolveFirst()
 
-	sctx, stopShadows := context.WithCancel(context.Background())
-	f.ctx, f.stopShadows = sctx, stopShadows
-	f.logShadows(workers)
+	sctx, stopTrials := context.WithCancel(context.Background())
+	f.ctx, f.stopTrials = sctx, stopTrials
+	f.logTrials(workers)
 	for _, w := range workers {
-		f.startShadows(w)
+		f.startTrials(w)
 	}
 	f.sys = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log.With("component", "protoactor") }),
@@ -286,7 +287,7 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	pid, err := f.sys.Root.SpawnNamed(props, "fleet")
 	if err != nil {
 		f.sys.Shutdown()
-		stopShadows()
+		stopTrials()
 		st.goroutines.Wait()
 		return nil, fmt.Errorf("fleet: spawn: %w", err)
 	}
@@ -308,9 +309,9 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	return f, nil
 }
 
-// shadowStream is the random stream of shadow policy k of model i. The arms
+// trialStream is the random stream of shadow policy k of model i. The arms
 // draw from streams i | j<<32 (model i, arm j), which never set bit 31.
-func shadowStream(i, k int) uint64 { return uint64(i) | 1<<31 | uint64(k)<<32 }
+func trialStream(i, k int) uint64 { return uint64(i) | 1<<31 | uint64(k)<<32 }
 
 // modelPolicy returns a fresh policy named name, one arm of model m's
 // split, with its parameters from the routing section and the model's cost
@@ -376,9 +377,12 @@ func (st *state) resolveFirst() {
 // Pick asks the routing actor of the model's arm the request falls in (by
 // req.Policy.Key, see policy.Split) for a replica for one attempt and
 // returns the decision with its lease, which the caller ends with Done. It
-// sends one message and waits on one future, until req.Deadline at the
-// latest (a zero Deadline has passed). A decision is never returned after
-// the deadline: one that arrives late is released and ErrDeadline returned.
+// sends one message and waits for its answer (routing.Decide, which also
+// keeps routing.estimate_deadline for the estimate broadcast), until
+// req.Deadline at the latest (a zero Deadline has passed). A decision is
+// never returned after the deadline: one that arrives late is released and
+// route.ErrDeadline returned. The routing errors come back as the routing
+// actor answered them (route.ErrNoReplica, route.ErrOverloaded).
 func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 	t := f.table.Load()
 	m, ok := t.byName[req.Model]
@@ -388,61 +392,18 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 	if f.stopped.Load() {
 		return Decision{}, ErrStopped
 	}
-	wait := time.Until(req.Deadline)
-	if wait <= 0 {
-		return Decision{}, ErrDeadline
-	}
 	a := m.arm(req.Policy.Key)
 	msg := &routing.Pick{Request: req.Policy, Deadline: req.Deadline, Log: req.Log}
 	if len(req.Exclude) > 0 {
 		// The actor may read it after Pick has given up waiting.
 		msg.Exclude = slices.Clone(req.Exclude)
 	}
-	// The answer comes through the message's own channel rather than a
-	// protoactor future: no registry entry, no AfterFunc per decision.
-	msg.Answered = make(chan struct{}, 1)
-	f.sys.Root.Send(a.routing, msg)
-	// One timer: first the estimate deadline, when the actor broadcasts
-	// estimate requests (it decides when the last replica answers, and
-	// past routing.estimate_deadline this asker tells it to decide with
-	// what it has), then the request's own deadline.
-	gathering := a.estimates && len(req.Policy.Blocks) > 0
-	first := wait
-	if gathering {
-		first = min(max(t.estimateDeadline, time.Microsecond), wait)
+	p := routing.Decide(f.sys.Root, a.routing, msg, a.estimates && len(req.Policy.Blocks) > 0, t.estimateDeadline)
+	if p == nil {
+		return Decision{}, route.ErrDeadline // the actor will release what it takes
 	}
-	timer := time.NewTimer(first)
-	defer timer.Stop()
-	var p *routing.Picked
-	for p == nil {
-		select {
-		case <-msg.Answered:
-			p = msg.Answer()
-		case <-timer.C:
-			if gathering {
-				gathering = false
-				f.sys.Root.Send(a.routing, &routing.Gathered{Pick: msg})
-				if rest := time.Until(req.Deadline); rest > 0 {
-					timer.Reset(rest)
-					continue
-				}
-			}
-			if msg.Abandon() {
-				return Decision{}, ErrDeadline // the actor will release what it takes
-			}
-			p = msg.Answer() // answered just as the deadline passed
-		}
-	}
-	switch p.Err {
-	case nil:
-	case routing.ErrNoReplica:
-		return Decision{}, ErrNoReplica
-	case routing.ErrOverloaded:
-		return Decision{}, ErrOverloaded
-	case routing.ErrDeadline:
-		return Decision{}, ErrDeadline
-	default:
-		return Decision{}, fmt.Errorf("fleet: routing: %w", p.Err)
+	if p.Err != nil {
+		return Decision{}, p.Err
 	}
 	if !time.Now().Before(req.Deadline) {
 		p.Lease.Release()
@@ -454,7 +415,7 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 				f.sys.Root.Send(mem.pid, &replica.RequestDone{Outcome: replica.OutcomeCancelled, Attempt: p.Attempt})
 			}
 		}
-		return Decision{}, ErrDeadline
+		return Decision{}, route.ErrDeadline
 	}
 	d := Decision{Replica: p.Replica.ID, URL: p.Replica.URL, Policy: p.Policy, Lease: p.Lease, Explanation: p.Explanation}
 	if p.Attempt != nil {
@@ -487,7 +448,8 @@ func (f *Fleet) FirstByte(d Decision) {
 // ErrUnknownPolicy when the model has no arm named pol. It waits until
 // deadline at the latest.
 func (f *Fleet) Explain(model, pol string, req policy.Request, deadline time.Time) (*routing.Explanation, error) {
-	m, ok := f.table.Load().byName[model]
+	t := f.table.Load()
+	m, ok := t.byName[model]
 	if !ok {
 		return nil, ErrUnknownModel
 	}
@@ -500,16 +462,11 @@ func (f *Fleet) Explain(model, pol string, req policy.Request, deadline time.Tim
 	if f.stopped.Load() {
 		return nil, ErrStopped
 	}
-	msg := &routing.Explain{Request: req, Deadline: deadline, Answered: make(chan *routing.Explanation, 1)}
-	f.sys.Root.Send(a.routing, msg)
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	select {
-	case ex := <-msg.Answered:
-		return ex, nil
-	case <-timer.C:
-		return nil, ErrDeadline
+	ex := routing.Explaining(f.sys.Root, a.routing, &routing.Explain{Request: req, Deadline: deadline}, t.estimateDeadline)
+	if ex == nil {
+		return nil, route.ErrDeadline
 	}
+	return ex, nil
 }
 
 // UsesEstimates reports whether a policy of the model (any arm of its
@@ -649,7 +606,7 @@ func (f *Fleet) Stop() {
 		if err := f.sys.Root.StopFuture(f.pid).Wait(); err != nil {
 			f.sys.Logger().Error("fleet: stop", "err", err)
 		}
-		f.stopShadows()
+		f.stopTrials()
 		f.goroutines.Wait()
 		f.sys.Shutdown()
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/route"
 )
 
 func TestPickAndDone(t *testing.T) {
@@ -88,10 +89,10 @@ func TestPickErrors(t *testing.T) {
 	}
 	soon := time.Now().Add(5 * time.Second)
 	try(PickRequest{Model: "gpt-4", Deadline: soon}, ErrUnknownModel)
-	try(PickRequest{Model: "n", Deadline: soon}, ErrNoReplica) // nobody serves n
-	try(PickRequest{Model: "m", Exclude: []string{"r0", "r1"}, Deadline: soon}, ErrNoReplica)
-	try(PickRequest{Model: "m", Deadline: time.Now().Add(-time.Second)}, ErrDeadline)
-	try(PickRequest{Model: "m"}, ErrDeadline) // zero deadline
+	try(PickRequest{Model: "n", Deadline: soon}, route.ErrNoReplica) // nobody serves n
+	try(PickRequest{Model: "m", Exclude: []string{"r0", "r1"}, Deadline: soon}, route.ErrNoReplica)
+	try(PickRequest{Model: "m", Deadline: time.Now().Add(-time.Second)}, route.ErrDeadline)
+	try(PickRequest{Model: "m"}, route.ErrDeadline) // zero deadline
 	d := pick(t, f, "r0")
 	if d.Replica != "r1" {
 		t.Fatalf("picked %s with r0 excluded", d.Replica)
@@ -145,7 +146,7 @@ func TestNoHerding(t *testing.T) {
 }
 
 // TestBreakers: concurrent bursts never overshoot max_concurrency or
-// max_pending, a full fleet answers ErrOverloaded at once, and response
+// max_pending, a full fleet answers route.ErrOverloaded at once, and response
 // heads and releases make room again.
 func TestBreakers(t *testing.T) {
 	const maxConc, maxPend = 4, 2
@@ -177,7 +178,7 @@ func TestBreakers(t *testing.T) {
 				switch {
 				case err == nil:
 					got = append(got, d)
-				case errors.Is(err, ErrOverloaded):
+				case errors.Is(err, route.ErrOverloaded):
 					overloaded++
 				default:
 					t.Errorf("pick: %v", err)
@@ -280,8 +281,8 @@ func TestEjectionAndReadmission(t *testing.T) {
 			f.Done(dd, OutcomeOK)
 		}
 		// Excluding everyone else leaves nobody: r0 is not offered.
-		if _, err := f.Pick(PickRequest{Model: "m", Exclude: others(f, "r0"), Deadline: time.Now().Add(time.Second)}); !errors.Is(err, ErrNoReplica) {
-			t.Fatalf("%s: pick with only r0 left: %v, want ErrNoReplica", what, err)
+		if _, err := f.Pick(PickRequest{Model: "m", Exclude: others(f, "r0"), Deadline: time.Now().Add(time.Second)}); !errors.Is(err, route.ErrNoReplica) {
+			t.Fatalf("%s: pick with only r0 left: %v, want route.ErrNoReplica", what, err)
 		}
 	}
 	readmitted := func(d time.Duration) {
@@ -365,7 +366,7 @@ func TestEjectionNeverEmptiesPool(t *testing.T) {
 }
 
 // TestPickNeverLate: under many concurrent picks with tight deadlines, no
-// decision comes back after its deadline, errors are ErrDeadline only, and
+// decision comes back after its deadline, errors are route.ErrDeadline only, and
 // no lease is lost to a timed-out future.
 func TestPickNeverLate(t *testing.T) {
 	f := start(t, testConfig(8, nil), Options{})
@@ -389,7 +390,7 @@ func TestPickNeverLate(t *testing.T) {
 						}
 					}
 					f.Done(d, OutcomeOK)
-				case errors.Is(err, ErrDeadline):
+				case errors.Is(err, route.ErrDeadline):
 					missed.Add(1)
 				default:
 					t.Errorf("pick: %v", err)

@@ -33,10 +33,10 @@ var ErrRestartOnly = errors.New("fleet: needs a restart")
 
 // plan builds the table for cfg and the routing actors it needs, reusing
 // from prev (nil at Start) every arm whose key did not change, and every
-// shadow worker whose shadowKey did not change. It returns every routing
+// trial worker whose trialKey did not change. It returns every routing
 // actor of the new table (the reused ones with their pid, the new ones
-// without) and the new shadow workers, not started yet.
-func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []*shadowWorker, error) {
+// without) and the new trial workers, not started yet.
+func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []*trialWorker, error) {
 	seed := cfg.Routing.Seed
 	if seed == 0 {
 		seed = f.seed
@@ -47,7 +47,7 @@ func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []
 	}
 	t := &table{byName: make(map[string]*model), estimateDeadline: cfg.Routing.EstimateDeadline}
 	var states []*modelState
-	var workers []*shadowWorker
+	var workers []*trialWorker
 	for i := range cfg.Models {
 		m := &cfg.Models[i]
 		r := cfg.RoutingFor(m)
@@ -60,29 +60,29 @@ func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []
 			old = prev.models[i]
 		}
 		fm := &model{name: m.Name, aliases: slices.Clone(m.Aliases), split: split,
-			shadowKey: fmt.Sprintf("%q|%+v|%t", r.Shadow, r.CostModel, f.opts.extraShadow != nil)}
-		shadowAware := false
+			trialKey: fmt.Sprintf("%q|%+v|%t", r.Shadow, r.CostModel, f.opts.extraTrial != nil)}
+		trialAware := false
 		for _, name := range r.Shadow {
-			shadowAware = shadowAware || policy.CacheAware(name)
-			fm.shadowKey += "|" + policyKey(cfg, m, name)
+			trialAware = trialAware || policy.CacheAware(name)
+			fm.trialKey += "|" + policyKey(cfg, m, name)
 		}
-		if old != nil && old.shadowKey == fm.shadowKey {
-			fm.shadows = old.shadows
+		if old != nil && old.trialKey == fm.trialKey {
+			fm.trials = old.trials
 		} else {
 			var sps []policy.Policy
 			var srngs []*rand.Rand
 			var specs []shadow.Shadow
 			for k, name := range r.Shadow {
-				sp := shadow.Shadow{Spec: modelSpec(cfg, m, name), Seed: seed, Stream: shadowStream(i, k)}
+				sp := shadow.Shadow{Spec: modelSpec(cfg, m, name), Seed: seed, Stream: trialStream(i, k)}
 				p, rng, err := sp.Build()
 				if err != nil {
 					return nil, nil, nil, fmt.Errorf("fleet: model %s: %w", m.Name, err)
 				}
 				sps, srngs, specs = append(sps, p), append(srngs, rng), append(specs, sp)
 			}
-			if f.opts.extraShadow != nil {
-				p := f.opts.extraShadow()
-				sp := shadow.Shadow{Spec: policy.Spec{Name: p.Name()}, Seed: seed, Stream: shadowStream(i, len(sps))}
+			if f.opts.extraTrial != nil {
+				p := f.opts.extraTrial()
+				sp := shadow.Shadow{Spec: policy.Spec{Name: p.Name()}, Seed: seed, Stream: trialStream(i, len(sps))}
 				sps, srngs, specs = append(sps, p), append(srngs, rand.New(rand.NewPCG(sp.Seed, sp.Stream))), append(specs, sp)
 			}
 			if len(sps) > 0 {
@@ -92,20 +92,20 @@ func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []
 				if prev != nil {
 					gen++
 				}
-				fm.shadows = newShadowWorker(m.Name, gen, sps, srngs, specs, cost.Model(r.CostModel),
-					f.opts.ShadowQueue, f.opts.ShadowLog, f.st.set, f.log)
-				workers = append(workers, fm.shadows)
+				fm.trials = newTrialWorker(m.Name, gen, sps, srngs, specs, cost.Model(r.CostModel),
+					f.opts.TrialQueue, f.opts.TrialLog, f.st.set, f.log)
+				workers = append(workers, fm.trials)
 			}
 		}
 		for _, sa := range split.Arms() {
-			a := &arm{policy: sa.Policy, percent: sa.Percent, estimates: policy.CacheAware(sa.Policy) || shadowAware}
+			a := &arm{policy: sa.Policy, percent: sa.Percent, estimates: policy.CacheAware(sa.Policy) || trialAware}
 			fm.arms = append(fm.arms, a)
 			fm.estimates = fm.estimates || a.estimates
 		}
 		for j, a := range fm.arms {
 			records := fm.estimates && !a.estimates
 			a.key = fmt.Sprintf("%s|estimates=%t|records=%t|cost=%+v|fanout=%d|seed=%d|shadows=%s",
-				policyKey(cfg, m, a.policy), a.estimates, records, r.CostModel, cfg.Routing.EstimateFanout, seed, fm.shadowKey)
+				policyKey(cfg, m, a.policy), a.estimates, records, r.CostModel, cfg.Routing.EstimateFanout, seed, fm.trialKey)
 			if old != nil {
 				if oa, ok := old.armNamed(a.policy); ok && oa.key == a.key {
 					a.routing, a.ms = oa.routing, oa.ms
@@ -126,7 +126,7 @@ func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []
 			src := rand.NewPCG(seed, stream)
 			a.ms = &modelState{name: m.Name, actorName: actorName + suffix, arm: a, policy: p,
 				rng: rand.New(src), src: src, estimates: a.estimates, records: records,
-				costModel: cost.Model(r.CostModel), fanout: cfg.Routing.EstimateFanout, shadows: fm.shadows}
+				costModel: cost.Model(r.CostModel), fanout: cfg.Routing.EstimateFanout, trials: fm.trials}
 			states = append(states, a.ms)
 		}
 		t.models = append(t.models, fm)
@@ -154,24 +154,24 @@ func policyKey(cfg *config.Config, m *config.Model, name string) string {
 	return name
 }
 
-// logShadows writes the shadow log's config line for the new workers, all
+// logTrials writes the shadow log's config line for the new workers, all
 // of one generation, before they start: it precedes their decisions.
-func (f *Fleet) logShadows(workers []*shadowWorker) {
-	if f.opts.ShadowLog == nil || len(workers) == 0 {
+func (f *Fleet) logTrials(workers []*trialWorker) {
+	if f.opts.TrialLog == nil || len(workers) == 0 {
 		return
 	}
 	l := &shadow.Line{Kind: shadow.KindConfig, Gen: workers[0].gen}
 	for _, w := range workers {
 		l.Models = append(l.Models, shadow.Shadows{Model: w.model, CostModel: w.cm, Shadows: w.specs})
 	}
-	if err := f.opts.ShadowLog.Put(f.ctx, l); err != nil {
+	if err := f.opts.TrialLog.Put(f.ctx, l); err != nil {
 		f.log.Error("fleet: shadow log: config line not written; the generation's decisions will not replay", "generation", l.Gen, "err", err)
 	}
 }
 
-// startShadows starts w's goroutine, which runs until the fleet stops or
+// startTrials starts w's goroutine, which runs until the fleet stops or
 // w is retired.
-func (f *Fleet) startShadows(w *shadowWorker) {
+func (f *Fleet) startTrials(w *trialWorker) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	w.stop = cancel
 	f.goroutines.Go(func() { w.run(ctx) })
@@ -236,24 +236,24 @@ func (f *Fleet) Reconfigure(cfg *config.Config) error {
 			a.routing = a.ms.pid
 		}
 	}
-	f.logShadows(workers)
+	f.logTrials(workers)
 	for _, w := range workers {
-		f.startShadows(w)
+		f.startTrials(w)
 	}
 	f.table.Store(t)
 	f.gen++
 
 	// What the new table no longer uses retires after the grace period.
 	var oldStates []*modelState
-	var oldWorkers []*shadowWorker
+	var oldWorkers []*trialWorker
 	for i, m := range prev.models {
 		for _, a := range m.arms {
 			if !slices.Contains(states, a.ms) {
 				oldStates = append(oldStates, a.ms)
 			}
 		}
-		if m.shadows != nil && m.shadows != t.models[i].shadows {
-			oldWorkers = append(oldWorkers, m.shadows)
+		if m.trials != nil && m.trials != t.models[i].trials {
+			oldWorkers = append(oldWorkers, m.trials)
 		}
 	}
 	if len(oldStates) == 0 && len(oldWorkers) == 0 {

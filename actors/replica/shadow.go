@@ -7,6 +7,7 @@ import (
 	"github.com/inferrail/inferrail/model/estimate"
 	"github.com/inferrail/inferrail/model/kvindex"
 	"github.com/inferrail/inferrail/model/prefix"
+	"github.com/inferrail/inferrail/model/route"
 )
 
 // Shadow is what a replica actor publishes of its shadow state (its KV
@@ -68,59 +69,14 @@ func (s *Shadow) Index() (blocks, capacity, bytes int) {
 // engine.
 func (s *Shadow) Resets() int { return int(s.resets.Load()) }
 
-// Gather collects the replies of one estimate broadcast. The routing actor
-// makes one per decision and reads a slot only once Got reports it filled;
-// each replica fills its own slot at most once. Safe for concurrent use in
-// that pattern.
-type Gather struct {
-	Query   estimate.Query
-	replies []Reply
-	got     []atomic.Bool
-	left    atomic.Int32
-	// Done, when not nil, is called once by the replica that fills the
-	// last slot. It must not block.
-	Done func()
-}
-
-// Reply is one replica's estimate with the last assignment it had applied.
-type Reply struct {
-	estimate.Reply
-	Applied uint64
-}
-
-// NewGather returns a gather for n replies to q.
-func NewGather(q estimate.Query, n int) *Gather {
-	g := &Gather{Query: q, replies: make([]Reply, n), got: make([]atomic.Bool, n)}
-	g.left.Store(int32(n))
-	return g
-}
-
-// Expect sets how many replies the gather waits for, when fewer than its
-// slots are asked. Call it before sending any request.
-func (g *Gather) Expect(n int) { g.left.Store(int32(n)) }
-
-// Reply returns slot i's reply and whether it has arrived.
-func (g *Gather) Reply(i int) (Reply, bool) {
-	if !g.got[i].Load() {
-		return Reply{}, false
-	}
-	return g.replies[i], true
-}
-
-// Missing reports how many replies have not arrived.
-func (g *Gather) Missing() int { return int(g.left.Load()) }
-
-// Fill sets slot i's reply, once; replica actors call it, and tests that
-// stand in for them.
-func (g *Gather) Fill(i int, r Reply) {
-	if i < 0 || i >= len(g.replies) || g.got[i].Load() {
-		return
-	}
-	g.replies[i] = r
-	g.got[i].Store(true)
-	if g.left.Add(-1) == 0 && g.Done != nil {
-		g.Done()
-	}
+// Gather is one estimate broadcast as a replica actor answers it: the
+// routing actor's collector of the replies (routing.Gather). The actor
+// reads the query and fills its own slot, once.
+type Gather interface {
+	// Query is what the broadcast asks.
+	Query() *estimate.Query
+	// Fill sets slot's reply. It must not block.
+	Fill(slot int, r route.Reply)
 }
 
 // Attempt is one request attempt assigned to a replica, from its
@@ -150,7 +106,7 @@ type Attempt struct {
 // Estimate asks the replica for its estimate of a query: the actor fills
 // slot Slot of Gather. It never answers through protoactor.
 type Estimate struct {
-	Gather *Gather
+	Gather Gather
 	Slot   int
 }
 
@@ -215,8 +171,8 @@ func (s *Snapshot) CapacityFromEngine() bool {
 
 func (a *replicaActor) estimate(m *Estimate) {
 	g := m.Gather
-	r := a.est.Estimate(&g.Query, a.cfg.Now())
-	g.Fill(m.Slot, Reply{Reply: r, Applied: a.shadow.applied.Load()})
+	r := a.est.Estimate(g.Query(), a.cfg.Now())
+	g.Fill(m.Slot, route.Reply{Reply: r, Applied: a.shadow.applied.Load()})
 }
 
 func (a *replicaActor) assign(m *Assign) {

@@ -13,7 +13,7 @@ import (
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
-	"github.com/inferrail/inferrail/model/prefix"
+	"github.com/inferrail/inferrail/model/route"
 	"github.com/inferrail/inferrail/model/shadow"
 )
 
@@ -51,7 +51,7 @@ type Config struct {
 	// CostModel prices the winner's prefill for its prefill queue.
 	CostModel cost.Model
 	// Fanout is routing.estimate_fanout: at most this many replicas are
-	// asked per decision (policy.Shortlist); 0 asks all.
+	// asked per decision (route.Shortlist); 0 asks all.
 	Fanout int
 	// MaxAge is load.max_age: an engine report older than that is not
 	// trusted for KV usage and running requests.
@@ -64,24 +64,26 @@ type Config struct {
 	// Metrics counts deadline misses, guards and steering, labelled with
 	// the model. Nil counts into a set of its own.
 	Metrics *metrics.Set
-	// Shadows, when not nil, gets every decision that picked a replica and
+	// Trials, when not nil, gets every decision that picked a replica and
 	// reached its asker: the request, a copy of the candidates the policy
 	// chose among and its pick, for the model's shadow policies. The
 	// candidates then carry running requests, KV usage and the published
 	// queue even without the estimate broadcast, so that the cost model can
 	// price the picks; the policy's decision is the same either way.
-	Shadows Shadows
+	Trials Trials
 }
 
-// Shadows takes decisions for a model's shadow policies (the fleet's shadow
-// worker). Offer never blocks: a decision it has no room for is dropped and
+// Trials takes decisions for a model's shadow policies (the fleet's trial
+// worker), called trials here so as not to be confused with the replicas'
+// shadow state (replica.Shadow). Offer never blocks: a decision it has no room for is dropped and
 // counted. It owns d once called.
-type Shadows interface {
+type Trials interface {
 	Offer(d *shadow.Decision)
 }
 
 // Props returns the props of the routing actor for cfg. A restarted actor
-// keeps the policy, its random source and the last ReplicasChanged.
+// keeps the policy, its random source, the routing core's memory, the
+// decisions waiting for their estimates and the last ReplicasChanged.
 func Props(cfg Config) *actor.Props {
 	if cfg.Policy == nil || cfg.Rand == nil {
 		panic("BUG: routing.Props: nil Policy or Rand")
@@ -99,8 +101,10 @@ func Props(cfg Config) *actor.Props {
 		cfg.Metrics = metrics.NewSet()
 	}
 	st := &state{Config: cfg, name: cfg.Policy.Name(), log: cfg.Logger.With("model", cfg.Model),
-		m: newActorMetrics(cfg.Metrics, cfg.Model), unapplied: make(map[*replica.Shadow][]assigned),
-		recent: make(map[prefix.Hash][recentOwners]uint64)}
+		m:      newActorMetrics(cfg.Metrics, cfg.Model),
+		core:   route.New(route.Config{Policy: cfg.Policy, Rand: cfg.Rand, Cost: cfg.CostModel, Fanout: cfg.Fanout}),
+		detail: cfg.Estimates || cfg.Trials != nil,
+		parked: make(map[Message]*pending)}
 	return actor.PropsFromProducer(func() actor.Actor { return &routingActor{st: st} })
 }
 
@@ -112,21 +116,27 @@ type state struct {
 	log      *slog.Logger
 	replicas []Replica
 	m        *actorMetrics
-	// unapplied holds, per replica, the assignments this actor made that the
-	// replica had not applied when it last answered.
-	unapplied map[*replica.Shadow][]assigned
-	// recent maps a root prefix (see roots) to the keys of the replicas
-	// this actor last sent it to, most recent first: the shortlist's hints.
-	recent map[prefix.Hash][recentOwners]uint64
+	// core is the model's routing core: the policy, the shortlist's
+	// memory and the unapplied assignments.
+	core *route.Core
+	// detail: candidates carry what the cache-aware policies read (or
+	// what prices a decision for the shadows).
+	detail bool
+	// parked holds the Picks and Explains waiting for their estimates.
+	parked map[Message]*pending
 }
 
 // routingActor answers Pick for one model.
 type routingActor struct {
 	st *state
-	// Reused between decisions so that deciding does not allocate:
-	// cands[i] was built from snaps[i].
+	// Reused between decisions so that deciding does not allocate: views[i]
+	// and snaps[i] are replica i of st.replicas as the decision saw it.
 	cands []policy.Candidate
+	views []route.View
 	snaps []*replica.Snapshot
+	// req is the request being decided as the policy sees it: the Pick's,
+	// with Now set.
+	req policy.Request
 }
 
 // Receive handles one message. It never blocks.
@@ -155,7 +165,7 @@ func (a *routingActor) Receive(ctx actor.Context) {
 func (a *routingActor) pick(ctx actor.Context, m *Pick) {
 	var p *Picked
 	if !time.Now().Before(m.Deadline) {
-		p = &Picked{Err: ErrDeadline, Policy: a.st.name}
+		p = &Picked{Err: route.ErrDeadline, Policy: a.st.name}
 	} else if a.st.Estimates && len(m.Request.Blocks) > 0 {
 		if a.broadcast(ctx, m) {
 			return // decided once the replies are in (gathered)
@@ -169,8 +179,8 @@ func (a *routingActor) pick(ctx actor.Context, m *Pick) {
 
 // answer hands p to m's asker, or releases its lease if the asker left.
 func (a *routingActor) answer(ctx actor.Context, m *Pick, p *Picked) {
-	sd := p.shadow
-	p.shadow = nil
+	sd := p.trial
+	p.trial = nil
 	if !m.settle(p) {
 		// The asker stopped waiting: give the slots back, say nothing.
 		if p.Lease != nil {
@@ -182,18 +192,57 @@ func (a *routingActor) answer(ctx actor.Context, m *Pick, p *Picked) {
 		ctx.Respond(p)
 	}
 	if sd != nil {
-		a.st.Shadows.Offer(sd)
+		a.st.Trials.Offer(sd)
 	}
 }
 
-// decide chooses a replica for m and takes a lease on it.
+// see reads every replica's snapshot into a.snaps and its view, as the
+// routing core reads it, into a.views.
+func (a *routingActor) see(now time.Time) {
+	a.views, a.snaps = a.views[:0], a.snaps[:0]
+	for _, r := range a.st.replicas {
+		s := r.Snapshot()
+		c := s.Counters
+		v := route.View{ID: s.ID, Serves: s.Serves(a.st.Model), Healthy: s.Healthy, Ejected: s.Ejected(now),
+			Room: c.HasRoom(), InFlight: c.InFlight(), Pending: c.Pending(), Ledger: ledger(s)}
+		if a.st.detail {
+			v.Key = policy.ReplicaKey(s.ID)
+			if l, ok := s.FreshLoad(now, a.st.MaxAge); ok {
+				v.Fresh, v.Running, v.KVUsage = true, int(l.Running), l.KVUsage
+			}
+		}
+		a.views = append(a.views, v)
+		a.snaps = append(a.snaps, s)
+	}
+}
+
+// collect reads the replicas (see) and collects the candidates into
+// a.cands, returning how many replicas qualified before the room check.
+func (a *routingActor) collect(exclude []string, now time.Time) int {
+	a.see(now)
+	var offered int
+	a.cands, offered = route.Collect(a.cands[:0], a.views, exclude, a.st.detail)
+	return offered
+}
+
+// ledger is s's published shadow state as the routing core reads it; nil
+// (not a nil *replica.Shadow) when it has none.
+func ledger(s *replica.Snapshot) route.Ledger {
+	if s.Shadow == nil {
+		return nil
+	}
+	return s.Shadow
+}
+
+// decide chooses a replica for m from the replicas' published state and
+// takes a lease on it.
 func (a *routingActor) decide(m *Pick) *Picked {
 	now := a.st.Now()
-	offered := a.offer(m, now)
+	offered := a.collect(m.Exclude, now)
 	defer clear(a.snaps) // let old snapshots go
-	if a.st.Estimates || a.st.Shadows != nil {
+	if a.st.detail {
 		for i := range a.cands {
-			a.price(&a.cands[i], a.snaps[i], &m.Request, nil, now)
+			a.st.core.Price(&a.cands[i], a.views[a.cands[i].Replica].Ledger, &m.Request, nil, now)
 		}
 	}
 	if m.Log {
@@ -217,91 +266,72 @@ func (a *routingActor) logged(ex *Explanation, p *Picked) *Picked {
 	return p
 }
 
-// choose runs the policy over cands (built from snaps) and takes a lease on
-// its choice, choosing again without a candidate that filled up meanwhile.
+// choose runs the routing core's policy over cands (snaps holds the
+// snapshot of each candidate's replica) and takes a lease on its choice,
+// choosing again without a candidate that filled up meanwhile: another
+// routing actor (another model's, or another arm of a split) can fill it
+// since the snapshots were read.
 func (a *routingActor) choose(m *Pick, cands []policy.Candidate, snaps []*replica.Snapshot, offered int, now time.Time) *Picked {
-	if m.Request.Now.IsZero() {
-		m.Request.Now = now
+	a.req = m.Request
+	if a.req.Now.IsZero() {
+		a.req.Now = now
 	}
-	for len(cands) > 0 {
-		k, err := a.st.Policy.Pick(&m.Request, cands, a.st.Rand)
-		if err != nil || k < 0 || k >= len(cands) {
-			break
+	req := &a.req
+	var lease *replica.Lease
+	cands, k, err := a.st.core.Choose(req, cands, offered, func(c *policy.Candidate) bool {
+		var ok bool
+		lease, ok = snaps[c.Replica].Counters.TryAcquire()
+		return ok
+	})
+	p := &Picked{Err: err, Policy: a.st.name}
+	if err == nil {
+		p.Replica, p.Lease = snaps[cands[k].Replica], lease
+		if a.st.Estimates {
+			a.assign(p, &cands[k], req)
+		} else if a.st.Records {
+			a.record(p, req)
 		}
-		s := snaps[k]
-		if lease, ok := s.Counters.TryAcquire(); ok {
-			p := &Picked{Replica: s, Lease: lease, Policy: a.st.name}
-			if a.st.Estimates {
-				a.assign(p, &cands[k], &m.Request, now)
-			} else if a.st.Records {
-				a.record(p, &m.Request)
-			}
-			if a.st.Shadows != nil {
-				p.shadow = &shadow.Decision{Policy: a.st.name, Request: m.Request, Cands: slices.Clone(cands), Routed: k}
-			}
-			return p
+		if a.st.Trials != nil {
+			p.trial = &shadow.Decision{Policy: a.st.name, Request: *req, Cands: slices.Clone(cands), Routed: k}
 		}
-		// Another routing actor (another model's, or another arm of a
-		// split) filled it since collect looked: drop it and choose
-		// again among the rest.
-		last := len(cands) - 1
-		cands[k], snaps[k] = cands[last], snaps[last]
-		cands, snaps = cands[:last], snaps[:last]
 	}
-	if offered == 0 {
-		return &Picked{Err: ErrNoReplica, Policy: a.st.name}
-	}
-	return &Picked{Err: ErrOverloaded, Policy: a.st.name}
+	a.req = policy.Request{} // the blocks are the Pick's: keep none
+	return p
 }
 
-// offer collects m's candidates (collect). When every healthy replica of
-// the model is ejected, which the ejection budget allows only when health
-// changed after the ejections, it offers the ejected ones rather than
-// nothing, so the pool never empties. It returns how many were offered
-// before the room check.
-func (a *routingActor) offer(m *Pick, now time.Time) int {
-	offered, live := a.collect(m, now, false)
-	if live == 0 {
-		offered, _ = a.collect(m, now, true)
+// assign records the winner's assignment in the routing core and makes the
+// Attempt the asker sends to the replica.
+func (a *routingActor) assign(p *Picked, w *policy.Candidate, req *policy.Request) {
+	as, ok := a.st.core.Assign(w, ledger(p.Replica), req)
+	if !ok {
+		return
 	}
-	return offered
+	p.CachedTokens, p.Estimate, p.Estimated = as.CachedTokens, as.Estimate, true
+	p.Attempt = &replica.Attempt{Blocks: req.Blocks, Prefill: as.Estimate.Prefill, Seq: as.Seq}
+	a.count()
 }
 
-// collect fills a.cands and a.snaps with the replicas that serve the model,
-// pass their health checks, were not tried by m and have room; ejected
-// replicas only when ejected is true, and then only those. It returns how
-// many replicas qualified before the room check, and how many serve the
-// model, pass their health checks and are not ejected, tried or not.
-func (a *routingActor) collect(m *Pick, now time.Time, ejected bool) (offered, live int) {
-	a.cands, a.snaps = a.cands[:0], a.snaps[:0]
-	for i, r := range a.st.replicas {
-		s := r.Snapshot()
-		if !s.Healthy || !s.Serves(a.st.Model) {
-			continue
-		}
-		out := s.Ejected(now)
-		if !out {
-			live++
-		}
-		if out != ejected || tried(m.Exclude, s.ID) {
-			continue
-		}
-		offered++
-		c := s.Counters
-		if !c.HasRoom() {
-			continue
-		}
-		a.cands = append(a.cands, a.candidate(i, s, now))
-		a.snaps = append(a.snaps, s)
+// record makes the attempt of a decision made without estimates (Records),
+// for the replica actor to record and to price from its own prediction.
+// The decision itself predicted nothing: p.Estimated stays false.
+func (a *routingActor) record(p *Picked, req *policy.Request) {
+	sh := p.Replica.Shadow
+	if sh == nil || len(req.Blocks) == 0 {
+		return
 	}
-	return offered, live
+	cm, prompt := a.st.CostModel, req.PromptTokens
+	p.Attempt = &replica.Attempt{Blocks: req.Blocks, Seq: sh.Next(), PromptTokens: prompt, BlockSize: route.BlockSize(req),
+		Price: func(cached int) time.Duration { return cm.Estimate(prompt, cached, 0, 0).Prefill }}
 }
 
-func tried(exclude []string, id string) bool {
-	for _, x := range exclude {
-		if x == id {
-			return true
+// forgetDeparted drops the unapplied assignments of replicas that left the
+// model's set: nothing will apply them.
+func (a *routingActor) forgetDeparted() {
+	live := make([]route.Ledger, 0, len(a.st.replicas))
+	for _, r := range a.st.replicas {
+		if l := ledger(r.Snapshot()); l != nil {
+			live = append(live, l)
 		}
 	}
-	return false
+	a.st.core.Keep(live)
 }

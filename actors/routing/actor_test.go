@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/model/route"
 )
 
 var policies = []string{"round_robin", "random", "least_request", "p2c"}
@@ -98,10 +99,10 @@ func TestNeverRoutesToUnavailable(t *testing.T) {
 					switch {
 					case live > 0 && liveRoom > 0:
 						t.Fatalf("%s: %v with %d available replicas", name, got.Err, liveRoom)
-					case live == 0 && (liveAll > 0 || ejectedLive == 0) && !errors.Is(got.Err, ErrNoReplica):
-						t.Fatalf("%s: %v with no qualifying replica, want ErrNoReplica", name, got.Err)
-					case live > 0 && !errors.Is(got.Err, ErrOverloaded):
-						t.Fatalf("%s: %v with every qualifying replica full, want ErrOverloaded", name, got.Err)
+					case live == 0 && (liveAll > 0 || ejectedLive == 0) && !errors.Is(got.Err, route.ErrNoReplica):
+						t.Fatalf("%s: %v with no qualifying replica, want route.ErrNoReplica", name, got.Err)
+					case live > 0 && !errors.Is(got.Err, route.ErrOverloaded):
+						t.Fatalf("%s: %v with every qualifying replica full, want route.ErrOverloaded", name, got.Err)
 					}
 					continue
 				}
@@ -140,17 +141,17 @@ func TestPickErrors(t *testing.T) {
 		}
 		return got
 	}
-	want("all excluded", &Pick{Exclude: []string{"a", "b"}}, ErrNoReplica)
+	want("all excluded", &Pick{Exclude: []string{"a", "b"}}, route.ErrNoReplica)
 	l1 := want("first", &Pick{}, nil).Lease
 	l2 := want("second", &Pick{}, nil).Lease
-	want("both full", &Pick{}, ErrOverloaded)
-	want("full or tried", &Pick{Exclude: []string{"a"}}, ErrOverloaded)
+	want("both full", &Pick{}, route.ErrOverloaded)
+	want("full or tried", &Pick{Exclude: []string{"a"}}, route.ErrOverloaded)
 	l1.Release()
 	l2.Release()
 	a.set(func(s *replica.Snapshot) { s.Healthy = false })
 	b.set(func(s *replica.Snapshot) { s.Healthy = false })
-	want("none healthy", &Pick{}, ErrNoReplica)
-	want("deadline passed", &Pick{Deadline: time.Now().Add(-time.Millisecond)}, ErrDeadline)
+	want("none healthy", &Pick{}, route.ErrNoReplica)
+	want("deadline passed", &Pick{Deadline: time.Now().Add(-time.Millisecond)}, route.ErrDeadline)
 }
 
 // TestAbandonedPickReleasesLease: an asker that gave up before the actor
@@ -208,8 +209,8 @@ func TestPanicFallback(t *testing.T) {
 	}
 	// Having tried b is not a reason to go to the ejected a.
 	b.set(func(s *replica.Snapshot) { s.Healthy = true })
-	if got := ask(t, sys, pid, &Pick{Exclude: []string{"b"}}); !errors.Is(got.Err, ErrNoReplica) {
-		t.Fatalf("got %+v with b tried, want ErrNoReplica", got)
+	if got := ask(t, sys, pid, &Pick{Exclude: []string{"b"}}); !errors.Is(got.Err, route.ErrNoReplica) {
+		t.Fatalf("got %+v with b tried, want route.ErrNoReplica", got)
 	}
 	b.set(func(s *replica.Snapshot) { s.Healthy = false })
 	got := ask(t, sys, pid, &Pick{})
@@ -221,7 +222,7 @@ func TestPanicFallback(t *testing.T) {
 
 // TestModelsRaceForSharedReplicas runs two models' routing actors over the
 // same capped replicas from many goroutines at once, holding leases: the
-// caps are never overshot, and a full fleet answers ErrOverloaded.
+// caps are never overshot, and a full fleet answers route.ErrOverloaded.
 func TestModelsRaceForSharedReplicas(t *testing.T) {
 	sys := newSystem(t)
 	const reps, maxConc, maxPend = 4, 6, 4
@@ -254,7 +255,7 @@ func TestModelsRaceForSharedReplicas(t *testing.T) {
 				}
 				got := ask(t, sys, pid, &Pick{})
 				switch {
-				case errors.Is(got.Err, ErrOverloaded):
+				case errors.Is(got.Err, route.ErrOverloaded):
 					overloaded.Add(1)
 				case got.Err != nil:
 					t.Errorf("pick: %v", got.Err)

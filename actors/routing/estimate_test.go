@@ -12,6 +12,7 @@ import (
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/prefix"
+	"github.com/inferrail/inferrail/model/route"
 )
 
 // estimating is a fake replica whose actor answers estimates with a fixed
@@ -31,7 +32,7 @@ type answerer struct {
 func (a *answerer) Receive(ctx actor.Context) {
 	if m, ok := ctx.Message().(*replica.Estimate); ok {
 		if !a.silent {
-			m.Gather.Fill(m.Slot, replica.Reply{})
+			m.Gather.Fill(m.Slot, route.Reply{})
 		}
 	}
 }
@@ -45,12 +46,10 @@ func blocksOf(n int) []prefix.Hash {
 	return h.Chain(nil, prefix.Root("m", "", ""), ids, 16)
 }
 
-// A replica actor that never answers costs the decision its cache
-// prediction, not the decision: the asker's deadline message makes the
-// routing actor decide with the replies it has, and the miss is counted.
-func TestSilentReplicaIsPricedFromPublishedState(t *testing.T) {
-	sys := newSystem(t)
-	set := metrics.NewSet()
+// spawnHalfSilent starts a cost_model routing actor, counting into set,
+// over two estimating replicas: r0's actor never answers, r1's does.
+func spawnHalfSilent(t *testing.T, sys *actor.ActorSystem, set *metrics.Set) *actor.PID {
+	t.Helper()
 	var reps []Replica
 	for i, silent := range []bool{true, false} {
 		f := newFake([]string{"r0", "r1"}[i], []string{"m"}, replica.NewCounters(0, 0))
@@ -62,6 +61,16 @@ func TestSilentReplicaIsPricedFromPublishedState(t *testing.T) {
 		Rand: rand.New(rand.NewPCG(1, 1)), Estimates: true, CostModel: cost.Default(), Metrics: set}))
 	t.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })
 	sys.Root.Send(pid, &ReplicasChanged{Replicas: reps})
+	return pid
+}
+
+// A replica actor that never answers costs the decision its cache
+// prediction, not the decision: the asker's deadline message makes the
+// routing actor decide with the replies it has, and the miss is counted.
+func TestSilentReplicaIsPricedFromPublishedState(t *testing.T) {
+	sys := newSystem(t)
+	set := metrics.NewSet()
+	pid := spawnHalfSilent(t, sys, set)
 
 	m := &Pick{Request: policy.Request{PromptTokens: 400, BlockSize: 16, Blocks: blocksOf(400)},
 		Deadline: time.Now().Add(5 * time.Second), Answered: make(chan struct{}, 1)}
@@ -93,5 +102,51 @@ func TestSilentReplicaIsPricedFromPublishedState(t *testing.T) {
 	}
 	if got := set.GetOrCreateCounter(`inferrail_estimate_deadline_misses_total{model="m"}`).Get(); got != 1 {
 		t.Fatalf("a late Gathered counted again: %d", got)
+	}
+}
+
+// An Explain whose broadcast a replica never answers is explained once the
+// estimate deadline has passed, with that replica priced from its
+// published state, instead of waiting out its own deadline.
+func TestExplainAfterEstimateDeadline(t *testing.T) {
+	sys := newSystem(t)
+	pid := spawnHalfSilent(t, sys, metrics.NewSet())
+	m := &Explain{Request: policy.Request{PromptTokens: 400, BlockSize: 16, Blocks: blocksOf(400)},
+		Deadline: time.Now().Add(time.Minute)}
+	done := make(chan *Explanation, 1)
+	go func() { done <- Explaining(sys.Root, pid, m, time.Millisecond) }()
+	select {
+	case ex := <-done:
+		if ex == nil || ex.Err != nil || ex.Winner == "" || len(ex.Replicas) != 2 || ex.Replicas[0].Answered || !ex.Replicas[1].Answered {
+			t.Fatalf("explanation %+v", ex)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no explanation well past the estimate deadline")
+	}
+}
+
+// The actor never writes to a Pick: the request's time is the decision's
+// own, as the shadows see it, while the Pick keeps the zero time it was
+// sent with.
+func TestPickNotWritten(t *testing.T) {
+	sys := newSystem(t)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec := &trialRecorder{}
+	pid := sys.Root.Spawn(Props(Config{Model: "m", Policy: &policy.RoundRobin{}, Rand: rand.New(rand.NewPCG(1, 1)),
+		Now: func() time.Time { return now }, Trials: rec}))
+	t.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })
+	sys.Root.Send(pid, &ReplicasChanged{Replicas: []Replica{newFake("r0", []string{"m"}, replica.NewCounters(0, 0))}})
+	m := &Pick{}
+	p := ask(t, sys, pid, m)
+	if p.Err != nil {
+		t.Fatal(p.Err)
+	}
+	p.Lease.Release()
+	barrier(t, sys, pid)
+	if !m.Request.Now.IsZero() {
+		t.Fatalf("the actor wrote the decision's time %v into the Pick", m.Request.Now)
+	}
+	if len(rec.got) != 1 || !rec.got[0].Request.Now.Equal(now) {
+		t.Fatalf("shadow decisions %+v, want one at %v", rec.got, now)
 	}
 }

@@ -1,79 +1,22 @@
 package routing
 
 import (
-	"errors"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/route"
 )
-
-// Explain asks what the model's policy would decide for a request now,
-// without routing it: no lease is taken, nothing is assigned and the
-// policy's state does not change. The actor sends one *Explanation on
-// Answered (capacity 1) unless Deadline passed first.
-type Explain struct {
-	Request  policy.Request
-	Deadline time.Time
-	Answered chan *Explanation
-}
-
-func (*Explain) routingMsg() {}
-
-// ErrNoExplain: the policy does not explain its decisions (the baselines).
-var ErrNoExplain = errors.New("routing: the policy does not explain its decisions")
-
-// Explanation is the answer to Explain: every replica serving the model in
-// the actor's order, and the decision.
-type Explanation struct {
-	Policy   string
-	Replicas []ReplicaExplained
-	// Winner is the id of the replica the policy would pick; empty when
-	// none could take the request or the policy does not explain.
-	Winner   string
-	Decision policy.Decision
-	// Err is ErrNoReplica, ErrOverloaded, ErrNoExplain or ErrDeadline.
-	Err error
-}
-
-// ReplicaExplained is one replica in an explanation.
-type ReplicaExplained struct {
-	ID string
-	// Offered reports that the policy was offered the replica; Reason
-	// says why not: "unhealthy", "ejected" or "full".
-	Offered bool
-	Reason  string
-	// The replica's state as the policy saw it.
-	InFlight, Pending, Running int
-	KVUsage                    float64
-	Fresh                      bool
-	// Answered reports that the replica's actor answered the estimate
-	// request within the deadline; otherwise it was priced from its
-	// published state.
-	Answered      bool
-	QueuedPrefill time.Duration
-	CachedTokens  int
-	// From the policy's workings (policy.Explained), when offered.
-	PricedTokens int
-	Owner        bool
-	Session      bool
-	Guard        policy.Guard
-	Estimate     cost.Estimate
-	Score        float64
-	Weight       uint64
-}
 
 func (a *routingActor) explain(ctx actor.Context, m *Explain) {
 	if !time.Now().Before(m.Deadline) {
 		return
 	}
 	now := a.st.Now()
-	pick := &Pick{Request: m.Request, Deadline: m.Deadline}
-	offered := a.offer(pick, now)
+	offered := a.collect(nil, now)
 	if _, ok := a.st.Policy.(policy.Explainer); ok && a.st.Estimates && len(m.Request.Blocks) > 0 {
-		if a.park(ctx, pick, offered, m) {
+		if a.park(ctx, m, &m.Request, offered, m, now) {
 			return
 		}
 	}
@@ -81,7 +24,7 @@ func (a *routingActor) explain(ctx actor.Context, m *Explain) {
 	clear(a.snaps)
 	if a.st.Estimates {
 		for i := range pd.cands {
-			a.price(&pd.cands[i], pd.snaps[i], &m.Request, nil, now)
+			a.st.core.Price(&pd.cands[i], ledger(pd.snaps[pd.cands[i].Replica]), &m.Request, nil, now)
 		}
 	}
 	a.explained(m, pd, now)
@@ -133,10 +76,8 @@ func (a *routingActor) explanation(req0 *policy.Request, pd *pending, now time.T
 	switch e, ok := a.st.Policy.(policy.Explainer); {
 	case !ok:
 		ex.Err = ErrNoExplain
-	case len(pd.cands) == 0 && pd.offered == 0:
-		ex.Err = ErrNoReplica
 	case len(pd.cands) == 0:
-		ex.Err = ErrOverloaded
+		ex.Err = route.Unplaced(pd.offered)
 	default:
 		req := *req0
 		if req.Now.IsZero() {

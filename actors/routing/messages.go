@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
@@ -21,6 +23,14 @@ type Replica interface {
 	Snapshot() *replica.Snapshot
 }
 
+// Estimator is a Replica whose actor answers estimate requests. A Replica
+// that is not one is priced from its published state alone.
+type Estimator interface {
+	Replica
+	// PID is the replica actor.
+	PID() *actor.PID
+}
+
 // ReplicasChanged gives the actor its model's replicas: every member of the
 // fleet that serves the model, in a stable order. It replaces the previous
 // set whole. The slice is the actor's once sent.
@@ -30,21 +40,23 @@ type ReplicasChanged struct {
 
 // Pick asks for a replica for one request attempt. The actor answers the
 // asker with a *Picked through ctx.Respond, unless the asker abandoned the
-// question first.
+// question first. Decide sends one and waits for its answer under the
+// estimate deadline and the request's.
 //
-// Pick is the one message whose sender touches it after sending, and only
-// through Abandon and Answer, which hand the answer over atomically: either
-// the actor answers first and the asker gets the answer (with its lease),
-// or the asker abandons first and the actor releases any lease it took and
-// does not answer. So a lease is never lost to a timed-out future.
+// The actor never writes to a Pick. Its sender touches it after sending
+// only through Abandon and Answer, which hand the answer over atomically:
+// either the actor answers first and the asker gets the answer (with its
+// lease), or the asker abandons first and the actor releases any lease it
+// took and does not answer. So a lease is never lost to a timed-out future.
 type Pick struct {
-	// Request is what the policy may know of the request.
+	// Request is what the policy may know of the request. A zero Now is
+	// the decision's time, as the actor's clock reads it.
 	Request policy.Request
 	// Exclude lists replica ids the request already tried. It is read by
 	// the actor and must not change once sent.
 	Exclude []string
 	// Deadline is when the asker stops waiting. A Pick processed after its
-	// deadline is answered ErrDeadline without deciding.
+	// deadline is answered route.ErrDeadline without deciding.
 	Deadline time.Time
 
 	// Log asks for the decision's explanation (Picked.Explanation), for
@@ -59,7 +71,6 @@ type Pick struct {
 	Answered chan struct{}
 
 	answer atomic.Pointer[Picked] // nil, the actor's answer, or abandoned
-	pend   *pending               // the actor's, while it gathers estimates
 }
 
 // abandoned marks a Pick whose asker stopped waiting. It is never modified.
@@ -104,7 +115,7 @@ type Picked struct {
 	Lease *replica.Lease
 	// Policy names the policy that chose.
 	Policy string
-	// Err is ErrNoReplica, ErrOverloaded or ErrDeadline.
+	// Err is route.ErrNoReplica, route.ErrOverloaded or route.ErrDeadline.
 	Err error
 
 	// With the estimate broadcast (cache-aware policies and a prompt with
@@ -121,26 +132,79 @@ type Picked struct {
 	// it: every replica as the policy saw it, and the one chosen.
 	Explanation *Explanation
 
-	// shadow is the decision for Config.Shadows, which the actor takes
+	// trial is the decision for Config.Trials, which the actor takes
 	// back before answering.
-	shadow *shadow.Decision
+	trial *shadow.Decision
 }
 
 // An answer can reach its future after it timed out: the asker then reads
 // it through Answer, so the dead letter is expected, not worth a log line.
 func (*Picked) IgnoreDeadLetterLogging() {}
 
-// Errors a Picked carries.
-var (
-	// ErrNoReplica: no replica serving the model is healthy, not ejected
-	// and not already tried.
-	ErrNoReplica = errors.New("routing: no healthy replica")
-	// ErrOverloaded: such replicas exist, but every one is at its
-	// max_concurrency or max_pending cap.
-	ErrOverloaded = errors.New("routing: every replica is full")
-	// ErrDeadline: the Pick's deadline had passed when the actor got to it.
-	ErrDeadline = errors.New("routing: deadline passed")
-)
+// Gathered tells the routing actor to decide a Pick (or answer an Explain)
+// whose estimates it broadcast: sent when the last replica asked has
+// answered, or by the asker once routing.estimate_deadline has passed
+// (Decide, Explaining). The first one decides; later ones for the same
+// question are ignored. One of Pick and Explain is set.
+type Gathered struct {
+	Pick    *Pick
+	Explain *Explain
+}
+
+// Explain asks what the model's policy would decide for a request now,
+// without routing it: no lease is taken, nothing is assigned and the
+// policy's state does not change. The actor sends one *Explanation on
+// Answered (capacity 1) unless Deadline passed first. Explaining sends one
+// and waits for the answer.
+type Explain struct {
+	Request  policy.Request
+	Deadline time.Time
+	Answered chan *Explanation
+}
+
+// ErrNoExplain: the policy does not explain its decisions (the baselines).
+var ErrNoExplain = errors.New("routing: the policy does not explain its decisions")
+
+// Explanation is the answer to Explain: every replica serving the model in
+// the actor's order, and the decision.
+type Explanation struct {
+	Policy   string
+	Replicas []ReplicaExplained
+	// Winner is the id of the replica the policy would pick; empty when
+	// none could take the request or the policy does not explain.
+	Winner   string
+	Decision policy.Decision
+	// Err is route.ErrNoReplica, route.ErrOverloaded, ErrNoExplain or
+	// route.ErrDeadline.
+	Err error
+}
+
+// ReplicaExplained is one replica in an explanation.
+type ReplicaExplained struct {
+	ID string
+	// Offered reports that the policy was offered the replica; Reason
+	// says why not: "unhealthy", "ejected" or "full".
+	Offered bool
+	Reason  string
+	// The replica's state as the policy saw it.
+	InFlight, Pending, Running int
+	KVUsage                    float64
+	Fresh                      bool
+	// Answered reports that the replica's actor answered the estimate
+	// request within the deadline; otherwise it was priced from its
+	// published state.
+	Answered      bool
+	QueuedPrefill time.Duration
+	CachedTokens  int
+	// From the policy's workings (policy.Explained), when offered.
+	PricedTokens int
+	Owner        bool
+	Session      bool
+	Guard        policy.Guard
+	Estimate     cost.Estimate
+	Score        float64
+	Weight       uint64
+}
 
 // crash makes the actor panic, to exercise its supervision. Only tests send
 // it.
@@ -148,10 +212,17 @@ type crash struct{}
 
 func (*ReplicasChanged) routingMsg() {}
 func (*Pick) routingMsg()            {}
+func (*Gathered) routingMsg()        {}
+func (*Explain) routingMsg()         {}
 func (*crash) routingMsg()           {}
+
+// A Gathered can arrive after its routing actor stopped.
+func (*Gathered) IgnoreDeadLetterLogging() {}
 
 var (
 	_ Message = (*ReplicasChanged)(nil)
 	_ Message = (*Pick)(nil)
+	_ Message = (*Gathered)(nil)
+	_ Message = (*Explain)(nil)
 	_ Message = (*crash)(nil)
 )

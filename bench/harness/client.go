@@ -14,8 +14,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/inferrail/inferrail/bench/loadgen"
-	"github.com/inferrail/inferrail/bench/workload"
 	"github.com/inferrail/inferrail/model/openai"
+	"github.com/inferrail/inferrail/sim/workload"
 	"github.com/inferrail/inferrail/transport/upstream"
 )
 

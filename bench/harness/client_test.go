@@ -12,8 +12,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/inferrail/inferrail/bench/workload"
 	"github.com/inferrail/inferrail/model/token"
+	"github.com/inferrail/inferrail/sim/workload"
 )
 
 // fakeEngine streams answers with known timing: the first token ttft

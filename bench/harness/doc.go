@@ -1,6 +1,6 @@
 // Package harness measures a workload against an OpenAI-compatible endpoint
 // in real time, and condenses what every request did into a Summary that
-// real runs and virtual-time runs (sim/fleet) share.
+// real runs and virtual-time runs (sim/cluster) share.
 //
 // Run is open loop: every request is sent at its scheduled time whatever
 // the earlier ones are doing, its TTFT and end-to-end latency are counted

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/inferrail/inferrail/bench/workload"
 	"github.com/inferrail/inferrail/sim"
+	"github.com/inferrail/inferrail/sim/workload"
 )
 
 // The simulator computes exactly the token ids the workloads' encoder
@@ -39,7 +39,7 @@ func TestSimulatorAgreesWithWorkloads(t *testing.T) {
 		}
 	}
 	gpt := workload.W2()
-	gpt.ShareGPT = "../workload/testdata/sharegpt.json"
+	gpt.ShareGPT = "../../sim/workload/testdata/sharegpt.json"
 	if err := gpt.Load(); err != nil {
 		t.Fatal(err)
 	}

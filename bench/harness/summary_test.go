@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/inferrail/inferrail/bench/workload"
 	"github.com/inferrail/inferrail/sim"
+	"github.com/inferrail/inferrail/sim/workload"
 )
 
 // TestMain fails the package when a test leaves a goroutine behind:

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/inferrail/inferrail/sim/fleet"
+	"github.com/inferrail/inferrail/sim/cluster"
 )
 
 // Virtual turns a virtual-time fleet run into a Run as the harness would
@@ -12,7 +12,7 @@ import (
 // send lag), replicas named sim-0, sim-1… as inferrail launch names them,
 // a prediction wherever the KV index priced the decision, and a request
 // refused with every replica full as a failure (the gateway's 503).
-func Virtual(res *fleet.Result, warmUp, duration time.Duration) *Run {
+func Virtual(res *cluster.Result, warmUp, duration time.Duration) *Run {
 	run := &Run{Records: make([]Record, len(res.Requests)), WarmUp: warmUp, Duration: duration, Oracle: true}
 	for i := range res.Requests {
 		f := &res.Requests[i]

@@ -6,7 +6,7 @@
 // falls on every policy alike, and every policy of a repetition gets the
 // same requests at the same times on a cold fleet.
 //
-// Execute runs the plan with a Runner (virtual time through sim/fleet, or
+// Execute runs the plan with a Runner (virtual time through sim/cluster, or
 // real time against in-process simulators and a gateway that the command
 // starts), several at once with jobs, writing one JSON result file per run;
 // a stopped sweep resumes, skipping runs whose file carries their

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/bench/harness"
-	"github.com/inferrail/inferrail/sim/fleet"
+	"github.com/inferrail/inferrail/sim/cluster"
 )
 
 // Result is one run's result file.
@@ -36,12 +36,12 @@ type Runner interface {
 	Run(ctx context.Context, spec *RunSpec) (*harness.Run, error)
 }
 
-// Virtual runs in virtual time with sim/fleet.
+// Virtual runs in virtual time with sim/cluster.
 type Virtual struct{}
 
 // Run simulates spec.
 func (Virtual) Run(_ context.Context, spec *RunSpec) (*harness.Run, error) {
-	res, err := fleet.Run(fleet.Config{
+	res, err := cluster.Run(cluster.Config{
 		Replicas: spec.Replicas, Engine: spec.Engine, Policy: spec.Policy, Fanout: spec.Fanout,
 		KVEvents: spec.KVEvents,
 		Workload: spec.wl, Rate: spec.Rate, Duration: spec.Duration, WarmUp: spec.WarmUp, Seed: spec.Seed,

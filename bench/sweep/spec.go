@@ -17,10 +17,10 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/inferrail/inferrail/bench/harness"
-	"github.com/inferrail/inferrail/bench/workload"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/sim"
 	"github.com/inferrail/inferrail/sim/engine"
+	"github.com/inferrail/inferrail/sim/workload"
 )
 
 // Format is the version of the run specification and result files. A

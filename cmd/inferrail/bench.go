@@ -17,9 +17,9 @@ import (
 
 	"github.com/inferrail/inferrail/bench/harness"
 	"github.com/inferrail/inferrail/bench/sweep"
-	"github.com/inferrail/inferrail/bench/workload"
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/sim"
+	"github.com/inferrail/inferrail/sim/workload"
 	"github.com/inferrail/inferrail/transport/tokenize"
 )
 
@@ -29,7 +29,7 @@ Commands:
   run      one open-loop run against an OpenAI endpoint, printed as a summary
   compare  every policy on the same requests, each on a cold in-process fleet
   sweep    a sweep file in real time, on cold in-process fleets (resumable)
-  sim      the same sweep file in virtual time (sim/fleet)
+  sim      the same sweep file in virtual time (sim/cluster)
   report   the Markdown report and charts of result directories
 
 Run 'inferrail bench <command> --help' for a command's flags.
@@ -225,7 +225,7 @@ func benchCompare(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	warm := fs.Duration("warmup", 30*time.Second, "requests due before this are left out")
 	reps := fs.Int("repetitions", 1, "repetitions, each on a new seed")
 	seed := fs.Uint64("seed", 1, "seed of the first repetition")
-	virtual := fs.Bool("virtual", false, "run in virtual time (sim/fleet) instead of real time")
+	virtual := fs.Bool("virtual", false, "run in virtual time (sim/cluster) instead of real time")
 	report := fs.String("report", "", "also write the report into this directory")
 	var wf workloadFlags
 	wf.register(fs)

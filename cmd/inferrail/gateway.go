@@ -40,7 +40,7 @@ const traceFlushTimeout = 5 * time.Second
 // (inferrail_shadow_dropped_total), which the replay never misses.
 const shadowLogQueue = 4096
 
-var _ fleet.ShadowLog = (*jsonl.Writer)(nil)
+var _ fleet.TrialLog = (*jsonl.Writer)(nil)
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inferrail check", flag.ContinueOnError)
@@ -156,7 +156,7 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 		// After the fleet stops: every decision its shadows replayed is
 		// written.
 		defer shadowLog.Close()
-		opts.ShadowLog = shadowLog
+		opts.TrialLog = shadowLog
 		log.Info("shadow log", "path", path)
 	}
 	fl, err := fleet.Start(cfg, opts)
@@ -221,7 +221,7 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 	fe := frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met, Tokenizer: edgeTokenizer{tok},
 		DecisionLog: dlog, Tracer: tracer})
 	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{Fleet: fl, Tokenizer: edgeTokenizer{tok},
-		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithShadows(fl)
+		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithTrials(fl)
 	if path != "" {
 		rl := newReloader(path, cfg, fl, fe, met, log)
 		ad.WithConfig(rl)

@@ -232,7 +232,7 @@ func TestCostModelGuards(t *testing.T) {
 	// ...but not when leaving would cost more than short_prompt_tokens of
 	// cache: recomputing a cached prefix elsewhere loads the fleet more
 	// than the full replica's queue does, and under sustained load that
-	// churns every cache (sim/fleet measured W1 p99 going from 0.2 s to
+	// churns every cache (sim/cluster measured W1 p99 going from 0.2 s to
 	// minutes with the unconditional guard).
 	full[1].CachedTokens = 0
 	if ex = explain(4000, full); ex.Winner != 0 || ex.KVPressure != 0 {

@@ -74,7 +74,7 @@ type Server struct {
 	fleet   Fleet
 	met     *telemetry.Registry
 	ex      *ExplainOptions
-	shadows Shadows
+	trials  Trials
 	srv     *fasthttp.Server
 }
 
@@ -162,11 +162,11 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		}
 		writeJSON(ctx, map[string]any{"generation": gen, "config": m})
 	case "/admin/shadow":
-		if s.shadows == nil {
+		if s.trials == nil {
 			s.notFound(ctx)
 			return
 		}
-		s.shadow(ctx)
+		s.trial(ctx)
 	default:
 		s.notFound(ctx)
 	}

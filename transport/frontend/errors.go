@@ -7,6 +7,7 @@ import (
 
 	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/model/openai"
+	"github.com/inferrail/inferrail/model/route"
 )
 
 // Causes a request's upstream context is cancelled with.
@@ -38,13 +39,13 @@ func routeError(err error, model string) *openai.Error {
 			"Every replica serving `"+model+"` stayed at its concurrency limit while the request waited in the gateway's queue (flow_control.max_wait); retry later.", "")
 	case errors.Is(err, fleet.ErrUnknownModel):
 		return openai.ModelNotFound(model)
-	case errors.Is(err, fleet.ErrOverloaded):
+	case errors.Is(err, route.ErrOverloaded):
 		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
 			"Every replica serving `"+model+"` is at its concurrency limit; retry later.", "")
-	case errors.Is(err, fleet.ErrNoReplica):
+	case errors.Is(err, route.ErrNoReplica):
 		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
 			"No healthy replica serves `"+model+"`.", "")
-	case errors.Is(err, fleet.ErrDeadline):
+	case errors.Is(err, route.ErrDeadline):
 		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
 			"The gateway could not choose a replica in time; retry later.", "")
 	}
@@ -60,11 +61,11 @@ func routeReason(err error) string {
 		return "flow_timeout"
 	case errors.Is(err, fleet.ErrUnknownModel):
 		return "unknown_model"
-	case errors.Is(err, fleet.ErrOverloaded):
+	case errors.Is(err, route.ErrOverloaded):
 		return "overloaded"
-	case errors.Is(err, fleet.ErrNoReplica):
+	case errors.Is(err, route.ErrNoReplica):
 		return "no_replica"
-	case errors.Is(err, fleet.ErrDeadline):
+	case errors.Is(err, route.ErrDeadline):
 		return "routing_deadline"
 	}
 	return "routing"

@@ -10,6 +10,7 @@ import (
 	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/flow"
+	"github.com/inferrail/inferrail/model/route"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
@@ -100,7 +101,7 @@ func (fq *flowQueue) head(w *waiter) bool {
 func (s *Server) admit(r *request, tried []string, attempt int) (fleet.Decision, error) {
 	fq := s.gate.models[r.model]
 	if fq == nil {
-		return fleet.Decision{}, fleet.ErrOverloaded
+		return fleet.Decision{}, route.ErrOverloaded
 	}
 	w := &waiter{key: r.policy.SessionKey, wake: make(chan struct{}, 1)}
 	fq.mu.Lock()
@@ -139,7 +140,7 @@ func (s *Server) admit(r *request, tried []string, attempt int) (fleet.Decision,
 		var pollC <-chan time.Time
 		if fq.head(w) {
 			d, err := s.pick(r, tried, attempt)
-			if !errors.Is(err, fleet.ErrOverloaded) {
+			if !errors.Is(err, route.ErrOverloaded) {
 				return d, err
 			}
 			poll.Reset(flowPoll)

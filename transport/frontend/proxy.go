@@ -18,6 +18,7 @@ import (
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/route"
 	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/telemetry"
 	"github.com/inferrail/inferrail/transport/tracing"
@@ -155,7 +156,7 @@ func (s *Server) route(r *request) (streaming bool) {
 		t0 := time.Now()
 		d, err := s.pick(r, tried, attempt)
 		took := time.Since(t0)
-		if errors.Is(err, fleet.ErrOverloaded) && s.gate != nil {
+		if errors.Is(err, route.ErrOverloaded) && s.gate != nil {
 			// Every replica is full: wait in the model's queue.
 			d, err = s.admit(r, tried, attempt)
 		}
@@ -218,7 +219,7 @@ func (s *Server) pick(r *request, tried []string, attempt int) (fleet.Decision, 
 	}
 	logged := s.dlog.Sampled(r.id)
 	d, err := s.fleet.Pick(fleet.PickRequest{Model: r.model, Policy: r.policy, Exclude: tried, Deadline: dl, Log: logged})
-	if errors.Is(err, fleet.ErrNoReplica) && len(tried) > 0 {
+	if errors.Is(err, route.ErrNoReplica) && len(tried) > 0 {
 		d, err = s.fleet.Pick(fleet.PickRequest{Model: r.model, Policy: r.policy, Deadline: dl, Log: logged})
 	}
 	if err == nil && d.Predicted {

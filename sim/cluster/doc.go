@@ -1,10 +1,11 @@
-// Package fleet is a virtual-time fleet simulator: N simulated vLLM engines
+// Package cluster is a virtual-time fleet simulator: N simulated vLLM engines
 // (sim/engine) on one virtual clock, fed by a seeded workload and routed by
-// the gateway's own policies (model/policy) over the gateway's own
-// per-replica estimates (model/estimate), so that a routing policy can be
+// the gateway's own routing core (model/route, which runs the policies of
+// model/policy) over the gateway's own per-replica estimates
+// (model/estimate), so that a routing policy can be
 // measured over minutes of traffic in a fraction of a second and exactly
 // replayed from its seed. The workloads are the benchmark harness's
-// (bench/workload), their text tokenized as the simulator's handler does,
+// (sim/workload), their text tokenized as the simulator's handler does,
 // so a virtual run computes the token ids a real one sends; with more
 // replicas than Config.Fanout, the cache-aware policies see predictions
 // for a shortlist only, as the routing actor asks.
@@ -16,6 +17,6 @@
 // network, the tokenizer and the actor system's latencies are not modelled:
 // the fleet measures routing decisions and what the engines do with them.
 //
-// fleet starts no goroutines, does no I/O and keeps no globals. Run is safe
+// cluster starts no goroutines, does no I/O and keeps no globals. Run is safe
 // for concurrent use; everything a run touches is its own.
-package fleet
+package cluster

@@ -18,7 +18,7 @@ func (noReplicas) Replicas() []*replica.Snapshot { return nil }
 
 type reports []shadow.Report
 
-func (r reports) Shadows() []shadow.Report { return r }
+func (r reports) Trials() []shadow.Report { return r }
 
 func get(s *Server, path string) (int, []byte) {
 	var ctx fasthttp.RequestCtx
@@ -30,18 +30,18 @@ func get(s *Server, path string) (int, []byte) {
 
 // /admin/shadow lists every model's shadows with their shares and mean
 // gain in seconds, and an empty list when no model has any; without
-// WithShadows the route does not exist.
+// WithTrials the route does not exist.
 func TestShadowRoute(t *testing.T) {
 	if code, _ := get(New(noReplicas{}, telemetry.New(nil)), "/admin/shadow"); code != 404 {
-		t.Fatalf("without WithShadows: %d", code)
+		t.Fatalf("without WithTrials: %d", code)
 	}
-	s := New(noReplicas{}, telemetry.New(nil)).WithShadows(reports(nil))
+	s := New(noReplicas{}, telemetry.New(nil)).WithTrials(reports(nil))
 	code, b := get(s, "/admin/shadow")
 	var page shadowsView
 	if err := json.Unmarshal(b, &page); code != 200 || err != nil || page.Models == nil || len(page.Models) != 0 || page.Caveat != shadow.Caveat {
 		t.Fatalf("no shadows: %d %v %s", code, err, b)
 	}
-	s = New(noReplicas{}, telemetry.New(nil)).WithShadows(reports{{Model: "m", Dropped: 3, Shadows: []shadow.Summary{
+	s = New(noReplicas{}, telemetry.New(nil)).WithTrials(reports{{Model: "m", Dropped: 3, Shadows: []shadow.Summary{
 		{Policy: "cost_model", Decisions: 10, Agreement: 0.5, Faster: 0.4, Slower: 0.1, MeanGain: 25 * time.Millisecond}}}})
 	code, b = get(s, "/admin/shadow")
 	page = shadowsView{}

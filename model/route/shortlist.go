@@ -1,9 +1,10 @@
-package policy
+package route
 
 import (
 	"time"
 
 	"github.com/inferrail/inferrail/model/cost"
+	"github.com/inferrail/inferrail/model/policy"
 )
 
 // Shortlist chooses which candidates a routing actor asks for an estimate
@@ -19,7 +20,7 @@ import (
 // routing actor did not know of.
 //
 // hinted may be nil or shorter than cands (the rest are not hinted).
-func Shortlist(dst []int, cands []Candidate, hinted []bool, k int, m cost.Model) []int {
+func Shortlist(dst []int, cands []policy.Candidate, hinted []bool, k int, m cost.Model) []int {
 	if k <= 0 || len(cands) <= k {
 		for i := range cands {
 			dst = append(dst, i)

@@ -1,4 +1,4 @@
-package fleet
+package cluster
 
 import (
 	"fmt"
@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inferrail/inferrail/bench/workload"
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/sim/workload"
 )
 
 // The routing issue's acceptance criteria, on the simulator's default
@@ -225,7 +225,7 @@ func TestShortlistAgreesWithBroadcast(t *testing.T) {
 			var pol *policy.CostModel
 			var want int
 			short := runHooked(t, cfg, func(r *run) {
-				pol = r.pol.(*policy.CostModel)
+				pol = r.core.Policy.(*policy.CostModel)
 				r.onShortlist = func(req *policy.Request, cands []policy.Candidate, draw uint64) {
 					ex, err := pol.Explain(req, cands, draw)
 					if err != nil {

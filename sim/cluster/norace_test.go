@@ -1,5 +1,5 @@
 //go:build !race
 
-package fleet
+package cluster
 
 const raceEnabled = false

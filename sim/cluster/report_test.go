@@ -1,4 +1,4 @@
-package fleet
+package cluster
 
 import (
 	"flag"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inferrail/inferrail/bench/workload"
+	"github.com/inferrail/inferrail/sim/workload"
 )
 
 // reportPoints are the workloads of the report, each at the point the
@@ -30,7 +30,7 @@ var reportPolicies = []string{"round_robin", "random", "least_request", "p2c", "
 // hit rate against the oracle's, and the busiest replica's share. It runs
 // only when asked for by name, as it takes a while:
 //
-//	go test ./sim/fleet/ -run TestReportFleet -v
+//	go test ./sim/cluster/ -run TestReportFleet -v
 func TestReportFleet(t *testing.T) {
 	if f := flag.Lookup("test.run"); f == nil || !strings.Contains(f.Value.String(), "ReportFleet") {
 		t.Skip("run with -run TestReportFleet")

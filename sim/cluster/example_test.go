@@ -1,19 +1,19 @@
-package fleet_test
+package cluster_test
 
 import (
 	"fmt"
 	"time"
 
-	"github.com/inferrail/inferrail/bench/workload"
 	"github.com/inferrail/inferrail/sim"
-	"github.com/inferrail/inferrail/sim/fleet"
+	"github.com/inferrail/inferrail/sim/cluster"
+	"github.com/inferrail/inferrail/sim/workload"
 )
 
 // Four default engines behind cost_model take a minute of W1 at 10 req/s;
 // the first 15 s fill the caches and are left out of the summary.
 func ExampleRun() {
 	w1 := workload.W1()
-	res, err := fleet.Run(fleet.Config{
+	res, err := cluster.Run(cluster.Config{
 		Replicas: 4,
 		Engine:   sim.DefaultOptions().Engine,
 		Policy:   "cost_model",

@@ -1,9 +1,9 @@
-package fleet
+package cluster
 
 import (
 	"time"
 
-	"github.com/inferrail/inferrail/bench/workload"
+	"github.com/inferrail/inferrail/sim/workload"
 )
 
 // arrival is one workload request as the engines see it: its prompt

@@ -6,14 +6,14 @@ import (
 	"github.com/inferrail/inferrail/model/shadow"
 )
 
-// Shadows is what /admin/shadow reads: *fleet.Fleet.
-type Shadows interface {
-	Shadows() []shadow.Report
+// Trials is what /admin/shadow reads: *fleet.Fleet.
+type Trials interface {
+	Trials() []shadow.Report
 }
 
-// WithShadows turns on GET /admin/shadow; call it before Serve.
-func (s *Server) WithShadows(src Shadows) *Server {
-	s.shadows = src
+// WithTrials turns on GET /admin/shadow; call it before Serve.
+func (s *Server) WithTrials(src Trials) *Server {
+	s.trials = src
 	return s
 }
 
@@ -44,13 +44,13 @@ type shadowPolicyView struct {
 	MeanGain float64 `json:"mean_estimated_gain_seconds"`
 }
 
-// shadow answers GET /admin/shadow: per model, each shadow policy's
+// trial answers GET /admin/shadow: per model, each shadow policy's
 // decisions, its agreement with the routing policy, the shares of its picks
 // priced faster and slower, and the mean estimated gain. A gateway without
 // shadow policies answers an empty list.
-func (s *Server) shadow(ctx *fasthttp.RequestCtx) {
+func (s *Server) trial(ctx *fasthttp.RequestCtx) {
 	out := shadowsView{Caveat: shadow.Caveat, Models: []shadowModelView{}}
-	for _, r := range s.shadows.Shadows() {
+	for _, r := range s.trials.Trials() {
 		mv := shadowModelView{Model: r.Model, Dropped: r.Dropped, Shadows: make([]shadowPolicyView, 0, len(r.Shadows))}
 		for _, p := range r.Shadows {
 			mv.Shadows = append(mv.Shadows, shadowPolicyView{Policy: p.Policy, Decisions: p.Decisions, Agreement: p.Agreement,

@@ -1,4 +1,4 @@
-package fleet
+package cluster
 
 import (
 	"fmt"
@@ -9,11 +9,11 @@ import (
 
 	"github.com/zeebo/xxh3"
 
-	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/estimate"
 	"github.com/inferrail/inferrail/model/kvevent"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/prefix"
+	"github.com/inferrail/inferrail/model/route"
 	"github.com/inferrail/inferrail/sim/engine"
 )
 
@@ -47,6 +47,9 @@ type replica struct {
 
 	inFlight int // routed and not finished
 	pending  int // routed and no first token yet
+	// seq is the last assignment number taken: the replica applies each
+	// assignment as it is made (its ledger, route.Ledger).
+	seq uint64
 
 	// now is the engine's state at its last step boundary, which is what
 	// a scrape between boundaries reads (Step already holds the state at
@@ -58,6 +61,18 @@ type replica struct {
 	seenOK bool
 }
 
+// Next takes the replica's next assignment number (route.Ledger).
+func (p *replica) Next() uint64 { p.seq++; return p.seq }
+
+// Applied is the last assignment number taken: the simulator applies an
+// assignment as soon as it is made (route.Ledger).
+func (p *replica) Applied() uint64 { return p.seq }
+
+// Queued is the replica's prefill queue at now (route.Ledger).
+func (p *replica) Queued(now time.Time) time.Duration { return p.est.Queue.Queued(now) }
+
+var _ route.Ledger = (*replica)(nil)
+
 // inflight is the fleet's view of one routed request.
 type inflight struct {
 	rec       int  // index in run.recs
@@ -67,13 +82,13 @@ type inflight struct {
 
 // run is one simulation's state. It is owned by Run.
 type run struct {
-	cfg     *Config
-	reps    []*replica
-	pol     policy.Policy
-	aware   bool       // the policy routes on estimates (actors/fleet.cacheAware)
-	pcg     *rand.PCG  // the policy's random source, behind rng
-	rng     *rand.Rand // the policy's
-	model   cost.Model // prices the prefill queued on a replica
+	cfg  *Config
+	reps []*replica
+	// core is the gateway's routing core, deciding as a routing actor
+	// does: the policy, the shortlist and the pricing.
+	core    *route.Core
+	aware   bool      // the policy routes on estimates (policy.CacheAware)
+	pcg     *rand.PCG // the policy's random source
 	root    prefix.Hash
 	bs      int
 	scrape  time.Duration
@@ -85,16 +100,13 @@ type run struct {
 
 	hasher prefix.Hasher
 	blocks []prefix.Hash
+	views  []route.View
 	cands  []policy.Candidate
 	oracle map[prefix.Hash]struct{}
 	seq    []uint32      // scratch: a prompt and its output, for the oracle
 	seqBlk []prefix.Hash // scratch: their blocks
-
-	// The shortlist (Config.Fanout): the routing actor's memory of which
-	// replicas recently got a root prefix, and scratch space.
-	recent map[prefix.Hash][recentOwners]uint64
-	hinted []bool
-	listed []int
+	listed []int         // scratch: the shortlist (Config.Fanout)
+	asked  []bool
 
 	now        time.Duration
 	nextScrape time.Duration
@@ -123,17 +135,14 @@ func newRun(cfg *Config) (*run, error) {
 	pcg := rand.NewPCG(cfg.Seed, streamRouting)
 	r := &run{
 		cfg:    cfg,
-		pol:    pol,
+		core:   route.New(route.Config{Policy: pol, Rand: rand.New(pcg), Cost: cfg.costParams().Model, Fanout: cfg.Fanout}),
 		aware:  policy.CacheAware(pol.Name()),
 		pcg:    pcg,
-		rng:    rand.New(pcg),
-		model:  cfg.costParams().Model,
 		root:   prefix.Root(model, "", ""),
 		bs:     cfg.Engine.BlockSize,
 		scrape: cfg.ScrapeInterval,
 		maxAge: cfg.MaxAge,
 		oracle: make(map[prefix.Hash]struct{}),
-		recent: make(map[prefix.Hash][recentOwners]uint64),
 	}
 	if r.scrape == 0 {
 		r.scrape = DefaultScrapeInterval
@@ -313,16 +322,11 @@ func (r *run) arrive() error {
 	r.record(in.prompt, in.output)
 
 	now := epoch.Add(r.now)
-	q := estimate.Query{Blocks: r.blocks, PromptTokens: len(in.prompt), BlockSize: r.bs}
-	r.cands = r.cands[:0]
-	for i, p := range r.reps {
-		if r.cfg.MaxConcurrency > 0 && p.inFlight >= r.cfg.MaxConcurrency {
-			continue // the breaker: no room (replica.Counters.HasRoom)
-		}
-		r.cands = append(r.cands, r.candidate(i, p, &q, now))
-	}
+	r.see()
+	var offered int
+	r.cands, offered = route.Collect(r.cands[:0], r.views, nil, r.aware)
 	if len(r.cands) == 0 {
-		rec.Rejected = true
+		rec.Rejected = true // every replica at MaxConcurrency
 		return nil
 	}
 	key := in.session
@@ -337,31 +341,31 @@ func (r *run) arrive() error {
 		SessionKey:   in.session,
 		Now:          now,
 	}
-	if r.shortlisting() {
-		r.shortlist(&preq, now)
+	if r.aware {
+		r.price(&preq, now)
 	}
-	w, err := r.pol.Pick(&preq, r.cands, r.rng)
+	cands, w, err := r.core.Choose(&preq, r.cands, offered, func(*policy.Candidate) bool { return true })
 	if err != nil {
 		return fmt.Errorf("request %s: pick: %w", id, err)
 	}
 	if r.onPick != nil {
-		r.onPick(r, &preq, r.cands, w)
+		r.onPick(r, &preq, cands, w)
 	}
-	c := &r.cands[w]
+	c := &cands[w]
 	p := r.reps[c.Replica]
 	rec.Replica = c.Replica
 	rec.PredictedTokens = min(c.CachedTokens, len(in.prompt))
 	f := &inflight{rec: idx}
-	if r.aware && len(r.blocks) > 0 {
-		// As routing.assign: the winner's estimated prefill joins its
-		// queue and the prompt's blocks its index. The receipt is only
-		// needed to take back a failed attempt, and a simulated engine
-		// never fails one.
-		est := r.model.Estimate(len(in.prompt), c.CachedTokens, c.QueuedPrefill, c.Running)
-		p.est.Assign(r.blocks, est.Prefill, now)
-		f.assigned = true
-		rec.Predicted = true
-		r.remember(r.blocks, c.Key)
+	if r.aware {
+		// As the routing actor assigns: the winner's estimated prefill
+		// joins its queue and the prompt's blocks its index. The receipt
+		// is only needed to take back a failed attempt, and a simulated
+		// engine never fails one.
+		if as, ok := r.core.Assign(c, p, &preq); ok {
+			p.est.Assign(r.blocks, as.Estimate.Prefill, now)
+			f.assigned = true
+			rec.Predicted = true
+		}
 	}
 	p.inFlight++
 	p.pending++
@@ -384,31 +388,63 @@ func (r *run) arrive() error {
 	return nil
 }
 
-// candidate builds replica i's candidate as the gateway's routing actor
-// does (routing.candidate and routing.price): its own counts for every
-// policy; for the cache-aware ones also its key, its running requests (the
-// engine's while the last scrape is fresh, else those past their first
-// token) with the engine's KV usage, and the replica's estimate for the
-// prompt.
-func (r *run) candidate(i int, p *replica, q *estimate.Query, now time.Time) policy.Candidate {
-	c := policy.Candidate{Replica: i, InFlight: p.inFlight, Pending: p.pending}
-	if !r.aware {
-		return c
+// see builds every replica's view as the gateway's routing actor reads it
+// from a replica's snapshot: healthy and not ejected (a simulated engine
+// never fails), with room while under MaxConcurrency (the breaker), its
+// counts, and the engine's load while the last scrape is fresh.
+func (r *run) see() {
+	r.views = r.views[:0]
+	for _, p := range r.reps {
+		v := route.View{ID: p.id, Key: p.key, Serves: true, Healthy: true,
+			Room:     r.cfg.MaxConcurrency == 0 || p.inFlight < r.cfg.MaxConcurrency,
+			InFlight: p.inFlight, Pending: p.pending, Ledger: p}
+		if p.seenOK && r.now-p.seenAt <= r.maxAge {
+			v.Fresh, v.Running, v.KVUsage = true, p.seen.running, p.seen.kvUsage
+		}
+		r.views = append(r.views, v)
 	}
-	c.Key = p.key
-	c.Running = max(c.InFlight-c.Pending, 0)
-	if p.seenOK && r.now-p.seenAt <= r.maxAge {
-		c.Running, c.KVUsage, c.Fresh = p.seen.running, p.seen.kvUsage, true
-	}
-	if len(q.Blocks) > 0 {
+}
+
+// price fills the candidates' predictions as the routing actor does: for a
+// prompt with blocks, each replica asked (every one, or the routing core's
+// shortlist past Config.Fanout) answers with its estimate, and the rest are
+// priced from their queues alone, with nothing cached.
+func (r *run) price(req *policy.Request, now time.Time) {
+	if len(req.Blocks) == 0 {
 		// The routing actor broadcasts only for a prompt with blocks;
-		// without, it prices the replica from its published queue, which
-		// the estimate also reports.
-		p.est.Estimate(q, now).Fill(&c)
-	} else {
-		c.QueuedPrefill = p.est.Queue.Queued(now)
+		// without, it prices each replica from its published queue.
+		for i := range r.cands {
+			r.core.Price(&r.cands[i], r.reps[r.cands[i].Replica], req, nil, now)
+		}
+		return
 	}
-	return c
+	q := estimate.Query{Blocks: req.Blocks, PromptTokens: req.PromptTokens, BlockSize: req.BlockSize}
+	r.listed = r.core.Ask(r.listed[:0], r.cands, r.views, req, now)
+	shortlisted := r.listed != nil
+	if shortlisted && r.onShortlist != nil {
+		full := append([]policy.Candidate(nil), r.cands...)
+		for i := range full {
+			r.reps[full[i].Replica].est.Estimate(&q, now).Fill(&full[i])
+		}
+		draw := *r.pcg // a copy: the next Uint64 Pick will take
+		r.onShortlist(req, full, draw.Uint64())
+	}
+	r.asked = r.asked[:0]
+	for range r.cands {
+		r.asked = append(r.asked, !shortlisted)
+	}
+	for _, i := range r.listed {
+		r.asked[i] = true
+	}
+	for i := range r.cands {
+		p := r.reps[r.cands[i].Replica]
+		if !r.asked[i] {
+			r.core.Price(&r.cands[i], p, req, nil, now)
+			continue
+		}
+		reply := route.Reply{Reply: p.est.Estimate(&q, now), Applied: p.seq}
+		r.core.Price(&r.cands[i], p, req, &reply, now)
+	}
 }
 
 // shared returns the oracle's cached tokens for a prompt whose full blocks

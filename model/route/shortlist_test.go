@@ -1,4 +1,4 @@
-package policy
+package route
 
 import (
 	"math/rand/v2"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/model/cost"
+	"github.com/inferrail/inferrail/model/policy"
 )
 
 // The shortlist holds every hinted candidate (up to k) and then exactly the
@@ -17,10 +18,10 @@ func TestShortlistAgainstSort(t *testing.T) {
 	for range 2000 {
 		n := 1 + rng.IntN(80)
 		k := rng.IntN(20)
-		cands := make([]Candidate, n)
+		cands := make([]policy.Candidate, n)
 		hinted := make([]bool, n)
 		for i := range cands {
-			cands[i] = Candidate{Replica: i, InFlight: rng.IntN(4), Running: rng.IntN(3),
+			cands[i] = policy.Candidate{Replica: i, InFlight: rng.IntN(4), Running: rng.IntN(3),
 				QueuedPrefill: time.Duration(rng.IntN(4)) * time.Millisecond}
 			hinted[i] = rng.IntN(10) == 0
 		}

@@ -32,14 +32,14 @@ func shadowConfig(n int, seed uint64, pol string, shadows ...string) *config.Con
 // shadowReport returns the report of model m's shadow named name.
 func shadowReport(t *testing.T, f *Fleet, name string) (shadow.Summary, uint64) {
 	t.Helper()
-	for _, r := range f.Shadows() {
+	for _, r := range f.Trials() {
 		for _, s := range r.Shadows {
 			if r.Model == "m" && s.Policy == name {
 				return s, r.Dropped
 			}
 		}
 	}
-	t.Fatalf("no shadow %s in %+v", name, f.Shadows())
+	t.Fatalf("no shadow %s in %+v", name, f.Trials())
 	return shadow.Summary{}, 0
 }
 
@@ -47,7 +47,7 @@ func shadowReport(t *testing.T, f *Fleet, name string) (shadow.Summary, uint64) 
 func replayed(t *testing.T, f *Fleet, n int64) {
 	t.Helper()
 	waitFor(t, "the shadows replayed", func() bool {
-		for _, r := range f.Shadows() {
+		for _, r := range f.Trials() {
 			for _, s := range r.Shadows {
 				if s.Decisions != n {
 					return false
@@ -73,7 +73,7 @@ func TestShadowsAgainstRoundRobin(t *testing.T) {
 	start0 := func(seed, stream uint64) int { return rand.New(rand.NewPCG(seed, stream)).IntN(n) }
 	seeds := map[bool]uint64{}
 	for seed := uint64(1); len(seeds) < 2; seed++ {
-		same := start0(seed, 0) == start0(seed, shadowStream(0, 1))
+		same := start0(seed, 0) == start0(seed, trialStream(0, 1))
 		if _, ok := seeds[same]; !ok {
 			seeds[same] = seed
 		}
@@ -85,8 +85,8 @@ func TestShadowsAgainstRoundRobin(t *testing.T) {
 		if !f.UsesEstimates("m") || plain.UsesEstimates("m") {
 			t.Fatal("a cache-aware shadow does not turn the estimate broadcast on")
 		}
-		if plain.Shadows() != nil {
-			t.Fatalf("a model without shadows reports %+v", plain.Shadows())
+		if plain.Trials() != nil {
+			t.Fatalf("a model without shadows reports %+v", plain.Trials())
 		}
 		// 4 prompts in turn over 3 replicas: each prompt's second and
 		// third sends go to a replica that does not hold it yet, while
@@ -165,7 +165,7 @@ func TestShadowsKeepRoutingDecisions(t *testing.T) {
 			plain.Done(held[i+1], OutcomeOK)
 		}
 		replayed(t, f, decisions)
-		for _, r := range f.Shadows() {
+		for _, r := range f.Trials() {
 			for _, s := range r.Shadows {
 				l := `{model="m",policy="` + s.Policy + `"`
 				agreed := set.GetOrCreateCounter(`inferrail_shadow_decisions_total` + l + `,agreed="true"}`).Get()
@@ -203,8 +203,8 @@ func (s stall) Pick(_ *policy.Request, _ []policy.Candidate, _ *rand.Rand) (int,
 func TestShadowDropsWhenBehind(t *testing.T) {
 	set := metrics.NewSet()
 	st := stall{release: make(chan struct{})}
-	f := start(t, shadowConfig(3, 1, "round_robin", "least_request"), Options{RoutingMetrics: set, ShadowQueue: 2,
-		extraShadow: func() policy.Policy { return st }})
+	f := start(t, shadowConfig(3, 1, "round_robin", "least_request"), Options{RoutingMetrics: set, TrialQueue: 2,
+		extraTrial: func() policy.Policy { return st }})
 	var once sync.Once
 	release := func() { once.Do(func() { close(st.release) }) }
 	t.Cleanup(release) // before Stop, which joins the worker
@@ -264,14 +264,14 @@ func (l *memLog) Put(ctx context.Context, v any) error {
 func TestShadowLogReplaysAcrossDrops(t *testing.T) {
 	log := &memLog{gate: make(chan struct{})}
 	f := start(t, shadowConfig(3, 9, "least_request", "round_robin", "random", "p2c", "cost_model"),
-		Options{ShadowQueue: 2, ShadowLog: log})
+		Options{TrialQueue: 2, TrialLog: log})
 	const decisions = 40
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(log.gate) }) })
 	for j := range decisions {
 		if j == decisions/2 {
 			once.Do(func() { close(log.gate) })
-			w := f.table.Load().byName["m"].shadows
+			w := f.table.Load().byName["m"].trials
 			waitFor(t, "the worker caught up", func() bool { return len(w.queue) == 0 })
 		}
 		d := pickOK(t, f, promptReq(uint32(j%5), 100))

@@ -1,4 +1,4 @@
-package fleet
+package cluster
 
 import (
 	"errors"
@@ -6,9 +6,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/inferrail/inferrail/bench/workload"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/sim/engine"
+	"github.com/inferrail/inferrail/sim/workload"
 )
 
 // Defaults the gateway uses for the load signals the policies see.
@@ -58,7 +58,7 @@ type Config struct {
 
 	// Fanout is routing.estimate_fanout: with more candidates than that, a
 	// cache-aware policy gets a cache prediction only for a shortlist
-	// (policy.Shortlist: the replicas that recently got the prompt's root
+	// (route.Shortlist: the replicas that recently got the prompt's root
 	// prefix, then the least loaded), as the routing actor asks only those
 	// for an estimate; the rest are priced from their queues alone. 0 asks
 	// every replica. The gateway's default is 16.
@@ -153,14 +153,14 @@ func (c *Config) policy() (policy.Policy, error) {
 // may go in parallel and the same cfg always gives the same Result.
 func Run(cfg Config) (Result, error) {
 	if err := cfg.validate(); err != nil {
-		return Result{}, fmt.Errorf("fleet: invalid config: %w", err)
+		return Result{}, fmt.Errorf("cluster: invalid config: %w", err)
 	}
 	r, err := newRun(&cfg)
 	if err != nil {
-		return Result{}, fmt.Errorf("fleet: %w", err)
+		return Result{}, fmt.Errorf("cluster: %w", err)
 	}
 	if err := r.loop(); err != nil {
-		return Result{}, fmt.Errorf("fleet: %s on %s: %w", cfg.Policy, cfg.Workload.Name(), err)
+		return Result{}, fmt.Errorf("cluster: %s on %s: %w", cfg.Policy, cfg.Workload.Name(), err)
 	}
 	return r.result(), nil
 }

@@ -1,4 +1,4 @@
-package fleet
+package cluster
 
 import (
 	"reflect"
@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inferrail/inferrail/bench/workload"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/prefix"
 	"github.com/inferrail/inferrail/sim"
 	"github.com/inferrail/inferrail/sim/engine"
+	"github.com/inferrail/inferrail/sim/workload"
 )
 
 // defaultEngine is the simulator's default engine: an 8B model on one 24 GB

@@ -11,7 +11,7 @@
 // loops (W3) resend the simulator's own answers: the simulator answers a
 // prompt with text seeded by the prompt's token ids (sim.seedOf), so Answer
 // computes an answer before it is sent, and a real run and a virtual-time run
-// (sim/fleet) send the same bytes and compute the same token ids.
+// (sim/cluster) send the same bytes and compute the same token ids.
 //
 // The same workload, seed and rate always give the same requests at the same
 // times. workload starts no goroutines and keeps no globals; the only I/O is

@@ -16,25 +16,31 @@ import (
 	"github.com/inferrail/inferrail/model/shadow"
 )
 
-// ShadowLog is where the shadow workers write the shadow log's lines
+// The shadow policies (routing.shadow, /admin/shadow, the shadow log) are
+// called trials in this package's code, so that they are not confused with
+// the replicas' published shadow state (replica.Shadow): a trial is a
+// policy run beside the routing policy on every decision, without routing,
+// and a trial worker runs one model's trials.
+
+// TrialLog is where the trial workers write the shadow log's lines
 // (shadow.Line). Put waits for room until ctx ends; transport/jsonl
 // satisfies it.
-type ShadowLog interface {
+type TrialLog interface {
 	Put(ctx context.Context, v any) error
 }
 
-// DefaultShadowQueue is how many decisions wait for a model's shadow worker
-// before new ones are dropped, when Options.ShadowQueue is 0.
-const DefaultShadowQueue = 1024
+// DefaultTrialQueue is how many decisions wait for a model's trial worker
+// before new ones are dropped, when Options.TrialQueue is 0.
+const DefaultTrialQueue = 1024
 
-var _ routing.Shadows = (*shadowWorker)(nil)
+var _ routing.Trials = (*trialWorker)(nil)
 
-// shadowWorker runs one model's shadow policies on one goroutine, off the
+// trialWorker runs one model's shadow policies on one goroutine, off the
 // request path: the model's routing actors hand it every decision through
 // a bounded queue, and a decision that finds the queue full is dropped and
 // counted rather than waited for. Each shadow policy has its own state and
 // random source, touched only by the worker's goroutine.
-type shadowWorker struct {
+type trialWorker struct {
 	model string
 	cm    cost.Model
 	log   *slog.Logger
@@ -44,19 +50,19 @@ type shadowWorker struct {
 	specs []shadow.Shadow
 	// shadowLog, when not nil, gets a line per decision replayed, numbered
 	// by seq. The worker goroutine's.
-	shadowLog ShadowLog
+	shadowLog TrialLog
 	seq       uint64
 	queue     chan *shadow.Decision
-	shadows   []*shadowPolicy
-	// stop ends run; set by Fleet.startShadows before run starts.
+	trials    []*trialPolicy
+	// stop ends run; set by Fleet.startTrials before run starts.
 	stop context.CancelFunc
 
 	dropped    atomic.Uint64
 	droppedCnt *metrics.Counter
 }
 
-// shadowPolicy is one shadow policy of a model with its tally.
-type shadowPolicy struct {
+// trialPolicy is one shadow policy of a model with its tally.
+type trialPolicy struct {
 	name string
 	p    policy.Policy // the worker goroutine's
 	rng  *rand.Rand    // likewise
@@ -71,21 +77,21 @@ type shadowPolicy struct {
 	routedSecs, shadowSecs            *metrics.FloatCounter
 }
 
-// newShadowWorker returns the worker for model's shadow policies ps, each
+// newTrialWorker returns the worker for model's shadow policies ps, each
 // with the random source of the same index in rngs, with room for queue
 // decisions, counting into set. Generation gen built them as specs say;
 // each decision replayed is written to out when it is not nil.
-func newShadowWorker(model string, gen uint64, ps []policy.Policy, rngs []*rand.Rand, specs []shadow.Shadow, cm cost.Model,
-	queue int, out ShadowLog, set *metrics.Set, log *slog.Logger) *shadowWorker {
+func newTrialWorker(model string, gen uint64, ps []policy.Policy, rngs []*rand.Rand, specs []shadow.Shadow, cm cost.Model,
+	queue int, out TrialLog, set *metrics.Set, log *slog.Logger) *trialWorker {
 	if queue <= 0 {
-		queue = DefaultShadowQueue
+		queue = DefaultTrialQueue
 	}
-	w := &shadowWorker{model: model, cm: cm, log: log.With("model", model), gen: gen, specs: specs, shadowLog: out,
+	w := &trialWorker{model: model, cm: cm, log: log.With("model", model), gen: gen, specs: specs, shadowLog: out,
 		queue:      make(chan *shadow.Decision, queue),
 		droppedCnt: set.GetOrCreateCounter(`inferrail_shadow_dropped_total{model=` + strconv.Quote(model) + `}`)}
 	for i, p := range ps {
 		l := `{model=` + strconv.Quote(model) + `,policy=` + strconv.Quote(p.Name())
-		w.shadows = append(w.shadows, &shadowPolicy{name: p.Name(), p: p, rng: rngs[i],
+		w.trials = append(w.trials, &trialPolicy{name: p.Name(), p: p, rng: rngs[i],
 			agreed:     set.GetOrCreateCounter(`inferrail_shadow_decisions_total` + l + `,agreed="true"}`),
 			disagreed:  set.GetOrCreateCounter(`inferrail_shadow_decisions_total` + l + `,agreed="false"}`),
 			faster:     set.GetOrCreateCounter(`inferrail_shadow_faster_total` + l + `}`),
@@ -99,7 +105,7 @@ func newShadowWorker(model string, gen uint64, ps []policy.Policy, rngs []*rand.
 
 // Offer queues d for the shadows, or drops and counts it when the queue is
 // full. It never blocks; the routing actors call it.
-func (w *shadowWorker) Offer(d *shadow.Decision) {
+func (w *trialWorker) Offer(d *shadow.Decision) {
 	select {
 	case w.queue <- d:
 	default:
@@ -110,7 +116,7 @@ func (w *shadowWorker) Offer(d *shadow.Decision) {
 
 // run replays queued decisions until ctx ends. Decisions still queued then
 // are dropped uncounted: the fleet is stopping.
-func (w *shadowWorker) run(ctx context.Context) {
+func (w *trialWorker) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -118,9 +124,9 @@ func (w *shadowWorker) run(ctx context.Context) {
 		case d := <-w.queue:
 			var picks []shadow.Pick
 			if w.shadowLog != nil {
-				picks = make([]shadow.Pick, 0, len(w.shadows))
+				picks = make([]shadow.Pick, 0, len(w.trials))
 			}
-			for _, s := range w.shadows {
+			for _, s := range w.trials {
 				o, err := w.replay(s, d)
 				if picks != nil {
 					picks = append(picks, shadow.PickOf(s.name, o, err))
@@ -137,7 +143,7 @@ func (w *shadowWorker) run(ctx context.Context) {
 // missing would break the replay of every later decision of a policy with
 // state, while the decisions the worker is too slow for are dropped
 // before any shadow sees them. A log that fails (closed) is given up.
-func (w *shadowWorker) write(ctx context.Context, d *shadow.Decision, picks []shadow.Pick) {
+func (w *trialWorker) write(ctx context.Context, d *shadow.Decision, picks []shadow.Pick) {
 	w.seq++
 	err := w.shadowLog.Put(ctx, &shadow.Line{Kind: shadow.KindDecision, Gen: w.gen, Model: w.model, Seq: w.seq,
 		Decision: d, Picks: picks})
@@ -150,7 +156,7 @@ func (w *shadowWorker) write(ctx context.Context, d *shadow.Decision, picks []sh
 // replay runs one shadow over d and counts the outcome. A shadow policy
 // that fails or panics is logged once and skips the decision; the others
 // and the routing are unaffected.
-func (w *shadowWorker) replay(s *shadowPolicy, d *shadow.Decision) (shadow.Outcome, error) {
+func (w *trialWorker) replay(s *trialPolicy, d *shadow.Decision) (shadow.Outcome, error) {
 	o, err := shadow.SafeCompare(s.p, s.rng, w.cm, d)
 	if err != nil {
 		if !s.failed {
@@ -179,9 +185,9 @@ func (w *shadowWorker) replay(s *shadowPolicy, d *shadow.Decision) (shadow.Outco
 }
 
 // report summarizes the worker's shadows.
-func (w *shadowWorker) report() shadow.Report {
-	r := shadow.Report{Model: w.model, Dropped: w.dropped.Load(), Shadows: make([]shadow.Summary, 0, len(w.shadows))}
-	for _, s := range w.shadows {
+func (w *trialWorker) report() shadow.Report {
+	r := shadow.Report{Model: w.model, Dropped: w.dropped.Load(), Shadows: make([]shadow.Summary, 0, len(w.trials))}
+	for _, s := range w.trials {
 		s.mu.Lock()
 		t := s.tally
 		s.mu.Unlock()
@@ -193,11 +199,11 @@ func (w *shadowWorker) report() shadow.Report {
 // Shadows reports each model's shadow policies, in config order; models
 // without shadows are left out. Replays are asynchronous: a decision Pick
 // returned is counted here shortly after.
-func (f *Fleet) Shadows() []shadow.Report {
+func (f *Fleet) Trials() []shadow.Report {
 	var out []shadow.Report
 	for _, m := range f.table.Load().models {
-		if m.shadows != nil {
-			out = append(out, m.shadows.report())
+		if m.trials != nil {
+			out = append(out, m.trials.report())
 		}
 	}
 	return out

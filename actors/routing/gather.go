@@ -1,0 +1,275 @@
+package routing
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/model/estimate"
+	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/route"
+)
+
+// The estimate gather, from the asker to the replica actors and back: the
+// asker sends a Pick and waits (Decide); the routing actor collects the
+// candidates, sends each replica actor it asks a replica.Estimate naming
+// the Gather of that decision and parks the decision; each replica actor
+// fills its own slot; the last one, or the asker once the estimate
+// deadline has passed, sends the actor Gathered, and the actor decides
+// with the replies in and prices the rest from their published state.
+
+// Gather collects the replies of one estimate broadcast. The routing actor
+// makes one per decision and reads a slot only once Reply reports it
+// filled; each replica actor fills its own slot at most once. Safe for
+// concurrent use in that pattern.
+type Gather struct {
+	query   estimate.Query
+	replies []route.Reply
+	got     []atomic.Bool
+	left    atomic.Int32
+	// done, when not nil, is called once by the replica that fills the
+	// last slot. It must not block.
+	done func()
+}
+
+var _ replica.Gather = (*Gather)(nil)
+
+// NewGather returns a gather for n replies to q, which calls done (when not
+// nil) once the last one is in.
+func NewGather(q estimate.Query, n int, done func()) *Gather {
+	g := &Gather{query: q, replies: make([]route.Reply, n), got: make([]atomic.Bool, n), done: done}
+	g.left.Store(int32(n))
+	return g
+}
+
+// Query is what the broadcast asks (replica.Gather).
+func (g *Gather) Query() *estimate.Query { return &g.query }
+
+// Expect sets how many replies the gather waits for, when fewer than its
+// slots are asked. Call it before sending any request.
+func (g *Gather) Expect(n int) { g.left.Store(int32(n)) }
+
+// Reply returns slot i's reply and whether it has arrived.
+func (g *Gather) Reply(i int) (route.Reply, bool) {
+	if !g.got[i].Load() {
+		return route.Reply{}, false
+	}
+	return g.replies[i], true
+}
+
+// Fill sets slot i's reply, once (replica.Gather); replica actors call it,
+// and tests that stand in for them.
+func (g *Gather) Fill(i int, r route.Reply) {
+	if i < 0 || i >= len(g.replies) || g.got[i].Load() {
+		return
+	}
+	g.replies[i] = r
+	g.got[i].Store(true)
+	if g.left.Add(-1) == 0 && g.done != nil {
+		g.done()
+	}
+}
+
+// Decide sends m to the routing actor at pid and waits for its answer, until
+// m.Deadline at the latest. When gather is set (the actor broadcasts
+// estimate requests for m: its policy routes on them and the prompt has
+// blocks), it first waits estimateDeadline (routing.estimate_deadline) and
+// then tells the actor to decide with the replies it has. It returns the
+// answer, which the caller owns with its lease, or nil when m.Deadline
+// passed first: the actor then releases whatever it takes. It sets
+// m.Answered; one timer serves both deadlines, and no protoactor future is
+// registered.
+func Decide(root actor.SenderContext, pid *actor.PID, m *Pick, gather bool, estimateDeadline time.Duration) *Picked {
+	wait := time.Until(m.Deadline)
+	if wait <= 0 {
+		return nil
+	}
+	m.Answered = make(chan struct{}, 1)
+	root.Send(pid, m)
+	first := wait
+	if gather {
+		first = min(max(estimateDeadline, time.Microsecond), wait)
+	}
+	timer := time.NewTimer(first)
+	defer timer.Stop()
+	for {
+		select {
+		case <-m.Answered:
+			return m.Answer()
+		case <-timer.C:
+			if gather {
+				gather = false
+				root.Send(pid, &Gathered{Pick: m})
+				if rest := time.Until(m.Deadline); rest > 0 {
+					timer.Reset(rest)
+					continue
+				}
+			}
+			if m.Abandon() {
+				return nil // the actor will release what it takes
+			}
+			return m.Answer() // answered just as the deadline passed
+		}
+	}
+}
+
+// Explaining sends m to the routing actor at pid and waits for its
+// explanation until m.Deadline. As Decide does, it tells the actor to
+// explain with the estimates it has once estimateDeadline has passed. It
+// returns nil when m.Deadline passed first.
+func Explaining(root actor.SenderContext, pid *actor.PID, m *Explain, estimateDeadline time.Duration) *Explanation {
+	m.Answered = make(chan *Explanation, 1)
+	root.Send(pid, m)
+	wait := time.Until(m.Deadline)
+	first := min(max(estimateDeadline, time.Microsecond), wait)
+	timer := time.NewTimer(first)
+	defer timer.Stop()
+	for gather := true; ; gather = false {
+		select {
+		case ex := <-m.Answered:
+			return ex
+		case <-timer.C:
+			if rest := time.Until(m.Deadline); gather && rest > 0 {
+				root.Send(pid, &Gathered{Explain: m})
+				timer.Reset(rest)
+				continue
+			}
+			return nil
+		}
+	}
+}
+
+// pending is a Pick or an Explain waiting for its estimates. Only the actor
+// touches it.
+type pending struct {
+	cands   []policy.Candidate
+	snaps   []*replica.Snapshot // by replica, as cands[i].Replica indexes them
+	gather  *Gather
+	offered int
+	explain *Explain // set for an explanation rather than a decision
+	asked   []bool   // which candidates were asked, when not all were
+}
+
+// broadcast collects m's candidates, sends the estimate query to their
+// replica actors and parks m until the replies are in. It reports false
+// when there is nothing to ask (no candidate), and the caller decides at
+// once.
+func (a *routingActor) broadcast(ctx actor.Context, m *Pick) bool {
+	now := a.st.Now()
+	offered := a.collect(m.Exclude, now)
+	return a.park(ctx, m, &m.Request, offered, nil, now)
+}
+
+// park copies the collected candidates into a pending record for key (the
+// Pick, or the Explain ex) and broadcasts the query for req.
+func (a *routingActor) park(ctx actor.Context, key Message, req *policy.Request, offered int, ex *Explain, now time.Time) bool {
+	n := len(a.cands)
+	if n == 0 {
+		clear(a.snaps)
+		return false
+	}
+	pd := &pending{
+		cands:   append([]policy.Candidate(nil), a.cands...),
+		snaps:   append([]*replica.Snapshot(nil), a.snaps...),
+		offered: offered,
+		explain: ex,
+	}
+	clear(a.snaps)
+	root, self := ctx.ActorSystem().Root, ctx.Self()
+	done := &Gathered{Explain: ex}
+	if ex == nil {
+		done.Pick = key.(*Pick)
+	}
+	q := estimate.Query{Blocks: req.Blocks, PromptTokens: req.PromptTokens, BlockSize: route.BlockSize(req)}
+	pd.gather = NewGather(q, n, func() { root.Send(self, done) })
+	a.st.parked[key] = pd
+	a.st.m.decisions.Inc()
+	ask := a.ask(pd, req, now)
+	asked := 0
+	for _, i := range ask {
+		e, ok := a.st.replicas[pd.cands[i].Replica].(Estimator)
+		if !ok || e.PID() == nil {
+			continue
+		}
+		root.Send(e.PID(), &replica.Estimate{Gather: pd.gather, Slot: i})
+		asked++
+	}
+	if asked == 0 {
+		delete(a.st.parked, key)
+		a.finish(ctx, done, pd)
+	}
+	return true
+}
+
+// ask returns the positions in pd.cands to ask: all of them, or the routing
+// core's shortlist when there are more than the fanout. With a shortlist it
+// sizes the gather to the asked ones and marks them in pd.asked.
+func (a *routingActor) ask(pd *pending, req *policy.Request, now time.Time) []int {
+	list := a.st.core.Ask(nil, pd.cands, a.views, req, now)
+	if list == nil {
+		all := make([]int, len(pd.cands))
+		for i := range all {
+			all[i] = i
+		}
+		return all
+	}
+	pd.asked = make([]bool, len(pd.cands))
+	for _, i := range list {
+		pd.asked[i] = true
+	}
+	pd.gather.Expect(len(list))
+	return list
+}
+
+// gathered decides a parked Pick, or answers a parked Explain, with the
+// replies that arrived.
+func (a *routingActor) gathered(ctx actor.Context, g *Gathered) {
+	var key Message = g.Pick
+	if g.Explain != nil {
+		key = g.Explain
+	}
+	pd, ok := a.st.parked[key]
+	if !ok {
+		return // already decided
+	}
+	delete(a.st.parked, key)
+	a.finish(ctx, g, pd)
+}
+
+// finish prices pd's candidates from the replies in, or their published
+// state, and decides g's Pick (or answers its Explain).
+func (a *routingActor) finish(ctx actor.Context, g *Gathered, pd *pending) {
+	now := a.st.Now()
+	var req *policy.Request
+	if pd.explain != nil {
+		req = &pd.explain.Request
+	} else {
+		req = &g.Pick.Request
+	}
+	for i := range pd.cands {
+		var rp *route.Reply
+		if r, ok := pd.gather.Reply(i); ok {
+			rp = &r
+		} else if pd.asked == nil || pd.asked[i] {
+			a.st.m.misses.Inc()
+		}
+		a.st.core.Price(&pd.cands[i], ledger(pd.snaps[pd.cands[i].Replica]), req, rp, now)
+	}
+	if pd.explain != nil {
+		a.explained(pd.explain, pd, now)
+		return
+	}
+	m := g.Pick
+	if !time.Now().Before(m.Deadline) {
+		a.answer(ctx, m, &Picked{Err: route.ErrDeadline, Policy: a.st.name})
+		return
+	}
+	if m.Log {
+		ex := a.explanation(&m.Request, pd, now)
+		a.answer(ctx, m, a.logged(ex, a.choose(m, pd.cands, pd.snaps, pd.offered, now)))
+		return
+	}
+	a.answer(ctx, m, a.choose(m, pd.cands, pd.snaps, pd.offered, now))
+}

@@ -1,0 +1,154 @@
+package route
+
+import (
+	"errors"
+	"time"
+
+	"github.com/inferrail/inferrail/model/estimate"
+	"github.com/inferrail/inferrail/model/policy"
+)
+
+// The routing errors: a decision's outcome when no replica was chosen. They
+// are declared here only; the routing actors answer them and the fleet
+// returns them as they are, for the front end to map to HTTP.
+var (
+	// ErrNoReplica: no replica serving the model is healthy, not ejected
+	// and not already tried by the request.
+	ErrNoReplica = errors.New("routing: no healthy replica")
+	// ErrOverloaded: such replicas exist, but every one is at its
+	// max_concurrency or max_pending cap.
+	ErrOverloaded = errors.New("routing: every replica is full")
+	// ErrDeadline: the decision's deadline passed before a replica was
+	// chosen.
+	ErrDeadline = errors.New("routing: deadline passed")
+)
+
+// View is one replica as a decision sees it, built by the caller from its
+// state at the decision: the gateway from the replica's published snapshot,
+// the simulator from its engine. A View is a value; the core keeps none.
+type View struct {
+	// ID is the replica id, which a request's already-tried list names.
+	ID string
+	// Key is policy.ReplicaKey(ID). Only read for a detailed collection.
+	Key uint64
+	// Serves reports that the replica serves the model being routed.
+	Serves bool
+	// Healthy is the active health check's verdict.
+	Healthy bool
+	// Ejected reports that the replica is passively ejected at the
+	// decision's time.
+	Ejected bool
+	// Room reports that the replica has room under its max_concurrency
+	// and max_pending breakers.
+	Room bool
+	// InFlight and Pending are the gateway's counts of requests routed
+	// there, and of those still waiting for a response head.
+	InFlight, Pending int
+	// Fresh reports that the engine's load report is within load.max_age:
+	// Running and KVUsage are then its running requests and KV cache use.
+	// Only read for a detailed collection.
+	Fresh   bool
+	Running int
+	KVUsage float64
+	// Ledger is the replica's published assignment numbers and prefill
+	// queue; nil for a replica that keeps none, which is then not priced.
+	Ledger Ledger
+}
+
+// Ledger is what a replica publishes of its assignments and prefill queue
+// for the core: *replica.Shadow in the gateway, the simulated replica in
+// sim/cluster. Its identity (the interface value) names the replica in the
+// core's memory of unapplied assignments.
+type Ledger interface {
+	// Next takes the replica's next assignment number.
+	Next() uint64
+	// Applied is the last assignment number the replica applied.
+	Applied() uint64
+	// Queued is the replica's prefill queue at now, as last published.
+	Queued(now time.Time) time.Duration
+}
+
+// Reply is one replica's answer to an estimate request: its estimate, with
+// the last assignment it had applied when it answered.
+type Reply struct {
+	estimate.Reply
+	Applied uint64
+}
+
+// Collect appends to dst the candidates among views: the replicas that
+// serve the model, pass their health checks, are not ejected, were not
+// tried (exclude lists the ids tried) and have room. Candidate.Replica is
+// the replica's position in views. When every healthy replica serving the
+// model is ejected, tried or not, which the ejection budget allows only
+// when health changed after the ejections, it offers the ejected ones
+// instead, so that the pool never empties. It returns the candidates and
+// how many replicas qualified before the room check (0 means
+// ErrNoReplica, more ErrOverloaded, when no candidate is left).
+//
+// detail adds what the cache-aware policies read (and what prices a
+// decision for the shadow policies): each candidate's key, its running
+// requests (the engine's while its report is fresh, else those past their
+// first byte) and its KV usage.
+func Collect(dst []policy.Candidate, views []View, exclude []string, detail bool) ([]policy.Candidate, int) {
+	dst, offered, live := collect(dst, views, exclude, detail, false)
+	if live == 0 {
+		dst, offered, _ = collect(dst[:0], views, exclude, detail, true)
+	}
+	return dst, offered
+}
+
+// collect appends the qualifying replicas that are ejected (or not, as
+// ejected says) to dst[:len(dst)]. It returns how many qualified before the
+// room check, and how many serve the model, pass their health checks and
+// are not ejected, tried or not.
+func collect(dst []policy.Candidate, views []View, exclude []string, detail, ejected bool) (out []policy.Candidate, offered, live int) {
+	for i := range views {
+		v := &views[i]
+		if !v.Healthy || !v.Serves {
+			continue
+		}
+		if !v.Ejected {
+			live++
+		}
+		if v.Ejected != ejected || tried(exclude, v.ID) {
+			continue
+		}
+		offered++
+		if !v.Room {
+			continue
+		}
+		dst = append(dst, candidate(i, v, detail))
+	}
+	return dst, offered, live
+}
+
+func candidate(i int, v *View, detail bool) policy.Candidate {
+	c := policy.Candidate{Replica: i, InFlight: v.InFlight, Pending: v.Pending}
+	if !detail {
+		return c
+	}
+	c.Key = v.Key
+	c.Running = max(c.InFlight-c.Pending, 0)
+	if v.Fresh {
+		c.Running, c.KVUsage, c.Fresh = v.Running, v.KVUsage, true
+	}
+	return c
+}
+
+func tried(exclude []string, id string) bool {
+	for _, x := range exclude {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Unplaced is the error of a decision that chose no replica among
+// candidates collected from offered qualifying replicas.
+func Unplaced(offered int) error {
+	if offered == 0 {
+		return ErrNoReplica
+	}
+	return ErrOverloaded
+}
