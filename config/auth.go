@@ -63,7 +63,7 @@ type APIKey struct {
 	Tenant string `koanf:"tenant"`
 	// SHA256 is the SHA-256 of the key, 64 hex digits, as
 	// `printf %s "$KEY" | sha256sum` prints it. Required here; in the key
-	// file, this or key. Shown as "<redacted>" on GET /admin/config.
+	// file, this or key. Shown as "REDACTED" on GET /admin/config.
 	SHA256 string `koanf:"sha256" secret:"true"`
 	// Models lists the models the key may use, by name or alias; a request
 	// for another model gets 404, as OpenAI answers for a model that does
@@ -82,7 +82,7 @@ type AdminAuth struct {
 	TokenFile string `koanf:"token_file"`
 	// TokenSHA256 is the SHA-256 of the admin token, 64 hex digits, to give
 	// it in the config or the environment (INFERRAIL_AUTH__ADMIN__TOKEN_SHA256)
-	// without the token itself. Shown as "<redacted>" on GET /admin/config.
+	// without the token itself. Shown as "REDACTED" on GET /admin/config.
 	// Default "".
 	TokenSHA256 string `koanf:"token_sha256" secret:"true"`
 	// MetricsPublic leaves GET /metrics open for scrapers while the rest of
@@ -333,7 +333,7 @@ func ParseAPIKeys(doc []byte, inConfig []APIKey) ([]APIKey, error) {
 }
 
 // Redacted returns Map's result with every secret (API key hashes, the
-// admin token's hash) replaced by "<redacted>", for GET /admin/config.
+// admin token's hash) replaced by "REDACTED", for GET /admin/config.
 func (c *Config) Redacted() (map[string]any, error) {
 	m, err := c.Map()
 	if err != nil {
@@ -344,7 +344,7 @@ func (c *Config) Redacted() (map[string]any, error) {
 }
 
 // Redaction is what Redacted shows in place of a secret.
-const Redaction = "<redacted>"
+const Redaction = "REDACTED"
 
 // redact replaces the values of fields tagged secret:"true" in v, a Map
 // of type t.
