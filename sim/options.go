@@ -156,6 +156,12 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(durFlag{&e.Latency.DecodeToken, time.Millisecond}, "decode-token-ms", "decode step time for one sequence, ms (default 20)")
 	fs.Var(durFlag{&e.Latency.DecodeSeq, time.Microsecond}, "decode-seq-us", "time each further sequence adds to a decode step, µs (default 100)")
 	fs.BoolVar(&e.Latency.Zero, "zero-latency", e.Latency.Zero, "answer as fast as possible, for overhead benchmarks")
+}
+
+// RegisterServerFlags binds the options of one simulator's own server,
+// which a fleet of them (inferrail launch) does not share: --ssl-certfile,
+// --ssl-keyfile and --api-key, as vLLM's.
+func (o *Options) RegisterServerFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.SSLCertFile, "ssl-certfile", o.SSLCertFile, "serve https with this PEM certificate chain")
 	fs.StringVar(&o.SSLKeyFile, "ssl-keyfile", o.SSLKeyFile, "the PEM key of --ssl-certfile")
 	fs.StringVar(&o.APIKey, "api-key", o.APIKey, "require Authorization: Bearer KEY on /v1 routes, as vLLM does")
