@@ -58,6 +58,10 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	// The key, token and certificate files load as serve would load them.
+	if _, err := newSecurity(cfg, nil, metrics.NewSet()); err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "%s: ok\n", *path)
 	// A tokenizer that fails to load does not fail the config: its model
 	// routes without cache predictions. Say so.
