@@ -376,6 +376,10 @@ func (g *Guard) EngineAuth(h *fasthttp.RequestHeader, replica string) {
 	}
 }
 
+// ManagesEngineKeys reports whether the gateway, not the client, gives the
+// engines their credentials: an engine's 401 is then the gateway's doing.
+func (g *Guard) ManagesEngineKeys() bool { return g.engine.Load().strip }
+
 // EngineKey returns the Authorization value for the engine at base URL,
 // for the health checks' GET /v1/models; "" for none.
 func (g *Guard) EngineKey(base string) string {

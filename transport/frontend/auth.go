@@ -1,8 +1,11 @@
 package frontend
 
 import (
+	"time"
+
 	"github.com/valyala/fasthttp"
 
+	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/transport/auth"
 	"github.com/inferrail/inferrail/transport/tracing"
 )
@@ -81,4 +84,25 @@ func keyIDOf(who *auth.Identity) string {
 		return ""
 	}
 	return who.KeyID
+}
+
+// engineAnswered raises replica.WarnEngineUnauthorized when an engine
+// refuses the credentials the gateway gave it (401), and clears it at the
+// engine's next success. Without gateway-managed engine keys a 401 is the
+// client's own key's, and says nothing about the replica.
+func (s *Server) engineAnswered(id string, status int) {
+	if s.auth == nil || (status != fasthttp.StatusUnauthorized && status >= 300) || !s.auth.ManagesEngineKeys() {
+		return
+	}
+	snap, ok := s.fleet.Snapshot(id)
+	if !ok {
+		return
+	}
+	if status == fasthttp.StatusUnauthorized {
+		snap.Warnings.Raise(s.log, time.Now(), replica.WarnEngineUnauthorized,
+			"the engine refuses the gateway's requests with 401: check that upstream.api_key_file or the replica's api_key_file holds its --api-key",
+			"replica", id)
+	} else if snap.Warnings.Active(replica.WarnEngineUnauthorized) {
+		snap.Warnings.Clear(s.log, replica.WarnEngineUnauthorized)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/sim"
 	"github.com/inferrail/inferrail/transport/auth"
@@ -335,6 +336,40 @@ func TestEngineKey(t *testing.T) {
 	a = mk(t, true)
 	if resp, body := a.do("POST", "/v1/completions", `{"model":"sim","prompt":"hi","max_tokens":2}`, "x-api-key: "+openKey); resp.StatusCode != 200 {
 		t.Errorf("with the engine key: %d %s", resp.StatusCode, body)
+	}
+	a.noSecrets(t)
+}
+
+// TestEngineUnauthorized: an engine that refuses the gateway's engine key
+// raises replica.WarnEngineUnauthorized, logged once, and its next success
+// clears it.
+func TestEngineUnauthorized(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "engine-key")
+	os.WriteFile(keyFile, []byte("not-the-engine-key"), 0o600)
+	a := startAuth(t, func(o *sim.Options) { o.APIKey = engineKey }, func(c *config.Config) { c.Upstream.APIKeyFile = keyFile })
+	warned := func() bool {
+		for _, w := range a.fl.Replicas()[0].Warnings.List() {
+			if w.Code == replica.WarnEngineUnauthorized {
+				return true
+			}
+		}
+		return false
+	}
+	for range 2 {
+		if resp, _ := a.do("POST", "/v1/completions", `{"model":"sim","prompt":"hi","max_tokens":2}`, "x-api-key: "+openKey); resp.StatusCode != 401 {
+			t.Fatalf("with the wrong engine key: %d", resp.StatusCode)
+		}
+	}
+	if !warned() || strings.Count(a.logs.String(), "refuses the gateway's requests") != 1 {
+		t.Errorf("warning %v, log:\n%s", warned(), a.logs.String())
+	}
+	os.WriteFile(keyFile, []byte(engineKey), 0o600)
+	a.fe.auth.Reload()
+	if resp, _ := a.do("POST", "/v1/completions", `{"model":"sim","prompt":"hi","max_tokens":2}`, "x-api-key: "+openKey); resp.StatusCode != 200 {
+		t.Fatalf("with the engine key: %d", resp.StatusCode)
+	}
+	if warned() {
+		t.Error("the warning stays after a success")
 	}
 	a.noSecrets(t)
 }

@@ -324,6 +324,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	}
 
 	status := resp.StatusCode()
+	s.engineAnswered(d.Replica, status)
 	if canRetry && (status == 502 || status == 503 || status == 504) {
 		resp.Close()
 		cancel(nil)
