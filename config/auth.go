@@ -86,7 +86,9 @@ type AdminAuth struct {
 	// Default "".
 	TokenSHA256 string `koanf:"token_sha256" secret:"true"`
 	// MetricsPublic leaves GET /metrics open for scrapers while the rest of
-	// the admin port is guarded. Default false.
+	// the admin port is guarded. An admin port that requires client
+	// certificates (tls.admin_listen.client_ca_file without a token) still
+	// asks scrapers for one in the handshake. Default false.
 	MetricsPublic bool `koanf:"metrics_public"`
 }
 
