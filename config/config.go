@@ -50,6 +50,12 @@ type Config struct {
 	Observability Observability `koanf:"observability"`
 	// Logging holds the gateway's own log. Only log_prompts is live.
 	Logging Logging `koanf:"logging"`
+	// Auth holds API keys on the client port and the admin port's
+	// credentials. Live.
+	Auth Auth `koanf:"auth"`
+	// TLS holds the listeners' certificates and the trust in engines.
+	// Restart only; the certificate files are reread when they change.
+	TLS TLS `koanf:"tls"`
 }
 
 // Server configures the listeners and the limits on client requests.
@@ -59,8 +65,9 @@ type Server struct {
 	// Default "127.0.0.1:8080".
 	Listen string `koanf:"listen"`
 	// AdminListen serves /metrics, /admin/config, /admin/explain and the other
-	// admin routes, host:port. The admin routes have no authentication: keep
-	// it on localhost or a private network. Default "127.0.0.1:9090".
+	// admin routes, host:port. They are open unless auth.admin sets a token
+	// (or tls.admin_listen a client CA): keep it on localhost or a private
+	// network. Default "127.0.0.1:9090".
 	AdminListen string `koanf:"admin_listen"`
 	// RequestTimeout bounds reading a request body (a body that stops
 	// arriving gets a 408) and everything before the first response byte:
@@ -93,6 +100,13 @@ type Upstream struct {
 	// DialTimeout bounds opening a connection to an engine; a dial that fails
 	// or times out is retried on another replica. Default 2s.
 	DialTimeout time.Duration `koanf:"dial_timeout"`
+	// APIKeyFile is a file holding the engines' own key (vLLM's --api-key),
+	// sent to every replica without an api_key_file of its own, DNS
+	// members included, as Authorization: Bearer KEY. Reread as
+	// auth.api_keys.file is. The client's Authorization and x-api-key are
+	// never forwarded while auth.api_keys is on, or once an engine key is
+	// set. Default "": none.
+	APIKeyFile string `koanf:"api_key_file"`
 }
 
 // Model is one model the gateway serves. Routing keys left unset (policy,
@@ -190,6 +204,9 @@ type Replica struct {
 	// connects rather than binds). Needs kv_events. Default false: the
 	// engine binds and the gateway connects.
 	KVEventsBind bool `koanf:"kv_events_bind"`
+	// APIKeyFile is a file holding this engine's key (vLLM's --api-key), in
+	// place of upstream.api_key_file. Default "": upstream.api_key_file.
+	APIKeyFile string `koanf:"api_key_file"`
 }
 
 // Discovery configures replicas found at run time.
@@ -542,6 +559,8 @@ func Default() *Config {
 			Level:  "info",
 			Format: "text",
 		},
+		Auth: defaultAuth(),
+		TLS:  defaultTLS(),
 	}
 }
 

@@ -300,7 +300,7 @@ func TestRoundTrip(t *testing.T) {
 	// JSON writes 1.0 as 1, which reads back as an integer: keep integral
 	// floats out of the free-form values for the JSON case.
 	fullJSON := strings.Replace(full, "n: 1.0", "n: 1.25", 1)
-	for name, doc := range map[string]string{"base": base, "full": full, "full for JSON": fullJSON} {
+	for name, doc := range map[string]string{"base": base, "full": full, "full for JSON": fullJSON, "auth": authDoc} {
 		t.Run(name, func(t *testing.T) {
 			c := mustParse(t, doc)
 			y, err := c.YAML()

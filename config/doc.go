@@ -30,6 +30,16 @@
 // cost_model and aliases, the static replicas, retry and logging.log_prompts
 // change while the gateway runs, and everything built at startup does not.
 //
+// Secrets stay out of the config: API keys (auth.api_keys.keys) and the
+// admin token (auth.admin.token_sha256) are given by their SHA-256, and
+// the keys themselves, the token and the engines' keys are read from the
+// files auth.api_keys.file, auth.admin.token_file, upstream.api_key_file
+// and replicas[].api_key_file name, by transport/auth, which hashes what it
+// can. ParseAPIKeys reads the key file's layout without reading the file.
+// Fields tagged secret:"true" are shown as Redaction by Redacted (GET
+// /admin/config). The auth section changes live; tls needs a restart, but
+// its certificate files are reread when they change.
+//
 // config starts no goroutines and keeps no mutable globals. Its only I/O is
 // Load reading one file; it never reads the process environment itself (the
 // caller passes it in, usually os.Environ()). Nobody else in the gateway reads

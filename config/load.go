@@ -225,8 +225,8 @@ func inheritCostModels(c *Config, models any) {
 }
 
 // normalize makes empty lists and maps nil, so `split: {}` and no split
-// are the same config. A model's shadow list is the exception: [] there
-// means no shadows, while leaving it out takes routing.shadow.
+// are the same config. A model's shadow list and auth.public_paths are the
+// exceptions: [] there means none, while leaving it out takes the default.
 func normalize(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Pointer:
@@ -235,7 +235,8 @@ func normalize(v reflect.Value) {
 		}
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
-			if v.Type() == modelType && v.Type().Field(i).Name == "Shadow" {
+			if v.Type() == modelType && v.Type().Field(i).Name == "Shadow" ||
+				v.Type() == authType && v.Type().Field(i).Name == "PublicPaths" {
 				continue
 			}
 			normalize(v.Field(i))
@@ -273,6 +274,7 @@ var (
 	modelType    = reflect.TypeOf(Model{})
 	replicaType  = reflect.TypeOf(Replica{})
 	dnsGroupType = reflect.TypeOf(DNSGroup{})
+	authType     = reflect.TypeOf(Auth{})
 )
 
 func deref(t reflect.Type) reflect.Type {

@@ -69,6 +69,8 @@ func (c *Config) validate(skip func(key string) bool, limit int) (errs []error, 
 	v.observability(&c.Observability)
 	v.oneOf("logging.level", c.Logging.Level, "debug", "info", "warn", "error")
 	v.oneOf("logging.format", c.Logging.Format, "text", "json")
+	v.auth(&c.Auth, &c.TLS, models)
+	v.tls(&c.TLS)
 	return v.errs, v.more
 }
 

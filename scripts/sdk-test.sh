@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the official openai npm SDK against a freshly started `inferrail sim`,
-# then through `inferrail launch` (a gateway in front of three simulators).
+# then through `inferrail launch` (a gateway in front of three simulators),
+# then through a launch serving https with an API key, its certificates made
+# at start by the binary (--tls-dir) and trusted through NODE_EXTRA_CA_CERTS.
 # Usage: scripts/sdk-test.sh path/to/inferrail
 set -euo pipefail
 bin=${1:?usage: sdk-test.sh path/to/inferrail}
@@ -10,10 +12,12 @@ if ! [ -d "$here/sdk/node_modules/openai" ]; then
 fi
 pids=()
 logs=()
+tlsdir=$(mktemp -d)
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -f "${logs[@]}"
+  rm -rf "$tlsdir"
 }
 trap cleanup EXIT
 
@@ -24,7 +28,7 @@ start() {
   pids+=($!)
   logs+=("$log")
   for _ in $(seq 200); do
-    if grep -q 'http://[0-9.:]*' "$log"; then return 0; fi
+    if grep -q 'https\?://[0-9.:]*' "$log"; then return 0; fi
     kill -0 "${pids[-1]}" 2>/dev/null || { cat "$log"; exit 1; }
     sleep 0.05
   done
@@ -48,3 +52,15 @@ echo "== openai SDK through inferrail launch ($gw_url)"
 BASE_URL="$gw_url" TOKENIZE_URL="$one_sim" MODEL=sim RESPONSE_MODEL=inferrail/sim-8b GATEWAY=1 \
   MODELS='["inferrail/sim-8b","sim"]' STREAMS=1000 \
   node --test --test-reporter=spec "$here/sdk/sdk.test.mjs"
+
+tlslog=$(mktemp)
+key="sk-sdk-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+start "$tlslog" "$bin" launch --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --replicas 2 --enable-prompt-tokens-details \
+  --tls-dir "$tlsdir" --api-key "$key"
+tls_url=$(grep -o 'gateway on https://[0-9.:]*' "$tlslog" | grep -o 'https://.*')
+tls_sim=$(grep -o '  sim-0  http://[0-9.:]*' "$tlslog" | grep -o 'http://.*')
+echo "== openai SDK over https with an API key ($tls_url, CA $tlsdir/ca.pem)"
+NODE_EXTRA_CA_CERTS="$tlsdir/ca.pem" API_KEY="$key" BASE_URL="$tls_url" TOKENIZE_URL="$tls_sim" MODEL=sim \
+  RESPONSE_MODEL=inferrail/sim-8b GATEWAY=1 MODELS='["inferrail/sim-8b","sim"]' STREAMS=200 \
+  node --test --test-reporter=spec "$here/sdk/sdk.test.mjs"
+if grep -q "$key" "$tlslog"; then echo "the API key shows in the gateway's output"; exit 1; fi

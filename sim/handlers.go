@@ -2,6 +2,8 @@ package sim
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/subtle"
 	"encoding/json"
 	"math/rand/v2"
 	"net"
@@ -34,6 +36,9 @@ func (inst *instance) handle(ctx *fasthttp.RequestCtx) {
 		if inst.applyFault(ctx, f) {
 			return
 		}
+	}
+	if !inst.authorized(ctx, path) {
+		return
 	}
 	switch string(path) {
 	case "/v1/chat/completions":
@@ -487,4 +492,21 @@ func (inst *instance) tokenize(ctx *fasthttp.RequestCtx) {
 	}
 	b = append(b, `],"token_strs":null}`...)
 	writeJSON(ctx, fasthttp.StatusOK, b)
+}
+
+// authorized applies --api-key as vLLM's AuthenticationMiddleware does:
+// paths under /v1 need Authorization: Bearer KEY, else 401 with the body
+// {"error":"Unauthorized"} (not the usual error shape).
+func (inst *instance) authorized(ctx *fasthttp.RequestCtx, path []byte) bool {
+	key := inst.opts.APIKey
+	if key == "" || !bytes.HasPrefix(path, []byte("/v1")) || string(ctx.Method()) == "OPTIONS" {
+		return true
+	}
+	if subtle.ConstantTimeCompare(ctx.Request.Header.Peek("Authorization"), []byte("Bearer "+key)) == 1 {
+		return true
+	}
+	ctx.SetStatusCode(fasthttp.StatusUnauthorized)
+	ctx.SetContentType("application/json")
+	ctx.SetBodyString(`{"error":"Unauthorized"}`)
+	return false
 }

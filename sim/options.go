@@ -34,6 +34,13 @@ type Options struct {
 	// engine without them would serve its page: llm-d's inference simulator
 	// has no prefix-cache counters.
 	MetricsOmit []string
+
+	// SSLCertFile and SSLKeyFile serve https (--ssl-certfile,
+	// --ssl-keyfile), rereading the files when they change.
+	SSLCertFile, SSLKeyFile string
+	// APIKey guards the /v1 routes as vLLM's --api-key does: a request
+	// without Authorization: Bearer APIKEY gets 401 {"error":"Unauthorized"}.
+	APIKey string
 }
 
 // DefaultOptions are the simulator's defaults: an 8B model on one 24 GB GPU.
@@ -78,6 +85,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Model == "" {
 		errs = append(errs, errors.New("--model: empty"))
+	}
+	if (o.SSLCertFile == "") != (o.SSLKeyFile == "") {
+		errs = append(errs, errors.New("--ssl-certfile and --ssl-keyfile go together"))
 	}
 	if o.KVEventsEncoding != "map" && o.KVEventsEncoding != "array" {
 		errs = append(errs, fmt.Errorf("--kv-events-encoding %q: want map or array", o.KVEventsEncoding))
@@ -151,4 +161,13 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var(durFlag{&e.Latency.DecodeToken, time.Millisecond}, "decode-token-ms", "decode step time for one sequence, ms (default 20)")
 	fs.Var(durFlag{&e.Latency.DecodeSeq, time.Microsecond}, "decode-seq-us", "time each further sequence adds to a decode step, µs (default 100)")
 	fs.BoolVar(&e.Latency.Zero, "zero-latency", e.Latency.Zero, "answer as fast as possible, for overhead benchmarks")
+}
+
+// RegisterServerFlags binds the options of one simulator's own server,
+// which a fleet of them (inferrail launch) does not share: --ssl-certfile,
+// --ssl-keyfile and --api-key, as vLLM's.
+func (o *Options) RegisterServerFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.SSLCertFile, "ssl-certfile", o.SSLCertFile, "serve https with this PEM certificate chain")
+	fs.StringVar(&o.SSLKeyFile, "ssl-keyfile", o.SSLKeyFile, "the PEM key of --ssl-certfile")
+	fs.StringVar(&o.APIKey, "api-key", o.APIKey, "require Authorization: Bearer KEY on /v1 routes, as vLLM does")
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/prefix"
 	"github.com/inferrail/inferrail/sim/engine"
+	"github.com/inferrail/inferrail/transport/certs"
 	"github.com/inferrail/inferrail/transport/conncheck"
 )
 
@@ -79,8 +81,14 @@ func StartN(n int, opts Options) ([]*Server, error) {
 // Addr is the host:port the simulator listens on.
 func (s *Server) Addr() string { return s.addr }
 
-// URL is the simulator's base URL, such as http://127.0.0.1:8000.
-func (s *Server) URL() string { return "http://" + s.addr }
+// URL is the simulator's base URL, such as http://127.0.0.1:8000, or
+// https://… when it serves TLS.
+func (s *Server) URL() string {
+	if s.opts.SSLCertFile != "" {
+		return "https://" + s.addr
+	}
+	return "http://" + s.addr
+}
 
 // Options returns the options the simulator runs with.
 func (s *Server) Options() Options { return s.opts }
@@ -218,12 +226,22 @@ func (s *Server) startInstance() (*instance, error) {
 		// Connections a client or test closes on purpose are not news.
 		Logger: quietLogger{},
 	}
+	var serveLn net.Listener = inst.ln
+	if s.opts.SSLCertFile != "" {
+		pair, err := certs.LoadPair("sim", s.opts.SSLCertFile, s.opts.SSLKeyFile, certs.Options{})
+		if err != nil {
+			inst.watch.Close()
+			ln.Close()
+			return nil, err
+		}
+		serveLn = tls.NewListener(inst.ln, certs.Server(pair, tls.VersionTLS12, nil, false))
+	}
 	inst.drv.start()
 	inst.serving.Add(1)
 	go func() {
 		defer inst.serving.Done()
 		// Serve returns when the listener closes; that is how the instance stops.
-		_ = inst.srv.Serve(inst.ln)
+		_ = inst.srv.Serve(serveLn)
 	}()
 	return inst, nil
 }

@@ -41,12 +41,17 @@ const (
 	// WarnCapacityUnits: the index capacity taken from the engine is
 	// counted in tokens the gateway does not count the same way.
 	WarnCapacityUnits WarningCode = "capacity_units"
+	// WarnEngineUnauthorized: the engine answers the gateway's requests
+	// with 401: its --api-key is not the key upstream.api_key_file or the
+	// replica's api_key_file holds, or none is configured.
+	WarnEngineUnauthorized WarningCode = "engine_unauthorized"
 )
 
 // WarningCodes lists every code, in the order the metrics page writes them.
 var WarningCodes = []WarningCode{
 	WarnEventsUnmapped, WarnEventsForeignTokens, WarnEventsBlockSize, WarnEventsSilent,
 	WarnTokenizerMismatch, WarnMetricsUnreadable, WarnMetricsPartial, WarnCapacityUnits,
+	WarnEngineUnauthorized,
 }
 
 // Warning is one active warning of a replica, as /admin/replicas shows it.

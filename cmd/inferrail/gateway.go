@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/sim"
 	"github.com/inferrail/inferrail/transport/admin"
+	"github.com/inferrail/inferrail/transport/certs"
 	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/frontend"
 	"github.com/inferrail/inferrail/transport/health"
@@ -55,6 +57,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg, err := config.Load(*path, os.Environ())
 	if err != nil {
+		return err
+	}
+	// The key, token and certificate files load as serve would load them.
+	if _, err := newSecurity(cfg, nil, metrics.NewSet()); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", *path)
@@ -120,7 +126,12 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 // and applies what may change live. An empty path reloads nothing.
 func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, stderr io.Writer, ready func(addr, adminAddr string)) error {
 	log := newLogger(stderr, cfg.Logging)
-	scraper := scrape.New(scrape.Options{})
+	secMetrics := metrics.NewSet()
+	sec, err := newSecurity(cfg, log, secMetrics)
+	if err != nil {
+		return err
+	}
+	scraper := scrape.New(scrape.Options{TLS: sec.upstream})
 	defer scraper.Close()
 	routingMetrics, tokMetrics := metrics.NewSet(), metrics.NewSet()
 	tok := tokenize.New(cfg, hubCache(), tokMetrics)
@@ -140,7 +151,7 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 		}
 	}
 	opts := fleet.Options{
-		Prober:         health.NewProber(),
+		Prober:         health.NewProber().WithTLS(sec.upstream).WithKeys(sec.guard.EngineKey),
 		Scraper:        scraper,
 		Events:         kvevents.Source{},
 		VocabSizes:     vocab,
@@ -173,6 +184,7 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 		ln.Close()
 		return fmt.Errorf("server.admin_listen: %w", err)
 	}
+	ln, aln = wrap(ln, sec.client), wrap(aln, sec.admin)
 	met := telemetry.New(fl)
 	for _, m := range cfg.Models {
 		arms := fl.Arms(m.Name)
@@ -185,6 +197,7 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 	}
 	met.Include(routingMetrics)
 	met.Include(tokMetrics)
+	met.Include(secMetrics)
 	met.Include(telemetry.WriterFunc(tok.WriteCacheMetrics))
 	var dlog *decisionlog.Writer
 	if dc := cfg.Observability.DecisionLog; dc.SampleRate > 0 {
@@ -219,11 +232,21 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 		log.Info("traces", "otlp_endpoint", o.OTLPEndpoint, "sample_ratio", o.TraceSampleRatio)
 	}
 	fe := frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met, Tokenizer: edgeTokenizer{tok},
-		DecisionLog: dlog, Tracer: tracer})
+		DecisionLog: dlog, Tracer: tracer, Auth: sec.guard, UpstreamTLS: sec.upstream})
 	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{Fleet: fl, Tokenizer: edgeTokenizer{tok},
-		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithTrials(fl)
+		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithTrials(fl).WithAuth(sec.guard)
+	// The key, token and engine key files are reread on their own, with or
+	// without a config file to reload.
+	actx, stopAuth := context.WithCancel(ctx)
+	authPolls := make(chan struct{})
+	go func() { defer close(authPolls); sec.guard.Run(actx, cfg.Server.ReloadInterval) }()
+	defer func() {
+		stopAuth()
+		<-authPolls
+	}()
 	if path != "" {
 		rl := newReloader(path, cfg, fl, fe, met, log)
+		rl.auth = sec.guard
 		ad.WithConfig(rl)
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
@@ -245,7 +268,8 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 		<-adminServed
 	}()
 	log.Info("gateway listening", "addr", ln.Addr().String(), "admin", aln.Addr().String(),
-		"models", len(cfg.Models), "replicas", len(cfg.Replicas))
+		"scheme", scheme(sec.client), "admin_scheme", scheme(sec.admin), "api_keys", cfg.Auth.APIKeys.On(),
+		"admin_auth", cfg.Auth.Admin.On(&cfg.TLS), "models", len(cfg.Models), "replicas", len(cfg.Replicas))
 	if ready != nil {
 		ready(ln.Addr().String(), aln.Addr().String())
 	}
@@ -293,6 +317,8 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	policy := fs.String("policy", "cost_model", "routing policy")
 	split := fs.String("split", "", "an A/B split instead of --policy, e.g. cost_model=75,round_robin=25 (routing.split)")
 	events := fs.Bool("kv-events", false, "the simulators publish their KV events on loopback and the gateway follows them (exact cache predictions)")
+	tlsDir := fs.String("tls-dir", "", "serve both ports over https: a development CA and a certificate for localhost are made in this directory (clients trust its ca.pem)")
+	apiKey := fs.String("api-key", "", "require this API key on the client port (Authorization: Bearer or x-api-key), as vLLM's --api-key")
 	simOpts := sim.DefaultOptions()
 	simOpts.EnablePromptTokensDetails = true // usage shows the engine's cache hits next to the prediction
 	simOpts.RegisterFlags(fs)
@@ -331,6 +357,18 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	m.BlockSize = simOpts.Engine.BlockSize
 	cfg.Models = []config.Model{m}
 	cfg.Replicas = replicas
+	web := "http"
+	if *tlsDir != "" {
+		f, err := certs.WriteDevFiles(*tlsDir)
+		if err != nil {
+			return fmt.Errorf("--tls-dir: %w", err)
+		}
+		l := config.TLSListener{CertFile: f.Cert, KeyFile: f.Key}
+		cfg.TLS.Listen, cfg.TLS.AdminListen, web = l, l, "https"
+	}
+	if *apiKey != "" {
+		cfg.Auth.APIKeys.Keys = []config.APIKey{{ID: "launch", Tenant: "launch", SHA256: config.HashKey(*apiKey)}}
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -338,14 +376,17 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		mode += ", following their KV events"
 	}
 	return serve(ctx, cfg, stdout, stderr, func(addr, adminAddr string) {
-		fmt.Fprintf(stdout, "inferrail launch: gateway on http://%s in front of %d simulated engines (%s)\n", addr, len(sims), mode)
-		fmt.Fprintf(stdout, "  admin  http://%s/metrics  http://%s/admin/replicas  POST http://%s/admin/explain/v1/chat/completions\n",
-			adminAddr, adminAddr, adminAddr)
+		fmt.Fprintf(stdout, "inferrail launch: gateway on %s://%s in front of %d simulated engines (%s)\n", web, addr, len(sims), mode)
+		fmt.Fprintf(stdout, "  admin  %[1]s://%[2]s/metrics  %[1]s://%[2]s/admin/replicas  POST %[1]s://%[2]s/admin/explain/v1/chat/completions\n",
+			web, adminAddr)
+		if *tlsDir != "" {
+			fmt.Fprintf(stdout, "  tls    CA %s (curl --cacert, NODE_EXTRA_CA_CERTS)\n", filepath.Join(*tlsDir, "ca.pem"))
+		}
 		for i, s := range sims {
 			fmt.Fprintf(stdout, "  sim-%d  %s\n", i, s.URL())
 		}
-		fmt.Fprintf(stdout, "\nTry:\n  curl -s http://%s/v1/chat/completions -H 'content-type: application/json' \\\n"+
-			"    -d '{\"model\":\"sim\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":16}'\n\n", addr)
+		fmt.Fprintf(stdout, "\nTry:\n  curl -s %s://%s/v1/chat/completions -H 'content-type: application/json' \\\n"+
+			"    -d '{\"model\":\"sim\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":16}'\n\n", web, addr)
 	})
 }
 

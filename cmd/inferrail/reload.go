@@ -22,6 +22,7 @@ import (
 	"github.com/inferrail/inferrail/config/mergepatch"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/transport/admin"
+	"github.com/inferrail/inferrail/transport/auth"
 	"github.com/inferrail/inferrail/transport/frontend"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
@@ -41,6 +42,9 @@ type reloader struct {
 	fe   *frontend.Server
 	met  *telemetry.Registry
 	log  *slog.Logger
+	// auth, when set, gets every config put in effect, and rereads its
+	// files on each Reload.
+	auth *auth.Guard
 
 	mu   sync.Mutex // serializes reloads and patches; guards last and patched
 	last []byte     // the file as last read
@@ -90,6 +94,9 @@ func (r *reloader) Current() (*config.Config, uint64) {
 func (r *reloader) Reload() admin.Reload {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.auth != nil {
+		defer r.auth.Reload()
+	}
 	b, err := r.read()
 	if err != nil {
 		return r.reject(nil, err)
@@ -226,6 +233,9 @@ func (r *reloader) switchTo(next *config.Config, what string) admin.Reload {
 		return r.reject(changed, err)
 	}
 	r.fe.SetConfig(next)
+	if r.auth != nil {
+		r.auth.Apply(next)
+	}
 	r.cur.Store(next)
 	gen := r.gen.Add(1)
 	r.applied.Inc()

@@ -13,6 +13,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	opts := sim.DefaultOptions()
 	fs := flag.NewFlagSet("inferrail sim", flag.ContinueOnError)
 	opts.RegisterFlags(fs)
+	opts.RegisterServerFlags(fs)
 	if err := parseFlags(fs, args, stderr, "inferrail sim [flags]"); err != nil {
 		return err
 	}

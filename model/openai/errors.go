@@ -14,6 +14,9 @@ type Error struct {
 	Type    string // error.type: "Bad Request", "BadRequestError", "NotFoundError", ...
 	Message string // error.message
 	Param   string // error.param; "" is sent as null
+	// Code is error.code when set, in place of the status: OpenAI's own
+	// string codes, such as invalid_api_key and model_not_found.
+	Code string
 }
 
 func (e *Error) Error() string {
@@ -45,7 +48,11 @@ func AppendError(dst []byte, e *Error) []byte {
 	dst = append(dst, `,"param":`...)
 	dst = appendNullString(dst, e.Param)
 	dst = append(dst, `,"code":`...)
-	dst = strconv.AppendInt(dst, int64(e.Status), 10)
+	if e.Code != "" {
+		dst = appendString(dst, e.Code)
+	} else {
+		dst = strconv.AppendInt(dst, int64(e.Status), 10)
+	}
 	return append(dst, "}}"...)
 }
 
@@ -69,7 +76,11 @@ func AppendStreamError(dst []byte, e *Error) []byte {
 		dst = appendStringASCII(dst, e.Param)
 	}
 	dst = append(dst, `, "code": `...)
-	dst = strconv.AppendInt(dst, int64(e.Status), 10)
+	if e.Code != "" {
+		dst = appendStringASCII(dst, e.Code)
+	} else {
+		dst = strconv.AppendInt(dst, int64(e.Status), 10)
+	}
 	return append(dst, "}}\n\n"...)
 }
 

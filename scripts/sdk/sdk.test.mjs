@@ -13,8 +13,11 @@ const tokenizeURL = process.env.TOKENIZE_URL ?? baseURL; // an engine's /tokeniz
 const expectedModels = JSON.parse(process.env.MODELS ?? '["sim-8b"]');
 const streams = Number(process.env.STREAMS ?? 200);
 const gateway = process.env.GATEWAY === '1';
+// API_KEY, when set, is the one key the gateway accepts (inferrail launch
+// --api-key); over https the CA comes from NODE_EXTRA_CA_CERTS.
+const apiKey = process.env.API_KEY;
 assert.ok(baseURL, 'BASE_URL must be set');
-const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 30_000 });
+const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: apiKey ?? 'unused', maxRetries: 0, timeout: 30_000 });
 
 // The simulator's own count of a prompt's tokens, from vLLM's /tokenize endpoint.
 async function tokenCount(body) {
@@ -143,6 +146,24 @@ test('errors come back in the OpenAI shape', async () => {
     client.chat.completions.create({ model, messages, max_tokens: 1, n: 2 }),
     (err) => err instanceof OpenAI.BadRequestError && err.param === 'n',
   );
+});
+
+test('a missing or wrong API key gets 401 invalid_api_key', { skip: !apiKey }, async () => {
+  for (const key of ['sk-wrong', apiKey.slice(0, -1), apiKey + 'x']) {
+    const other = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: key, maxRetries: 0, timeout: 30_000 });
+    await assert.rejects(
+      other.chat.completions.create({ model, messages, max_tokens: 1 }),
+      (err) => err instanceof OpenAI.AuthenticationError && err.status === 401 && err.code === 'invalid_api_key'
+        && err.type === 'invalid_request_error' && !err.message.includes(apiKey),
+    );
+  }
+  const res = await fetch(`${baseURL}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+    body: JSON.stringify({ model, messages, max_tokens: 1 }),
+  });
+  assert.equal(res.status, 200, 'x-api-key, as Anthropic-style clients send it');
+  await res.body.cancel();
 });
 
 test('models list', async () => {

@@ -6,8 +6,9 @@
 // (?policy=NAME: what that arm of an A/B split would do). With a live
 // config (WithConfig): GET /admin/config, PATCH /admin/config (a JSON
 // merge patch of the config in effect) and POST /admin/reload.
-// The admin routes have no authentication; keep server.admin_listen on
-// localhost or a private network.
+// With WithAuth every route needs the admin token or a client certificate
+// (auth.admin); without, keep server.admin_listen on localhost or a private
+// network. GET /admin/config shows secrets redacted.
 //
 // A Server owns its fasthttp server; Serve and Shutdown are its lifecycle.
 package admin
@@ -25,6 +26,7 @@ import (
 
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/transport/auth"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
@@ -75,6 +77,7 @@ type Server struct {
 	met     *telemetry.Registry
 	ex      *ExplainOptions
 	trials  Trials
+	auth    *auth.Guard
 	srv     *fasthttp.Server
 }
 
@@ -120,6 +123,9 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWithContext(ctx) }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	if !s.authorize(ctx) {
+		return
+	}
 	if p := string(ctx.Path()); strings.HasPrefix(p, explainPrefix+"/") {
 		s.explain(ctx, p[len(explainPrefix):])
 		return
@@ -155,7 +161,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		c, gen := s.configs.Current()
-		m, err := c.Map()
+		m, err := c.Redacted()
 		if err != nil {
 			writeErr(ctx, fasthttp.StatusInternalServerError, "InternalServerError", err.Error())
 			return

@@ -20,7 +20,15 @@ import (
 // Gone reports whether the peer of conn has closed or reset the connection.
 // Unread request bytes (a pipelined request) count as alive. A connection that
 // cannot be inspected is reported alive, so callers fall back on write errors.
+//
+// Over TLS (a conn with NetConn, such as *tls.Conn) a closing peer sends a
+// close_notify record before its FIN, and a peek would see those bytes as
+// data: there the socket is asked instead whether the peer has shut its
+// side (POLLRDHUP), whatever it left unread.
 func Gone(conn net.Conn) bool {
+	if w, ok := conn.(interface{ NetConn() net.Conn }); ok {
+		return hungUp(w.NetConn())
+	}
 	sc, ok := conn.(syscall.Conn)
 	if !ok {
 		return false
@@ -46,4 +54,24 @@ func Gone(conn net.Conn) bool {
 		return true
 	}
 	return gone
+}
+
+// hungUp reports whether the peer of a socket has shut down its side or
+// reset it.
+func hungUp(conn net.Conn) bool {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	gone := false
+	cerr := rc.Control(func(fd uintptr) {
+		fds := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+		n, err := unix.Poll(fds[:], 0)
+		gone = err == nil && n > 0 && fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0
+	})
+	return cerr != nil || gone
 }

@@ -30,6 +30,10 @@ type Record struct {
 	PromptTokens int    `json:"prompt_tokens"`
 	Blocks       int    `json:"blocks"`
 	Tokenized    bool   `json:"tokenized"`
+	// Tenant and KeyID are the API key's tenant and id (never the key);
+	// left out without API keys.
+	Tenant string `json:"tenant,omitempty"`
+	KeyID  string `json:"key_id,omitempty"`
 	// PredictedCachedTokens and EstimatedTTFT are the winner's, when the
 	// policy priced replicas on the KV index.
 	PredictedCachedTokens *int     `json:"predicted_cached_tokens"`

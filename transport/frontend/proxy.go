@@ -19,6 +19,7 @@ import (
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/route"
+	"github.com/inferrail/inferrail/transport/auth"
 	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/telemetry"
 	"github.com/inferrail/inferrail/transport/tracing"
@@ -56,6 +57,8 @@ type request struct {
 	// reports that its prompt was prepared.
 	policy    policy.Request
 	tokenized bool
+	// who is the API key the request came with; nil without API keys.
+	who *auth.Identity
 
 	// span is the request's server span and up its current attempt's
 	// upstream span; both are zero when tracing is off. outcome and err
@@ -71,7 +74,7 @@ func (r *request) fail(reason string, err error) {
 	r.outcome, r.err = reason, err
 }
 
-func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
+func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 	start := time.Now()
 	span := s.tracer.Request(spanName(ctx.Path()), fasthttp.MethodPost, ctx.Path(),
 		requestCarrier{&ctx.Request.Header}, start)
@@ -84,6 +87,9 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	model, ok := s.fleet.Resolve(f.Name)
+	if s.deniedModel(ctx, span, who, f.Name, model, ok) {
+		return
+	}
 	if !ok {
 		s.met.Model("").Error("unknown_model")
 		if f.Name == "" {
@@ -99,7 +105,7 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
 		body = openai.SpliceModel(make([]byte, 0, len(body)+len(model)+12), body, f, model)
 	}
 	r := &request{ctx: ctx, model: model, body: body, start: start,
-		deadline: start.Add(s.cfg.Server.RequestTimeout), met: s.met.Model(model), live: s.live.Load(), span: span}
+		deadline: start.Add(s.cfg.Server.RequestTimeout), met: s.met.Model(model), live: s.live.Load(), span: span, who: who}
 	if id := ctx.Request.Header.Peek("X-Request-Id"); validRequestID(id) {
 		r.id = string(id)
 	} else {
@@ -113,9 +119,12 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx) {
 			tokens = r.policy.PromptTokens
 		}
 		span.Describe(model, r.id, tokens)
+		if who != nil {
+			span.Tenant(who.Tenant, who.KeyID)
+		}
 	}
 	if r.live.Logging.LogPrompts {
-		s.log.Debug("request", "id", r.id, "model", model, "body", string(body))
+		s.log.Debug("request", "id", r.id, "model", model, "tenant", tenantOf(who), "key", keyIDOf(who), "body", string(body))
 	}
 
 	r.w = s.watchConn(ctx.Conn())
@@ -228,7 +237,7 @@ func (s *Server) pick(r *request, tried []string, attempt int) (fleet.Decision, 
 	if err == nil && d.Explanation != nil {
 		rec := &decisionlog.Record{RequestID: r.id, Model: r.model, Attempt: attempt,
 			PromptTokens: r.policy.PromptTokens, Blocks: len(r.policy.Blocks), Tokenized: r.tokenized,
-			Decision: decisionlog.View(d.Explanation)}
+			Tenant: tenantOf(r.who), KeyID: keyIDOf(r.who), Decision: decisionlog.View(d.Explanation)}
 		if d.Predicted {
 			cached, ttft := d.CachedTokens, d.Estimate.Seconds()
 			rec.PredictedCachedTokens, rec.EstimatedTTFT = &cached, &ttft
@@ -284,6 +293,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.SetRequestURIBytes(r.ctx.RequestURI())
 	copyRequestHeaders(&req.Header, &r.ctx.Request.Header)
+	s.engineAuth(&req.Header, d.Replica)
 	req.Header.Set("X-Request-Id", r.id)
 	// The engine continues the trace (vLLM's --otlp-traces-endpoint):
 	// the upstream span, not the client's, is its parent.
@@ -324,6 +334,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	}
 
 	status := resp.StatusCode()
+	s.engineAnswered(d.Replica, status)
 	if canRetry && (status == 502 || status == 503 || status == 504) {
 		resp.Close()
 		cancel(nil)

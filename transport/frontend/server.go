@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/openai"
+	"github.com/inferrail/inferrail/transport/auth"
 	"github.com/inferrail/inferrail/transport/conncheck"
 	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/telemetry"
@@ -38,6 +40,11 @@ type Options struct {
 	// Tracer traces proxied requests (spans and W3C trace context to the
 	// engines); nil traces none, at no cost.
 	Tracer *tracing.Tracer
+	// Auth checks API keys and holds the engines' keys; nil: the port is
+	// open and the client's headers are forwarded as they came.
+	Auth *auth.Guard
+	// UpstreamTLS reaches https:// replicas; nil: the system's roots.
+	UpstreamTLS *tls.Config
 
 	// fasthttpBodies leaves reading request bodies to fasthttp, as the
 	// gateway did before readBody (see body.go); benchmarks compare the two.
@@ -54,6 +61,8 @@ type Server struct {
 	tok    Tokenizer
 	dlog   *decisionlog.Writer
 	tracer *tracing.Tracer
+	auth   *auth.Guard
+	upTLS  *tls.Config
 	srv    *fasthttp.Server
 	// streamBodies: fasthttp streams request bodies, and readBody reads
 	// them.
@@ -94,6 +103,8 @@ func New(opts Options) *Server {
 		tok:    opts.Tokenizer,
 		dlog:   opts.DecisionLog,
 		tracer: opts.Tracer,
+		auth:   opts.Auth,
+		upTLS:  opts.UpstreamTLS,
 		pools:  make(map[string]*upstream.Pool),
 
 		streamBodies: !opts.fasthttpBodies,
@@ -175,7 +186,7 @@ func (s *Server) pool(url string) (*upstream.Pool, error) {
 	if p = s.pools[url]; p != nil {
 		return p, nil
 	}
-	p, err := upstream.NewPool(url, upstream.Options{DialTimeout: s.cfg.Upstream.DialTimeout})
+	p, err := upstream.NewPool(url, upstream.Options{DialTimeout: s.cfg.Upstream.DialTimeout, TLS: s.upTLS})
 	if err != nil {
 		return nil, err
 	}
@@ -192,6 +203,11 @@ var routes = map[string]string{
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	who, ok := s.authorize(ctx)
+	if !ok {
+		return
+	}
+	who.CountRequest()
 	// Every body is read before the request is looked at, as fasthttp
 	// reads them when it does not stream them.
 	if s.streamBodies && !s.readBody(ctx) {
@@ -211,11 +227,11 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 	switch path {
 	case "/v1/models":
-		s.models(ctx)
+		s.models(ctx, who)
 	case "/health":
 		s.health(ctx)
 	default:
-		s.proxy(ctx)
+		s.proxy(ctx, who)
 	}
 }
 
@@ -246,6 +262,9 @@ func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
 	case !methodAllowed(allow, string(h.Method())):
 		ctx.Response.Header.Set("Allow", allow)
 		writeError(ctx, apiError(fasthttp.StatusMethodNotAllowed, "", "Method Not Allowed", ""))
+	case !s.authorized(ctx):
+		// 401 (authorized answered), before the client uploads a body it
+		// has no key for.
 	case s.cfg.Server.MaxBodyBytes > 0 && int64(h.ContentLength()) > s.cfg.Server.MaxBodyBytes:
 		s.met.Model("").Error("body_too_large")
 		writeError(ctx, apiError(fasthttp.StatusRequestEntityTooLarge, "",
@@ -299,12 +318,16 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 
 // models lists configured models and aliases in config order, each with the
 // card an engine published (its id set to the listed name), or a minimal
-// card until one has.
-func (s *Server) models(ctx *fasthttp.RequestCtx) {
+// card until one has. A key allowed some models sees only those.
+func (s *Server) models(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 	now := time.Now().Unix()
 	b := append(make([]byte, 0, 1024), `{"object":"list","data":[`...)
-	for i, m := range s.fleet.Models() {
-		if i > 0 {
+	n := 0
+	for _, m := range s.fleet.Models() {
+		if !who.Allows(m.Model) {
+			continue
+		}
+		if n++; n > 1 {
 			b = append(b, ',')
 		}
 		if f, err := openai.FindMember(m.Card, "id"); m.Card != nil && err == nil {

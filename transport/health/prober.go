@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,24 @@ const (
 // concurrent use.
 type Prober struct {
 	client *http.Client
+	// key returns the Authorization value for an engine's base URL, for
+	// GET /v1/models (vLLM guards /v1 with --api-key, not /health); nil
+	// or "" sends none.
+	key func(base string) string
+}
+
+// WithTLS makes the Prober reach https:// engines with c (their CA bundle,
+// a client certificate); call it before the first Probe.
+func (p *Prober) WithTLS(c *tls.Config) *Prober {
+	p.client.Transport.(*http.Transport).TLSClientConfig = c
+	return p
+}
+
+// WithKeys makes the Prober send key(base) as the Authorization of its
+// model list requests; call it before the first Probe.
+func (p *Prober) WithKeys(key func(base string) string) *Prober {
+	p.key = key
+	return p
 }
 
 // NewProber returns a Prober with its own HTTP client: no proxy, no
@@ -51,13 +70,17 @@ func NewProber() *Prober {
 // again next time.
 func (p *Prober) Probe(ctx context.Context, base string, cards bool) (map[string][]byte, error) {
 	base = strings.TrimRight(base, "/")
-	if _, err := p.get(ctx, base+"/health", maxHealthBytes); err != nil {
+	if _, err := p.get(ctx, base+"/health", "", maxHealthBytes); err != nil {
 		return nil, err
 	}
 	if !cards {
 		return nil, nil
 	}
-	body, err := p.get(ctx, base+"/v1/models", maxModelsBytes)
+	key := ""
+	if p.key != nil {
+		key = p.key(base)
+	}
+	body, err := p.get(ctx, base+"/v1/models", key, maxModelsBytes)
 	if err != nil {
 		return nil, nil
 	}
@@ -68,14 +91,17 @@ func (p *Prober) Probe(ctx context.Context, base string, cards bool) (map[string
 	return out, nil
 }
 
-// get fetches url and returns its body, which must come with status 200 and
-// fit in limit bytes.
-func (p *Prober) get(ctx context.Context, url string, limit int64) ([]byte, error) {
+// get fetches url, with authorization when not "", and returns its body,
+// which must come with status 200 and fit in limit bytes.
+func (p *Prober) get(ctx context.Context, url, authorization string, limit int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("health: %w", err)
 	}
 	req.Header.Set("User-Agent", "inferrail-health")
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
 	resp, err := p.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("health: %w", err)

@@ -2,6 +2,7 @@ package scrape
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +39,9 @@ type Options struct {
 	// MaxHeaderBytes is the largest response head accepted (default
 	// 64 KiB).
 	MaxHeaderBytes int64
+	// TLS reaches https:// engines (their CA bundle, a client
+	// certificate); nil: the system's roots.
+	TLS *tls.Config
 }
 
 // DefaultMaxPageBytes is the page limit of the reference ("Freshness").
@@ -90,6 +94,7 @@ func New(opts Options) *Scraper {
 				// microseconds, so asking would only cost the engine CPU.
 				DisableCompression:     true,
 				MaxResponseHeaderBytes: opts.MaxHeaderBytes,
+				TLSClientConfig:        opts.TLS,
 				// The scrape's context bounds everything else.
 			},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -106,6 +106,7 @@ func TestSnapshot(t *testing.T) {
 		`inferrail_replica_report_age_seconds{replica="r0"}`,
 		`inferrail_replica_restarts_total{replica="r0"}`,
 		`inferrail_replica_warning{replica="r0",warning="capacity_units"}`,
+		`inferrail_replica_warning{replica="r0",warning="engine_unauthorized"}`,
 		`inferrail_replica_warning{replica="r0",warning="kv_events_block_size"}`,
 		`inferrail_replica_warning{replica="r0",warning="kv_events_foreign_tokens"}`,
 		`inferrail_replica_warning{replica="r0",warning="kv_events_silent"}`,

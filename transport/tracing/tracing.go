@@ -46,6 +46,8 @@ const (
 	KeyCachedTokens  = attribute.Key("inferrail.predicted_cached_tokens")
 	KeyEstimatedTTFT = attribute.Key("inferrail.estimated_ttft_s")
 	KeyOutcome       = attribute.Key("inferrail.outcome")
+	KeyTenant        = attribute.Key("inferrail.tenant")
+	KeyKeyID         = attribute.Key("inferrail.key_id")
 )
 
 // Tracer starts the gateway's spans. A nil *Tracer starts none. A Tracer is
@@ -106,6 +108,15 @@ func (s Span) Describe(model, requestID string, promptTokens int) {
 	if promptTokens >= 0 {
 		s.s.SetAttributes(KeyPromptTokens.Int(promptTokens))
 	}
+}
+
+// Tenant records the API key a request came with: its tenant and id, never
+// the key.
+func (s Span) Tenant(tenant, keyID string) {
+	if !s.rec {
+		return
+	}
+	s.s.SetAttributes(KeyTenant.String(tenant), KeyKeyID.String(keyID))
 }
 
 // Route is one routing decision, for a "route" span.

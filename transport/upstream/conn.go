@@ -18,9 +18,13 @@ const writeBufferBytes = 4096
 // or by the pool's idle stack; only closeNC may be called from elsewhere (the
 // request's context.AfterFunc).
 type conn struct {
-	nc net.Conn
-	br *bufio.Reader // reads through the conn, counting bytes
-	bw *bufio.Writer
+	nc net.Conn // the connection requests go over: raw, or TLS over raw
+	// raw is the socket: closed to cancel (at once, with no TLS alert
+	// that could wait on a stuck write), peeked to see if an idle
+	// connection is still usable.
+	raw net.Conn
+	br  *bufio.Reader // reads through the conn, counting bytes
+	bw  *bufio.Writer
 	// nread counts bytes read from nc since the request started: zero when an
 	// error comes means no response byte arrived.
 	nread int64
@@ -39,12 +43,12 @@ type conn struct {
 	peekBuf [1]byte
 }
 
-func newConn(nc net.Conn, readBufferBytes int) *conn {
-	c := &conn{nc: nc}
+func newConn(nc, raw net.Conn, readBufferBytes int) *conn {
+	c := &conn{nc: nc, raw: raw}
 	c.br = bufio.NewReaderSize(c, readBufferBytes)
 	c.bw = bufio.NewWriterSize(nc, writeBufferBytes)
 	c.closeFn = c.close
-	if sc, ok := nc.(syscall.Conn); ok {
+	if sc, ok := raw.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.rc = rc
 			c.peekFn = c.peek
@@ -63,14 +67,16 @@ func (c *conn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (c *conn) close() { c.nc.Close() }
+func (c *conn) close() { c.raw.Close() }
 
 // idleUsable reports whether an idle keep-alive connection can carry a new
 // request: the peer has neither closed it nor sent anything since the last
 // response. A peek costs one non-blocking syscall and catches the common stale
 // case (the engine restarted, or closed the connection on its keep-alive
 // timeout) before a request is written into a dead socket. Unsolicited bytes
-// would be read as the next request's response, so they disqualify it too.
+// would be read as the next request's response, so they disqualify it too;
+// over TLS they are a record (a close_notify alert, most likely), and the
+// connection is given up as well.
 func (c *conn) idleUsable() bool {
 	if c.br.Buffered() > 0 {
 		return false

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +36,11 @@ type Options struct {
 	// MaxResponseHeaderBytes is the largest response head accepted, and the
 	// size of each connection's read buffer (default 8 KiB).
 	MaxResponseHeaderBytes int64
+	// TLS is used for an https:// replica (default: the system's roots,
+	// TLS 1.2 and up); its ServerName defaults to the URL's host. The
+	// handshake is part of the dial: bounded by DialTimeout, and a failed
+	// one is a DialError.
+	TLS *tls.Config
 }
 
 const (
@@ -91,6 +97,7 @@ type Pool struct {
 	host   []byte // Host header for requests that carry none
 	opts   Options
 	dialer net.Dialer
+	tls    *tls.Config // nil for http://
 
 	mu     sync.Mutex // guards idle and closed
 	idle   []*conn    // LIFO: the most recently used on top, the oldest at 0
@@ -102,8 +109,8 @@ type Pool struct {
 	wg   sync.WaitGroup
 }
 
-// NewPool returns a Pool for the replica at baseURL ("http://host:port"). It
-// dials nothing yet. HTTPS and base paths are not supported.
+// NewPool returns a Pool for the replica at baseURL ("http://host:port" or
+// "https://host:port"). It dials nothing yet. Base paths are not supported.
 func NewPool(baseURL string, opts Options) (*Pool, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", baseURL, err)
@@ -112,19 +119,35 @@ func NewPool(baseURL string, opts Options) (*Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("upstream: %w", err)
 	}
-	if u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") ||
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") ||
 		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("upstream %s: want http://host[:port]", baseURL)
+		return nil, fmt.Errorf("upstream %s: want http://host[:port] or https://host[:port]", baseURL)
 	}
 	addr := u.Host
 	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "80")
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	var tc *tls.Config
+	if u.Scheme == "https" {
+		if opts.TLS != nil {
+			tc = opts.TLS.Clone()
+		} else {
+			tc = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		if tc.ServerName == "" {
+			tc.ServerName = u.Hostname()
+		}
 	}
 	p := &Pool{
 		addr:   addr,
 		host:   []byte(u.Host),
 		opts:   opts,
 		dialer: net.Dialer{Timeout: opts.DialTimeout},
+		tls:    tc,
 		stop:   make(chan struct{}),
 	}
 	p.wg.Go(p.reap)
@@ -325,8 +348,30 @@ func (p *Pool) get(ctx context.Context, fresh bool) (*conn, error) {
 		p.dialErrors.Add(1)
 		return nil, &DialError{Addr: p.addr, Err: err}
 	}
+	raw := nc
+	if p.tls != nil {
+		if nc, err = p.handshake(ctx, nc); err != nil {
+			return nil, err
+		}
+	}
 	p.dials.Add(1)
-	return newConn(nc, int(p.opts.MaxResponseHeaderBytes)), nil
+	return newConn(nc, raw, int(p.opts.MaxResponseHeaderBytes)), nil
+}
+
+// handshake runs TLS over a fresh connection within DialTimeout.
+func (p *Pool) handshake(ctx context.Context, nc net.Conn) (net.Conn, error) {
+	hctx, cancel := context.WithTimeout(ctx, p.opts.DialTimeout)
+	defer cancel()
+	tc := tls.Client(nc, p.tls)
+	if err := tc.HandshakeContext(hctx); err != nil {
+		nc.Close()
+		if ctx.Err() != nil {
+			return nil, ctxError(p.addr, ctx)
+		}
+		p.dialErrors.Add(1)
+		return nil, &DialError{Addr: p.addr, Err: fmt.Errorf("tls handshake: %w", err)}
+	}
+	return tc, nil
 }
 
 // put returns c to the idle stack, or closes it when the stack is full or

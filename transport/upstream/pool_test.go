@@ -442,7 +442,7 @@ func TestIdleTimeout(t *testing.T) {
 }
 
 func TestNewPoolRejects(t *testing.T) {
-	for _, u := range []string{"https://x:1", "x:1", "http://", "http://x:1/v1", "http://u@x:1", "::"} {
+	for _, u := range []string{"ftp://x:1", "x:1", "http://", "https://", "http://x:1/v1", "http://u@x:1", "::"} {
 		if p, err := NewPool(u, Options{}); err == nil {
 			p.Close()
 			t.Errorf("%q accepted", u)
