@@ -13,24 +13,22 @@ import (
 	"github.com/inferrail/inferrail/model/kvevent"
 )
 
-// EventSource subscribes to an engine's KV event stream: endpoint is its
-// PUB socket, replay its replay socket ("" for none), and bind makes the
-// gateway listen on endpoint for an engine that connects. onBatch gets
-// every batch in order; onGap reports batches that were lost, restart set
-// when the engine started over with an empty cache. Both run on the
-// subscription's own goroutine, never after Close returns, and must not
-// block. transport/kvevents implements it over ZeroMQ; tests use fakes.
+// EventSource subscribes to an engine's KV event stream es: its PUB
+// socket, its replay socket ("" for none), whether the gateway listens for
+// an engine that connects, and the engine's event schema. onBatch gets
+// every batch in order, with its sequence number; onGap reports batches
+// that were lost, restart set when the engine started over with an empty
+// cache. Both run on the subscription's own goroutine, never after Close
+// returns, and must not block. transport/kvevents implements it over
+// ZeroMQ; tests use fakes.
 type EventSource interface {
-	Subscribe(endpoint, replay string, bind bool, onBatch func(*kvevent.Batch), onGap func(restart bool)) (io.Closer, error)
+	Subscribe(es EventStream, onBatch func(seq uint64, b *kvevent.Batch), onGap func(restart bool)) (io.Closer, error)
 }
 
 // EventStream is where a replica's engine publishes its KV events
-// (replicas[].kv_events, kv_events_replay and kv_events_bind). The zero
-// value means none.
-type EventStream struct {
-	Endpoint, Replay string
-	Bind             bool
-}
+// (replicas[].kv_events, kv_events_replay, kv_events_bind and engine_type).
+// The zero value means none.
+type EventStream = kvevent.Stream
 
 // EventCounts count what a replica's KV events did to its shadow index,
 // for the inferrail_kv_events_* series. Shared by pointer across the
@@ -51,6 +49,7 @@ type eventsRun struct {
 // subscription's callbacks.
 type eventsBatch struct {
 	run   *eventsRun
+	seq   uint64
 	batch *kvevent.Batch
 }
 
@@ -104,8 +103,8 @@ func eventsLoop(ctx context.Context, run *eventsRun, send actor.SenderContext, s
 	wait := eventsRetryMin
 	failed := false
 	for {
-		c, err := src.Subscribe(es.Endpoint, es.Replay, es.Bind,
-			func(b *kvevent.Batch) { send.Send(self, &eventsBatch{run: run, batch: b}) },
+		c, err := src.Subscribe(es,
+			func(seq uint64, b *kvevent.Batch) { send.Send(self, &eventsBatch{run: run, seq: seq, batch: b}) },
 			func(restart bool) { send.Send(self, &eventsGap{run: run, restart: restart}) })
 		if err == nil {
 			if failed {

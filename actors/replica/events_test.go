@@ -40,21 +40,33 @@ func (f *fakeEvents) setErr(err error) {
 type fakeSub struct {
 	endpoint, replay string
 	bind             bool
-	onBatch          func(*kvevent.Batch)
-	onGap            func(restart bool)
+	engine           kvevent.Engine
+	// onBatch delivers a batch with the next sequence number, onSeq with
+	// the one given.
+	onBatch func(*kvevent.Batch)
+	onSeq   func(seq uint64, b *kvevent.Batch)
+	onGap   func(restart bool)
 
 	mu     sync.Mutex
 	closed bool
+	seq    uint64 // the next sequence number onBatch gives
 }
 
-func (f *fakeEvents) Subscribe(endpoint, replay string, bind bool, onBatch func(*kvevent.Batch), onGap func(bool)) (io.Closer, error) {
+func (f *fakeEvents) Subscribe(es EventStream, onBatch func(uint64, *kvevent.Batch), onGap func(bool)) (io.Closer, error) {
 	f.mu.Lock()
 	err := f.err
 	f.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	s := &fakeSub{endpoint: endpoint, replay: replay, bind: bind, onBatch: onBatch, onGap: onGap}
+	s := &fakeSub{endpoint: es.Endpoint, replay: es.Replay, bind: es.Bind, engine: es.Engine, onSeq: onBatch, onGap: onGap}
+	s.onBatch = func(b *kvevent.Batch) {
+		s.mu.Lock()
+		seq := s.seq
+		s.seq++
+		s.mu.Unlock()
+		onBatch(seq, b)
+	}
 	f.subs <- s
 	return s, nil
 }

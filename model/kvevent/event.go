@@ -162,3 +162,18 @@ func Engines() []Engine { return []Engine{EngineVLLM, EngineSGLang} }
 
 // Known reports whether e is one of Engines.
 func (e Engine) Known() bool { return e == EngineVLLM || e == EngineSGLang }
+
+// Stream is where an engine publishes its KV events and how the gateway
+// reads them (replicas[].kv_events, kv_events_replay, kv_events_bind and
+// engine_type). The zero value means none. A Stream is a plain value.
+type Stream struct {
+	// Endpoint is the engine's PUB socket, as the gateway reaches it.
+	Endpoint string
+	// Replay is the engine's replay socket; "" for none.
+	Replay string
+	// Bind makes the gateway listen on Endpoint for an engine that
+	// connects to it.
+	Bind bool
+	// Engine is the publisher's engine; "" reads as EngineVLLM.
+	Engine Engine
+}
