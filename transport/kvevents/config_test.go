@@ -175,8 +175,8 @@ func TestMeet(t *testing.T) {
 	f(vllm, "tcp://10.0.0.1:6000", "tcp://0.0.0.0:5557", true, "connects to port 6000")
 	f(vllm, "tcp://*:0", "tcp://10.0.0.7:6000", false, "")
 	f(vllm, "ipc:///tmp/kv", "ipc:///tmp/kv", false, "")
-	f(vllm, "ipc:///tmp/kv", "ipc:///tmp/other", false, "subscribes on ipc:///tmp/other")
-	f(vllm, "ipc:///tmp/kv", "tcp://10.0.0.7:5557", false, "over ipc")
+	f(vllm, "ipc:///tmp/kv", "ipc:///tmp/other", false, "the gateway ipc:///tmp/other")
+	f(vllm, "ipc:///tmp/kv", "tcp://10.0.0.7:5557", false, "uses ipc")
 	// SGLang binds 0.0.0.0, vLLM connects to it.
 	f(sgl, "tcp://0.0.0.0:5557", "tcp://10.0.0.7:5557", false, "")
 	f(vllm, "tcp://0.0.0.0:5557", "tcp://10.0.0.7:5557", false, "both sides connect")
@@ -185,4 +185,14 @@ func TestMeet(t *testing.T) {
 	f(vllm, "", "ipc:///tmp/kv", true, "both sides bind")
 	f(vllm, "", "ipc:///tmp/kv", false, "")
 	f(vllm, "", "tcp://127.0.0.1:5557", false, "")
+	// The replay socket always binds on the engine.
+	if err := MeetReplay("tcp://*:5558", "tcp://10.0.0.7:5558"); err != nil {
+		t.Errorf("MeetReplay: %v", err)
+	}
+	if err := MeetReplay("tcp://*:5558", "tcp://10.0.0.7:5559"); err == nil || !strings.Contains(err.Error(), "port 5558") {
+		t.Errorf("MeetReplay on another port: %v", err)
+	}
+	if err := MeetReplay("", "tcp://10.0.0.7:5558"); err == nil || !strings.Contains(err.Error(), "no replay_endpoint") {
+		t.Errorf("MeetReplay without one: %v", err)
+	}
 }

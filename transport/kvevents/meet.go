@@ -38,24 +38,43 @@ func Meet(e kvevent.Engine, pub, sub string, bind bool) error {
 		return fmt.Errorf("both sides connect: the engine connects to %s (%s) and the gateway connects to %s; "+
 			`give the engine an endpoint with "*" (tcp://*:PORT), or set kv_events_bind so that the gateway listens`, pub, rule, sub)
 	}
-	ps, pa, _ := strings.Cut(pub, "://")
-	ss, sa, _ := strings.Cut(sub, "://")
-	if ps != ss {
-		return fmt.Errorf("the engine publishes over %s (%s) and the gateway subscribes over %s (%s)", ps, pub, ss, sub)
+	return sameAddress(pub, sub, engineBinds)
+}
+
+// MeetReplay reports why a gateway dialling replay can never reach an
+// engine whose replay socket is router (replay_endpoint in its
+// --kv-events-config, rank 0): the engine always binds it, so the two must
+// name the same transport and port (and ipc path). An empty router means
+// the engine serves no replay.
+func MeetReplay(router, replay string) error {
+	if router == "" {
+		return fmt.Errorf("the gateway replays from %s, but the engine's --kv-events-config has no replay_endpoint", replay)
 	}
-	if ps != "tcp" {
-		if pa != sa {
-			return fmt.Errorf("the engine publishes on %s and the gateway subscribes on %s", pub, sub)
+	return sameAddress(router, replay, true)
+}
+
+// sameAddress reports why the engine's address eng and the gateway's gw
+// are not one: another transport, ipc path or port. engineBinds says which
+// side listens, for the message.
+func sameAddress(eng, gw string, engineBinds bool) error {
+	es, ea, _ := strings.Cut(eng, "://")
+	gs, ga, _ := strings.Cut(gw, "://")
+	if es != gs {
+		return fmt.Errorf("the engine uses %s (%s) and the gateway %s (%s)", es, eng, gs, gw)
+	}
+	if es != "tcp" {
+		if ea != ga {
+			return fmt.Errorf("the engine uses %s and the gateway %s", eng, gw)
 		}
 		return nil
 	}
-	_, pp, perr := splitHostPort(pa)
-	_, sp, serr := splitHostPort(sa)
-	if perr != nil || serr != nil || pp == 0 || sp == 0 || pp == sp {
+	_, ep, eerr := splitHostPort(ea)
+	_, gp, gerr := splitHostPort(ga)
+	if eerr != nil || gerr != nil || ep == 0 || gp == 0 || ep == gp {
 		return nil // an unreadable or kernel-picked port settles nothing
 	}
 	if engineBinds {
-		return fmt.Errorf("the engine listens on port %d (%s) and the gateway connects to port %d (%s)", pp, pub, sp, sub)
+		return fmt.Errorf("the engine listens on port %d (%s) and the gateway connects to port %d (%s)", ep, eng, gp, gw)
 	}
-	return fmt.Errorf("the engine connects to port %d (%s) and the gateway listens on port %d (%s)", pp, pub, sp, sub)
+	return fmt.Errorf("the engine connects to port %d (%s) and the gateway listens on port %d (%s)", ep, eng, gp, gw)
 }
