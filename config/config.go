@@ -173,9 +173,9 @@ type Replica struct {
 	// Default 0: what the engine reports in its metrics, else
 	// index.default_capacity_blocks.
 	KVCapacityBlocks int `koanf:"kv_capacity_blocks"`
-	// KVEvents is the engine's KV event stream, the endpoint of vLLM's
-	// --kv-events-config: tcp://host:port (such as tcp://10.0.0.10:5557)
-	// or ipc://path. Set, the gateway subscribes to it and keeps this
+	// KVEvents is the engine's KV event stream, the endpoint of vLLM's or
+	// SGLang's --kv-events-config (see engine_type): tcp://host:port (such
+	// as tcp://10.0.0.10:5557) or ipc://path. Set, the gateway subscribes to it and keeps this
 	// replica's cache prediction in step with what the engine stores and
 	// evicts, the blocks it generated included, which routing decisions
 	// alone never show. The engine's hashes are rebuilt from the token ids
