@@ -161,3 +161,39 @@ func TestEventsDPRanks(t *testing.T) {
 		t.Fatalf("after every rank's reset: index %d, mapping %d", x.Len(), ev.Len())
 	}
 }
+
+// BenchmarkSpeculate is the exact mode's cost per decision at its worst: a
+// 64-block prompt that no event ever confirms routed (recorded and marked
+// speculative) and the expiry check each estimate makes, in steady state,
+// every prompt expiring (and so inserted again) before it comes back;
+// "record" is the index's Record alone of prompts it still holds, for
+// scale. Blocks the events hold are not marked, so a prompt whose prefix the
+// engine caches costs only its new blocks.
+func BenchmarkSpeculate(b *testing.B) {
+	for _, spec := range []bool{false, true} {
+		name := map[bool]string{false: "record", true: "speculate"}[spec]
+		b.Run(name, func(b *testing.B) {
+			x, ev := kvindex.New(1<<16), NewEvents("m", EventChecks{})
+			chains := make([][]prefix.Hash, 256)
+			for i := range chains {
+				_, chains[i] = prompt("m", uint32(i*1000), 64)
+			}
+			now := t0
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				now = now.Add(10 * time.Millisecond) // 100 decisions a second: 200 pending
+				if spec {
+					route(x, ev, chains[i%len(chains)], now)
+					Sink = ev.Expire(now, x)
+				} else {
+					x.Record(chains[i%len(chains)])
+				}
+				i++
+			}
+		})
+	}
+}
+
+// Sink keeps benchmark results alive.
+var Sink any
