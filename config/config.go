@@ -2,6 +2,8 @@ package config
 
 import (
 	"time"
+
+	"github.com/inferrail/inferrail/model/kvevent"
 )
 
 // Config is the gateway's whole configuration.
@@ -45,6 +47,9 @@ type Config struct {
 	Tokenizer Tokenizer `koanf:"tokenizer"`
 	// Index holds the KV index. Restart only.
 	Index Index `koanf:"index"`
+	// KVEvents holds how replicas with kv_events follow their engines'
+	// events. Restart only.
+	KVEvents KVEvents `koanf:"kv_events"`
 	// Observability holds traces, the decision log and the shadow log.
 	// Restart only.
 	Observability Observability `koanf:"observability"`
@@ -182,9 +187,9 @@ type Replica struct {
 	// Default 0: what the engine reports in its metrics, else
 	// index.default_capacity_blocks.
 	KVCapacityBlocks int `koanf:"kv_capacity_blocks"`
-	// KVEvents is the engine's KV event stream, the endpoint of vLLM's
-	// --kv-events-config: tcp://host:port (such as tcp://10.0.0.10:5557)
-	// or ipc://path. Set, the gateway subscribes to it and keeps this
+	// KVEvents is the engine's KV event stream, the endpoint of vLLM's or
+	// SGLang's --kv-events-config (see engine_type): tcp://host:port (such
+	// as tcp://10.0.0.10:5557) or ipc://path. Set, the gateway subscribes to it and keeps this
 	// replica's cache prediction in step with what the engine stores and
 	// evicts, the blocks it generated included, which routing decisions
 	// alone never show. The engine's hashes are rebuilt from the token ids
@@ -207,6 +212,13 @@ type Replica struct {
 	// APIKeyFile is a file holding this engine's key (vLLM's --api-key), in
 	// place of upstream.api_key_file. Default "": upstream.api_key_file.
 	APIKeyFile string `koanf:"api_key_file"`
+	// EngineType is the engine behind the replica, vllm or sglang: how its
+	// KV events are read (SGLang's schema differs from vLLM's past the
+	// first fields, and it replays without the topic frame) and which rule
+	// says whether its publisher binds (SGLang binds 0.0.0.0 too, vLLM
+	// connects to it). Set sglang for an SGLang server started with
+	// --kv-events-config '{"publisher": "zmq", ...}'. Default "vllm".
+	EngineType string `koanf:"engine_type"`
 }
 
 // Discovery configures replicas found at run time.
@@ -251,6 +263,9 @@ type DNSGroup struct {
 	// KVEventsReplayPort is the members' replay socket port, as
 	// kv_events_replay is for a replica. Needs kv_events_port. Default 0.
 	KVEventsReplayPort int `koanf:"kv_events_replay_port"`
+	// EngineType is the members' engine, vllm or sglang, as engine_type is
+	// for a replica. Default "vllm".
+	EngineType string `koanf:"engine_type"`
 }
 
 // Routing holds the routing settings shared by every model. Policies are
@@ -451,6 +466,27 @@ type Index struct {
 	DefaultCapacityBlocks int `koanf:"default_capacity_blocks"`
 }
 
+// KVEvents configures the exact mode: how replicas whose engines publish KV
+// events (kv_events, kv_events_port) predict from them, and when they stop
+// trusting them.
+type KVEvents struct {
+	// SpeculativeTTL is how long the blocks of a request just routed to a
+	// replica in exact mode count as cached there before the engine's own
+	// event confirms them (llm-d's speculativeTTL): the engine announces a
+	// prompt's blocks only once it has computed them, and meanwhile a second
+	// request for the same prefix must see them placed. An entry the engine
+	// has not confirmed by then is dropped. 0 predicts from the events
+	// alone. Default 2s, llm-d's.
+	SpeculativeTTL time.Duration `koanf:"speculative_ttl"`
+	// MaxSilence is how long a replica in exact mode may receive no batch
+	// after its engine completed a request that must have stored blocks,
+	// before it falls back to the approximate index (fed by routing
+	// decisions, as without events) until the events resume and a resync
+	// completes. A lost batch the replay cannot recover and a subscription
+	// that fails fall back at once. Default 2s.
+	MaxSilence time.Duration `koanf:"max_silence"`
+}
+
 // Observability configures traces and the decision and shadow logs.
 type Observability struct {
 	// OTLPEndpoint is the OTLP/HTTP trace collector, http or https; a bare
@@ -551,7 +587,8 @@ func Default() *Config {
 			MaxWait:     50 * time.Millisecond,
 			CacheTokens: 1_000_000,
 		},
-		Index: Index{DefaultCapacityBlocks: 16384},
+		Index:    Index{DefaultCapacityBlocks: 16384},
+		KVEvents: KVEvents{SpeculativeTTL: 2 * time.Second, MaxSilence: 2 * time.Second},
 		Observability: Observability{
 			TraceSampleRatio: 1.0,
 		},
@@ -571,11 +608,11 @@ func defaultModel() Model {
 }
 
 func defaultReplica() Replica {
-	return Replica{MaxConcurrency: 1024}
+	return Replica{MaxConcurrency: 1024, EngineType: string(kvevent.EngineVLLM)}
 }
 
 func defaultDNSGroup() DNSGroup {
-	return DNSGroup{Refresh: 5 * time.Second, MaxConcurrency: 1024}
+	return DNSGroup{Refresh: 5 * time.Second, MaxConcurrency: 1024, EngineType: string(kvevent.EngineVLLM)}
 }
 
 // Policies returns the routing policy names, in the reference's order.

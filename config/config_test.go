@@ -181,6 +181,36 @@ replicas:
 	}
 }
 
+// engine_type is vllm unless set, takes vllm or sglang, and kv_events'
+// durations are checked: every problem at once, each naming its key.
+func TestEngineType(t *testing.T) {
+	c := mustParse(t, `
+models: [{name: m}]
+replicas:
+  - {id: a, url: "http://a", models: [m]}
+  - {id: b, url: "http://b", models: [m], engine_type: sglang}
+discovery: {dns: [{name: g, url: "http://g", models: [m], engine_type: sglang}]}
+`)
+	if c.Replicas[0].EngineType != "vllm" || c.Replicas[1].EngineType != "sglang" || c.Discovery.DNS[0].EngineType != "sglang" {
+		t.Errorf("engine_type: %q, %q, %q", c.Replicas[0].EngineType, c.Replicas[1].EngineType, c.Discovery.DNS[0].EngineType)
+	}
+	if c.KVEvents.SpeculativeTTL != 2*time.Second || c.KVEvents.MaxSilence != 2*time.Second {
+		t.Errorf("kv_events defaults %+v", c.KVEvents)
+	}
+	_, err := Parse([]byte(`
+models: [{name: m}]
+replicas: [{id: a, url: "http://a", models: [m], engine_type: trt}]
+discovery: {dns: [{name: g, url: "http://g", models: [m], engine_type: VLLM}]}
+kv_events: {speculative_ttl: -1s, max_silence: 0s}
+`), nil)
+	got := keys(t, err)
+	want := []string{"discovery.dns[0].engine_type", "kv_events.max_silence", "kv_events.speculative_ttl", "replicas[0].engine_type"}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("keys %v, want %v (%v)", got, want, err)
+	}
+}
+
 func TestLocalFleet(t *testing.T) {
 	c, err := Load("../deploy/local.yaml", nil)
 	if err != nil {
@@ -249,6 +279,7 @@ replicas:
     max_concurrency: 7
     max_pending: 7
     kv_capacity_blocks: 100
+    engine_type: sglang
 discovery:
   dns:
     - name: pool
@@ -258,6 +289,7 @@ discovery:
       max_concurrency: 3
       max_pending: 1
       kv_capacity_blocks: 5
+      engine_type: sglang
 routing:
   default_policy: p2c
   split: {round_robin: 50, random: 50}
@@ -288,6 +320,7 @@ flow_control: {enabled: true, max_queued: 8, max_wait: 250ms, fair: true}
 load: {scrape_interval: 1s, scrape_timeout: 5s, max_age: 1001ms}
 tokenizer: {workers: 8, max_wait: 1ms, cache_tokens: 0}
 index: {default_capacity_blocks: 1}
+kv_events: {speculative_ttl: 0s, max_silence: 1ms}
 observability:
   otlp_endpoint: http://collector:4318
   trace_sample_ratio: 0

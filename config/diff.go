@@ -24,10 +24,10 @@ func Diff(prev, next *Config) []string {
 
 // restartSection reports whether a section is built at startup: listeners,
 // the upstream client, discovery, health checks, load scraping, tokenizers,
-// the admission queues, the index and telemetry.
+// the admission queues, the index, the exact mode's settings and telemetry.
 func restartSection(name string) bool {
 	switch name {
-	case "server", "upstream", "discovery", "health", "flow_control", "load", "tokenizer", "index", "observability", "tls":
+	case "server", "upstream", "discovery", "health", "flow_control", "load", "tokenizer", "index", "kv_events", "observability", "tls":
 		return true
 	}
 	return false
@@ -35,8 +35,8 @@ func restartSection(name string) bool {
 
 // RestartOnly names what differs between prev and next but cannot change
 // while the gateway runs: the sections built at startup (server, upstream,
-// discovery, health, flow_control, load, tokenizer, index, observability,
-// tls),
+// discovery, health, flow_control, load, tokenizer, index, kv_events,
+// observability, tls),
 // the model list when a model was added, removed, renamed or moved
 // ("models"), a model's tokenizer, chat template settings or block size
 // ("models[1].tokenizer"), and logging.level and logging.format. A reload that finds any is refused

@@ -140,7 +140,8 @@ replicas:
   - {<<: [*r, *s], id: b, url: "http://b", max_concurrency: 9}
   - {<<: *s, id: c, url: "http://c", models: [m]}
 `)
-	want := Replica{ID: "b", URL: "http://b", Models: []string{"m"}, MaxConcurrency: 9, MaxPending: 2, KVCapacityBlocks: 100}
+	want := Replica{ID: "b", URL: "http://b", Models: []string{"m"}, MaxConcurrency: 9, MaxPending: 2, KVCapacityBlocks: 100,
+		EngineType: "vllm"}
 	if !reflect.DeepEqual(c.Replicas[0], want) {
 		t.Errorf("replicas[0] = %+v, want %+v", c.Replicas[0], want)
 	}

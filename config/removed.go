@@ -13,9 +13,9 @@ var removedKeys = map[string]string{
 	"upstream.http2": "removed, it never took effect: the gateway reaches engines over HTTP/1.1 " +
 		"keep-alive connections, which vLLM and SGLang serve (uvicorn); delete the key",
 	"replicas[].engine": "removed, it never took effect: the engine, vllm or sglang, is recognized " +
-		"by the metric prefix on its /metrics page; delete the key",
+		"by the metric prefix on its /metrics page; to say whose KV events the replica reads, set engine_type",
 	"discovery.dns[].engine": "removed, it never took effect: the engine, vllm or sglang, is recognized " +
-		"by the metric prefix on its /metrics page; delete the key",
+		"by the metric prefix on its /metrics page; to say whose KV events the members read, set engine_type",
 }
 
 // unknownKey is the error for path, a key the schema does not have: the

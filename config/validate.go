@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inferrail/inferrail/model/kvevent"
 )
 
 // Validate reports every problem with c at once, as errors.Join of *KeyError
@@ -43,6 +45,7 @@ func (c *Config) validate(skip func(key string) bool, limit int) (errs []error, 
 		v.servedModels(p+".models", r.Models, models)
 		v.limits(p, r.MaxConcurrency, r.MaxPending, r.KVCapacityBlocks)
 		v.kvEvents(p, r, streams)
+		v.engineType(p+".engine_type", r.EngineType)
 	}
 	groups := map[string]string{}
 	for i := range c.Discovery.DNS {
@@ -54,6 +57,7 @@ func (c *Config) validate(skip func(key string) bool, limit int) (errs []error, 
 		v.positive(p+".refresh", g.Refresh)
 		v.limits(p, g.MaxConcurrency, g.MaxPending, g.KVCapacityBlocks)
 		v.eventPorts(p, g)
+		v.engineType(p+".engine_type", g.EngineType)
 	}
 	v.routing(&c.Routing)
 	v.health(&c.Health)
@@ -66,6 +70,8 @@ func (c *Config) validate(skip func(key string) bool, limit int) (errs []error, 
 	v.positive("tokenizer.max_wait", c.Tokenizer.MaxWait)
 	v.atLeast("tokenizer.cache_tokens", c.Tokenizer.CacheTokens, 0)
 	v.atLeast("index.default_capacity_blocks", c.Index.DefaultCapacityBlocks, 1)
+	v.nonNegative("kv_events.speculative_ttl", c.KVEvents.SpeculativeTTL)
+	v.positive("kv_events.max_silence", c.KVEvents.MaxSilence)
 	v.observability(&c.Observability)
 	v.oneOf("logging.level", c.Logging.Level, "debug", "info", "warn", "error")
 	v.oneOf("logging.format", c.Logging.Format, "text", "json")
@@ -487,6 +493,15 @@ func (v *validator) nonNegativeNumber(key string, f float64) {
 	if !(f >= 0) || math.IsInf(f, 1) {
 		v.add(key, "must be a finite number of at least 0, got %v", f)
 	}
+}
+
+// engineType checks an engine_type: one of kvevent.Engines.
+func (v *validator) engineType(key, val string) {
+	var names []string
+	for _, e := range kvevent.Engines() {
+		names = append(names, string(e))
+	}
+	v.oneOf(key, val, names...)
 }
 
 func (v *validator) oneOf(key, val string, allowed ...string) {

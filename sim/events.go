@@ -9,10 +9,11 @@ import (
 )
 
 // eventSink publishes each step's KV events as one batch, as vLLM's
-// scheduler does after update_from_output.
+// scheduler does after update_from_output (and SGLang's after each batch).
 type eventSink struct {
-	pub  *kvevents.Publisher
-	rank int
+	pub    *kvevents.Publisher
+	rank   int
+	sglang bool // publish SGLang's shape of the events (asSGLang)
 }
 
 // newEventSink starts a publisher for --kv-events-config, or returns nil
@@ -21,31 +22,91 @@ func newEventSink(o *Options) (*eventSink, error) {
 	if o.KVEventsConfig == "" {
 		return nil, nil
 	}
-	cfg, err := kvevents.ParseConfig(o.KVEventsConfig)
+	engine := kvevent.Engine(o.KVEventsFormat)
+	cfg, err := kvevents.ParseEngineConfig(engine, o.KVEventsConfig)
 	if err != nil {
 		return nil, fmt.Errorf("--kv-events-config: %w", err)
 	}
 	if !cfg.EnableKVCacheEvents || cfg.Publisher == "null" {
 		return nil, nil
 	}
+	if cfg.SnapshotEndpoint != "" {
+		return nil, fmt.Errorf("--kv-events-config: snapshot_endpoint: the simulator serves no snapshots")
+	}
 	enc := kvevent.EncodingMap
 	if o.KVEventsEncoding == "array" {
 		enc = kvevent.EncodingArray
 	}
-	pub, err := kvevents.NewPublisher(cfg, kvevents.Options{Encoding: enc, Bind: o.KVEventsBind})
+	pub, err := kvevents.NewPublisher(cfg, kvevents.Options{Encoding: enc, Bind: o.KVEventsBind, Engine: engine})
 	if err != nil {
 		return nil, fmt.Errorf("--kv-events-config: %w", err)
 	}
-	return &eventSink{pub: pub}, nil
+	return &eventSink{pub: pub, sglang: engine == kvevent.EngineSGLang}, nil
 }
 
 func (e *eventSink) publish(events []kvevent.Event) {
 	rank := e.rank
+	if e.sglang {
+		events = asSGLang(events)
+	}
 	e.pub.Publish(&kvevent.Batch{
 		TS:     float64(time.Now().UnixNano()) / 1e9,
 		Events: events,
 		DPRank: &rank,
 	})
+}
+
+// asSGLang reshapes a step's events as SGLang's radix cache reports the same
+// changes (srt/mem_cache/events.py): one BlockStored per page, each naming
+// the page before as its parent, and the evictions in a row as one
+// BlockRemoved, as SGLang reports a radix node's pages. The cache they
+// describe is the same.
+func asSGLang(events []kvevent.Event) []kvevent.Event {
+	out := make([]kvevent.Event, 0, len(events))
+	for _, ev := range events {
+		switch e := ev.(type) {
+		case *kvevent.BlockStored:
+			parent := e.ParentBlockHash
+			for i, h := range e.BlockHashes {
+				page := &kvevent.BlockStored{BlockHashes: []uint64{h}, ParentBlockHash: parent,
+					TokenIDs: e.TokenIDs[i*e.BlockSize : (i+1)*e.BlockSize], BlockSize: e.BlockSize, Medium: e.Medium}
+				out = append(out, page)
+				parent = &page.BlockHashes[0]
+			}
+		case *kvevent.BlockRemoved:
+			if last, ok := lastRemoved(out); ok && last.Medium == e.Medium {
+				last.BlockHashes = append(last.BlockHashes, e.BlockHashes...)
+				continue
+			}
+			out = append(out, &kvevent.BlockRemoved{BlockHashes: append([]uint64(nil), e.BlockHashes...), Medium: e.Medium})
+		default:
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func lastRemoved(evs []kvevent.Event) (*kvevent.BlockRemoved, bool) {
+	if len(evs) == 0 {
+		return nil, false
+	}
+	r, ok := evs[len(evs)-1].(*kvevent.BlockRemoved)
+	return r, ok
+}
+
+// WithholdEvents stops (on) or resumes sending KV events, as a network
+// partition between the engine and its subscribers would: the batches still
+// take their sequence numbers and enter the replay buffer
+// (kvevents.Publisher.Withhold). It reports false when events are off or
+// the simulator is not running.
+func (s *Server) WithholdEvents(on bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inst == nil || s.inst.events == nil {
+		return false
+	}
+	s.inst.events.pub.Withhold(on)
+	return true
 }
 
 func (e *eventSink) close() { e.pub.Close() }

@@ -19,20 +19,27 @@ import (
 // alone, under concurrent traffic that evicts and a prefix cache reset, and
 // checks that it equals the engine's own cache, that every stored block's
 // hash follows from the tokens it carries, and that replay returns the
-// batches the stream delivered.
+// batches the stream delivered: with vLLM's two encodings, and with
+// SGLang's (--kv-events-format sglang: SGLang's config, schema and replay).
 func TestKVEventsMirror(t *testing.T) {
 	for _, enc := range []string{"map", "array"} {
-		t.Run(enc, func(t *testing.T) { testMirror(t, enc) })
+		t.Run(enc, func(t *testing.T) {
+			testMirror(t, kvevent.EngineVLLM, enc,
+				`{"enable_kv_cache_events": true, "endpoint": "tcp://*:0", "replay_endpoint": "tcp://*:0", "buffer_steps": 100000}`)
+		})
 	}
+	t.Run("sglang", func(t *testing.T) {
+		testMirror(t, kvevent.EngineSGLang, "map",
+			`{"publisher": "zmq", "endpoint": "tcp://*:0", "replay_endpoint": "tcp://*:0", "buffer_steps": 100000}`)
+	})
 }
 
-func testMirror(t *testing.T, enc string) {
+func testMirror(t *testing.T, format kvevent.Engine, enc, config string) {
 	s := start(t, func(o *Options) {
 		fast(o)
 		o.Engine.NumBlocks = 96 // small enough that the traffic below evicts
 		o.Engine.MaxModelLen = 1024
-		o.KVEventsEncoding = enc
-		o.KVEventsConfig = `{"enable_kv_cache_events": true, "endpoint": "tcp://*:0", "replay_endpoint": "tcp://*:0", "buffer_steps": 100000}`
+		o.KVEventsFormat, o.KVEventsEncoding, o.KVEventsConfig = string(format), enc, config
 	})
 	pubEP, replayEP := s.EventEndpoints()
 	pubEP = strings.Replace(pubEP, "*", "127.0.0.1", 1)
@@ -43,7 +50,7 @@ func testMirror(t *testing.T, enc string) {
 	var delivered []*kvevent.Batch
 	var mirrorErr error
 	sub, err := kvevents.NewSubscriber(kvevents.SubscriberConfig{
-		Endpoint: pubEP, ReplayEndpoint: replayEP, CatchUp: true,
+		Endpoint: pubEP, ReplayEndpoint: replayEP, CatchUp: true, Engine: format,
 		OnBatch: func(d kvevents.Delivery) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -129,7 +136,7 @@ func testMirror(t *testing.T, enc string) {
 	defer cancel()
 	n := 0
 	err = kvevents.Replay(ctx, replayEP, 0, func(seq uint64, payload []byte) error {
-		b, err := kvevent.DecodeBatch(payload)
+		b, err := kvevent.Decode(payload, format)
 		if err != nil {
 			return err
 		}
@@ -145,5 +152,15 @@ func testMirror(t *testing.T, enc string) {
 	if n != len(delivered) {
 		t.Fatalf("replay returned %d batches, the stream %d", n, len(delivered))
 	}
-	t.Logf("%s: %d batches, %d cached blocks mirrored, %d rebuilt from tokens", enc, n, len(want), rebuilt)
+	t.Logf("%s %s: %d batches, %d cached blocks mirrored, %d rebuilt from tokens", format, enc, n, len(want), rebuilt)
+	if format == kvevent.EngineSGLang {
+		// The stream was SGLang's: one page per BlockStored.
+		for _, b := range delivered {
+			for _, ev := range b.Events {
+				if st, ok := ev.(*kvevent.BlockStored); ok && len(st.BlockHashes) != 1 {
+					t.Fatalf("an SGLang BlockStored of %d pages", len(st.BlockHashes))
+				}
+			}
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/inferrail/inferrail/model/kvevent"
 	"github.com/inferrail/inferrail/sim/engine"
 )
 
@@ -22,9 +23,18 @@ type Options struct {
 
 	Engine engine.Config
 
-	EnablePromptTokensDetails bool   // --enable-prompt-tokens-details
-	KVEventsConfig            string // --kv-events-config, vLLM's JSON
-	// KVEventsEncoding is "map" (vLLM ≥ 0.23, the default) or "array" (≤ 0.22).
+	EnablePromptTokensDetails bool // --enable-prompt-tokens-details
+	// KVEventsConfig is --kv-events-config: vLLM's JSON, or SGLang's with
+	// KVEventsFormat "sglang".
+	KVEventsConfig string
+	// KVEventsFormat is whose KV events the simulator publishes
+	// (--kv-events-format): "vllm" (the default) or "sglang", SGLang's
+	// schema and encoding with one event per block, a radix node's
+	// evictions in one BlockRemoved, replays without the topic frame, its
+	// --kv-events-config and its bind rule.
+	KVEventsFormat string
+	// KVEventsEncoding is vLLM's layout: "map" (vLLM ≥ 0.23, the default)
+	// or "array" (≤ 0.22).
 	KVEventsEncoding string
 	// KVEventsBind binds the PUB endpoint even where vLLM would connect to
 	// it, such as tcp://127.0.0.1:0: in-process fleets publish on loopback
@@ -50,6 +60,7 @@ func DefaultOptions() Options {
 		Port:             8000,
 		Model:            "inferrail/sim-8b",
 		Version:          "0.26.0",
+		KVEventsFormat:   "vllm",
 		KVEventsEncoding: "map",
 		Engine: engine.Config{
 			BlockSize:        16,
@@ -91,6 +102,9 @@ func (o *Options) Validate() error {
 	}
 	if o.KVEventsEncoding != "map" && o.KVEventsEncoding != "array" {
 		errs = append(errs, fmt.Errorf("--kv-events-encoding %q: want map or array", o.KVEventsEncoding))
+	}
+	if !kvevent.Engine(o.KVEventsFormat).Known() {
+		errs = append(errs, fmt.Errorf("--kv-events-format %q: want vllm or sglang", o.KVEventsFormat))
 	}
 	return errors.Join(errs...)
 }
@@ -152,9 +166,10 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&e.PrefixCaching, "enable-prefix-caching", e.PrefixCaching, "keep finished blocks for prefix hits")
 	fs.Var(boolNeg{&e.PrefixCaching}, "no-enable-prefix-caching", "keep no finished blocks")
 	fs.BoolVar(&o.EnablePromptTokensDetails, "enable-prompt-tokens-details", o.EnablePromptTokensDetails, "report cached tokens in usage.prompt_tokens_details")
-	fs.StringVar(&o.KVEventsConfig, "kv-events-config", o.KVEventsConfig, `publish KV events, as vLLM's flag (JSON, e.g. '{"enable_kv_cache_events": true}')`)
+	fs.StringVar(&o.KVEventsConfig, "kv-events-config", o.KVEventsConfig, `publish KV events, as the engine's flag (JSON: vLLM's '{"enable_kv_cache_events": true}', SGLang's '{"publisher": "zmq"}')`)
 	fs.Var((*stringList)(&o.MetricsOmit), "metrics-omit", "leave a family off /metrics, such as vllm:prefix_cache_queries (repeatable; not a vLLM flag)")
-	fs.StringVar(&o.KVEventsEncoding, "kv-events-encoding", o.KVEventsEncoding, "KV event layout: map (vLLM >= 0.23) or array (<= 0.22)")
+	fs.StringVar(&o.KVEventsFormat, "kv-events-format", o.KVEventsFormat, "whose KV events to publish: vllm or sglang")
+	fs.StringVar(&o.KVEventsEncoding, "kv-events-encoding", o.KVEventsEncoding, "vLLM's KV event layout: map (vLLM >= 0.23) or array (<= 0.22)")
 	fs.Var(durFlag{&e.Latency.PrefillToken, time.Microsecond}, "prefill-token-us", "prefill cost a per uncached token, µs (default 100)")
 	fs.Float64Var(&e.Latency.PrefillPair, "prefill-pair-ns", e.Latency.PrefillPair, "prefill cost b per token pair, ns")
 	fs.Var(durFlag{&e.Latency.PrefillFixed, time.Millisecond}, "prefill-fixed-ms", "fixed prefill cost d per prompt, ms (default 5)")

@@ -17,6 +17,7 @@ import (
 	"github.com/inferrail/inferrail/actors/routing"
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/cost"
+	"github.com/inferrail/inferrail/model/kvevent"
 	"github.com/inferrail/inferrail/model/policy"
 )
 
@@ -51,7 +52,8 @@ func newStatic(r config.Replica) *entry {
 	c := replica.NewCounters(r.MaxConcurrency, r.MaxPending)
 	h := replica.NewHandle(r.ID, r.URL, r.Models, c)
 	h.Shadow().SetConfiguredCapacity(r.KVCapacityBlocks)
-	h.SetEvents(replica.EventStream{Endpoint: r.KVEvents, Replay: r.KVEventsReplay, Bind: r.KVEventsBind})
+	h.SetEvents(replica.EventStream{Endpoint: r.KVEvents, Replay: r.KVEventsReplay, Bind: r.KVEventsBind,
+		Engine: kvevent.Engine(r.EngineType)})
 	return &entry{h: h, group: -1, cfg: r}
 }
 

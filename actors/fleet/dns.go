@@ -15,6 +15,7 @@ import (
 
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/kvevent"
 )
 
 // group is a DNS group as the fleet actor resolves it.
@@ -59,7 +60,7 @@ func (g *group) events(addr netip.Addr) replica.EventStream {
 		return replica.EventStream{}
 	}
 	at := func(port int) string { return "tcp://" + net.JoinHostPort(addr.String(), strconv.Itoa(port)) }
-	es := replica.EventStream{Endpoint: at(g.cfg.KVEventsPort)}
+	es := replica.EventStream{Endpoint: at(g.cfg.KVEventsPort), Engine: kvevent.Engine(g.cfg.EngineType)}
 	if g.cfg.KVEventsReplayPort != 0 {
 		es.Replay = at(g.cfg.KVEventsReplayPort)
 	}

@@ -136,10 +136,10 @@ type eventsRecorder struct {
 	subs map[string]string // endpoint -> replay
 }
 
-func (e *eventsRecorder) Subscribe(endpoint, replay string, _ bool, _ func(*kvevent.Batch), _ func(bool)) (io.Closer, error) {
+func (e *eventsRecorder) Subscribe(es replica.EventStream, _ func(uint64, *kvevent.Batch), _ func(bool)) (io.Closer, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.subs[endpoint] = replay
+	e.subs[es.Endpoint] = es.Replay
 	return io.NopCloser(nil), nil
 }
 
@@ -200,8 +200,8 @@ func TestDNSMembersFollowKVEvents(t *testing.T) {
 // subscription starts.
 type eventsOnce struct{ batch *kvevent.Batch }
 
-func (e eventsOnce) Subscribe(_, _ string, _ bool, onBatch func(*kvevent.Batch), _ func(bool)) (io.Closer, error) {
-	onBatch(e.batch)
+func (e eventsOnce) Subscribe(_ replica.EventStream, onBatch func(uint64, *kvevent.Batch), _ func(bool)) (io.Closer, error) {
+	onBatch(0, e.batch)
 	return io.NopCloser(nil), nil
 }
 

@@ -235,6 +235,7 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 		st.replicaCfg.Prober = opts.Prober
 	}
 	st.replicaCfg.Events = opts.Events
+	st.replicaCfg.SpeculativeTTL, st.replicaCfg.MaxSilence = cfg.KVEvents.SpeculativeTTL, cfg.KVEvents.MaxSilence
 	st.replicaCfg.EventChecks = make(map[string]estimate.EventChecks, len(cfg.Models))
 	for _, m := range cfg.Models {
 		st.replicaCfg.EventChecks[m.Name] = estimate.EventChecks{BlockSize: m.BlockSize, VocabSize: opts.VocabSizes[m.Name]}

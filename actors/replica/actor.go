@@ -59,6 +59,16 @@ type Config struct {
 	// engine completes requests before WarnEventsSilent is raised. At most
 	// 0 takes 30s.
 	EventsQuiet time.Duration
+	// SpeculativeTTL is kv_events.speculative_ttl: how long a routing
+	// decision's blocks count as cached on a replica in exact mode before
+	// its engine's event confirms them. At most 0 records no decision in
+	// exact mode: the prediction follows the events alone.
+	SpeculativeTTL time.Duration
+	// MaxSilence is kv_events.max_silence: how long a replica in exact
+	// mode may get no batch after its engine completed a request that
+	// stored blocks before it falls back to the approximate index. At most
+	// 0 takes 2s.
+	MaxSilence time.Duration
 }
 
 // Metrics are the counters replica actors update; safe for concurrent use.
@@ -123,6 +133,9 @@ func Props(h *Handle, cfg Config) *actor.Props {
 	}
 	if cfg.EventsQuiet <= 0 {
 		cfg.EventsQuiet = 30 * time.Second
+	}
+	if cfg.MaxSilence <= 0 {
+		cfg.MaxSilence = 2 * time.Second
 	}
 	shared := &cfg
 	return actor.PropsFromProducer(func() actor.Actor {
@@ -190,6 +203,20 @@ type replicaActor struct {
 	eventsSeen bool
 	quietDue   bool
 	served     int
+
+	// The index's mode and what moves it (mode.go): whether events were
+	// lost since the mapping was rebuilt, so that a resync must show it in
+	// step (from the mapping's stats at resyncFrom); whether the current
+	// subscription delivered yet; when the last batch arrived; since when
+	// one is overdue (zero when none is); whether the replica was ever
+	// exact, so that a return counts as a resync.
+	mode         IndexMode
+	lossy        bool
+	resyncFrom   estimate.EventStats
+	subscribed   bool
+	lastBatchAt  time.Time
+	overdueSince time.Time
+	everExact    bool
 }
 
 // Receive handles one message. It never blocks.
@@ -245,6 +272,7 @@ func (a *replicaActor) started(ctx actor.Context) {
 	a.load, a.loadAt, a.engineRestarts = prev.Load, prev.LoadAt, prev.EngineRestarts
 	a.healthy = true
 	a.backoff = a.cfg.Health.EjectionBackoff
+	a.mode = IndexApproximate
 	a.est = estimate.New(a.capacity())
 	a.publishShadow()
 	a.cfg.Budget.Join(a.id, a.models)
@@ -328,6 +356,8 @@ func (a *replicaActor) requestDone(m *RequestDone) {
 	switch m.Outcome {
 	case OutcomeOK:
 		a.served++
+		a.completed(m.Attempt, now)
+		a.exactTick(now)
 		if a.quietDue {
 			a.checkSilent()
 		}
@@ -390,5 +420,6 @@ func (a *replicaActor) publish() {
 		Events:          a.stream,
 		EventCounts:     a.eventCounts,
 		Warnings:        a.warnings,
+		IndexMode:       a.mode,
 	})
 }

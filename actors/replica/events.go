@@ -13,24 +13,22 @@ import (
 	"github.com/inferrail/inferrail/model/kvevent"
 )
 
-// EventSource subscribes to an engine's KV event stream: endpoint is its
-// PUB socket, replay its replay socket ("" for none), and bind makes the
-// gateway listen on endpoint for an engine that connects. onBatch gets
-// every batch in order; onGap reports batches that were lost, restart set
-// when the engine started over with an empty cache. Both run on the
-// subscription's own goroutine, never after Close returns, and must not
-// block. transport/kvevents implements it over ZeroMQ; tests use fakes.
+// EventSource subscribes to an engine's KV event stream es: its PUB
+// socket, its replay socket ("" for none), whether the gateway listens for
+// an engine that connects, and the engine's event schema. onBatch gets
+// every batch in order, with its sequence number; onGap reports batches
+// that were lost, restart set when the engine started over with an empty
+// cache. Both run on the subscription's own goroutine, never after Close
+// returns, and must not block. transport/kvevents implements it over
+// ZeroMQ; tests use fakes.
 type EventSource interface {
-	Subscribe(endpoint, replay string, bind bool, onBatch func(*kvevent.Batch), onGap func(restart bool)) (io.Closer, error)
+	Subscribe(es EventStream, onBatch func(seq uint64, b *kvevent.Batch), onGap func(restart bool)) (io.Closer, error)
 }
 
 // EventStream is where a replica's engine publishes its KV events
-// (replicas[].kv_events, kv_events_replay and kv_events_bind). The zero
-// value means none.
-type EventStream struct {
-	Endpoint, Replay string
-	Bind             bool
-}
+// (replicas[].kv_events, kv_events_replay, kv_events_bind and engine_type).
+// The zero value means none.
+type EventStream = kvevent.Stream
 
 // EventCounts count what a replica's KV events did to its shadow index,
 // for the inferrail_kv_events_* series. Shared by pointer across the
@@ -40,6 +38,13 @@ type EventCounts struct {
 	// Blocks by what became of them (estimate.EventStats).
 	Stored, Removed, Unmapped, Unknown atomic.Uint64
 	Gaps                               atomic.Uint64 // lost batches reported, restarts included
+
+	// The exact mode (mode.go): fallbacks by reason, returns to exact
+	// after one, and the last batch's sequence number and arrival (Unix
+	// ns; 0 before the first).
+	fallbackSilence, fallbackGap, resyncs atomic.Uint64
+	lastSeq                               atomic.Uint64
+	lastAt                                atomic.Int64
 }
 
 // eventsRun is one incarnation's subscription goroutine, like probeRun.
@@ -51,6 +56,7 @@ type eventsRun struct {
 // subscription's callbacks.
 type eventsBatch struct {
 	run   *eventsRun
+	seq   uint64
 	batch *kvevent.Batch
 }
 
@@ -104,8 +110,8 @@ func eventsLoop(ctx context.Context, run *eventsRun, send actor.SenderContext, s
 	wait := eventsRetryMin
 	failed := false
 	for {
-		c, err := src.Subscribe(es.Endpoint, es.Replay, es.Bind,
-			func(b *kvevent.Batch) { send.Send(self, &eventsBatch{run: run, batch: b}) },
+		c, err := src.Subscribe(es,
+			func(seq uint64, b *kvevent.Batch) { send.Send(self, &eventsBatch{run: run, seq: seq, batch: b}) },
 			func(restart bool) { send.Send(self, &eventsGap{run: run, restart: restart}) })
 		if err == nil {
 			if failed {
@@ -171,6 +177,19 @@ func (a *replicaActor) eventsApplied(m *eventsBatch) {
 	if m.run != a.events {
 		return // from a subscription that was stopped
 	}
+	now := a.cfg.Now()
+	if !a.subscribed {
+		// The subscription's first batch: unless it is the engine's first,
+		// the engine stored blocks before it that the mapping never saw.
+		a.subscribed = true
+		if m.seq != 0 && !a.lossy {
+			a.lossy = true
+			a.resyncFrom = a.mirror.Stats()
+		}
+	}
+	a.lastBatchAt, a.overdueSince = now, time.Time{}
+	a.eventCounts.lastSeq.Store(m.seq)
+	a.eventCounts.lastAt.Store(now.UnixNano())
 	before := a.mirror.Stats()
 	a.mirror.Apply(m.batch, a.est.Index)
 	after := a.mirror.Stats()
@@ -185,19 +204,24 @@ func (a *replicaActor) eventsApplied(m *eventsBatch) {
 	}
 	a.eventsArrived()
 	a.eventsChecked(before, after)
+	if a.mode != IndexExact && (!a.lossy || a.resynced()) {
+		a.enterExact(now)
+	}
 }
 
 // eventsLost handles batches the subscription could not deliver. An engine
 // that restarted has an empty cache, and so gets an empty index. Other
-// losses leave stale or missing blocks behind, which later events and
-// decisions correct; they are counted and logged once.
+// losses leave the mapping with holes: it is reset, and the replica falls
+// back to the approximate index until a resync completes (mode.go).
 func (a *replicaActor) eventsLost(m *eventsGap) {
 	if m.run != a.events {
 		return
 	}
 	a.eventsArrived()
 	a.eventCounts.Gaps.Add(1)
+	a.lastBatchAt, a.overdueSince = a.cfg.Now(), time.Time{} // the stream is alive
 	if m.restart {
+		a.subscribed = true // what follows is the new engine's whole history
 		if a.engineRestarted(restartByEvents) {
 			a.engineRestarts++
 			a.log.Info("engine restarted: its KV event sequence went backwards; its shadow index is cleared")
@@ -205,9 +229,12 @@ func (a *replicaActor) eventsLost(m *eventsGap) {
 		}
 		return
 	}
+	a.lost(FallbackGap, "batches were lost that the replay could not recover (set kv_events_replay, or a larger "+
+		"buffer_steps)")
 	if !a.gapLogged {
 		a.gapLogged = true
-		a.log.Warn("KV events lost; the cache prediction may be off until the engine stores or evicts those blocks again (logged once)")
+		a.log.Warn("KV events lost; the cache prediction follows routing decisions until the events place the " +
+			"engine's blocks again (logged once)")
 	}
 }
 
@@ -239,10 +266,14 @@ const eventsWindow = 64
 func (a *replicaActor) eventsChecked(before, after estimate.EventStats) {
 	now, model, checks := a.cfg.Now(), a.models[0], a.cfg.EventChecks[a.models[0]]
 	if after.OtherSize > before.OtherSize {
+		flag := "--block-size"
+		if a.stream.Engine == kvevent.EngineSGLang {
+			flag = "--page-size (SGLang's default, 1, makes every token a block)"
+		}
 		a.warnings.Raise(a.log, now, WarnEventsBlockSize, fmt.Sprintf(
 			"KV events: the engine stores blocks of %d tokens, but models[].block_size of %s is %d, so its blocks "+
 				"never match the gateway's and the index learns nothing from them; set block_size to the engine's "+
-				"--block-size", after.OtherBlockSize, model, checks.BlockSize), "endpoint", a.stream.Endpoint)
+				"%s", after.OtherBlockSize, model, checks.BlockSize, flag), "endpoint", a.stream.Endpoint)
 	}
 	if after.Foreign > before.Foreign {
 		a.warnings.RaiseNew(a.log, now, WarnEventsForeignTokens, fmt.Sprintf(
@@ -313,9 +344,13 @@ func (a *replicaActor) checkSilent() {
 		side = "the gateway binds it (kv_events_bind true), so the engine must connect: give it this host's " +
 			`address (tcp://HOST:PORT), without "*"`
 	}
+	rule, enable := `vLLM's publisher binds when its endpoint has "*" or "::" and connects otherwise`, "enable_kv_cache_events"
+	if a.stream.Engine == kvevent.EngineSGLang {
+		rule, enable = `SGLang's publisher binds when its endpoint has "*", "::" or 0.0.0.0 and connects otherwise`,
+			`"publisher": "zmq" in --kv-events-config and engine_type sglang here`
+	}
 	a.warnings.Raise(a.log, a.cfg.Now(), WarnEventsSilent, fmt.Sprintf(
 		"KV events: nothing received from %s in %s of subscription while the engine completed %d requests; "+
-			`check kv_events_bind: vLLM's publisher binds when its endpoint has "*" or "::" and connects otherwise, `+
-			"and here %s; also check that the engine runs with prefix caching and enable_kv_cache_events",
-		a.stream.Endpoint, a.cfg.EventsQuiet, a.served, side), "endpoint", a.stream.Endpoint)
+			"check kv_events_bind: %s, and here %s; also check that the engine runs with prefix caching and %s",
+		a.stream.Endpoint, a.cfg.EventsQuiet, a.served, rule, side, enable), "endpoint", a.stream.Endpoint)
 }

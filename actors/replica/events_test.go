@@ -40,21 +40,33 @@ func (f *fakeEvents) setErr(err error) {
 type fakeSub struct {
 	endpoint, replay string
 	bind             bool
-	onBatch          func(*kvevent.Batch)
-	onGap            func(restart bool)
+	engine           kvevent.Engine
+	// onBatch delivers a batch with the next sequence number, onSeq with
+	// the one given.
+	onBatch func(*kvevent.Batch)
+	onSeq   func(seq uint64, b *kvevent.Batch)
+	onGap   func(restart bool)
 
 	mu     sync.Mutex
 	closed bool
+	seq    uint64 // the next sequence number onBatch gives
 }
 
-func (f *fakeEvents) Subscribe(endpoint, replay string, bind bool, onBatch func(*kvevent.Batch), onGap func(bool)) (io.Closer, error) {
+func (f *fakeEvents) Subscribe(es EventStream, onBatch func(uint64, *kvevent.Batch), onGap func(bool)) (io.Closer, error) {
 	f.mu.Lock()
 	err := f.err
 	f.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	s := &fakeSub{endpoint: endpoint, replay: replay, bind: bind, onBatch: onBatch, onGap: onGap}
+	s := &fakeSub{endpoint: es.Endpoint, replay: es.Replay, bind: es.Bind, engine: es.Engine, onSeq: onBatch, onGap: onGap}
+	s.onBatch = func(b *kvevent.Batch) {
+		s.mu.Lock()
+		seq := s.seq
+		s.seq++
+		s.mu.Unlock()
+		onBatch(seq, b)
+	}
 	f.subs <- s
 	return s, nil
 }
@@ -275,8 +287,9 @@ func TestOneRestartCountedOnce(t *testing.T) {
 // (scripts/gen-kvevent-llmd-fixtures.py), with what the gateway must make
 // of it.
 type eventFixture struct {
-	Name    string `json:"name"`
-	Hex     string `json:"hex"`
+	Name    string         `json:"name"`
+	Engine  kvevent.Engine `json:"engine"`
+	Hex     string         `json:"hex"`
 	Gateway struct {
 		Model     string `json:"model"`
 		BlockSize int    `json:"block_size"`
@@ -296,12 +309,20 @@ type eventFixture struct {
 // and a replica actor configured as the fixture's gateway, and checks that
 // it ends in correct indexing (the gateway's prompts predicted cached) or
 // in the named warning, with nothing indexed, and no other event warning.
+//
+// The sglang_* fixtures (scripts/gen-kvevent-sglang-fixtures.py) do the
+// same for SGLang's encoder, decoded with SGLang's schema as a replica with
+// engine_type sglang does.
 func TestEventFixtures(t *testing.T) {
-	paths, err := filepath.Glob("../../model/kvevent/testdata/llmd_sim_*.json")
-	if err != nil || len(paths) < 5 {
-		t.Fatalf("fixtures %v (err %v); run scripts/gen-kvevent-llmd-fixtures.py", paths, err)
+	llmd, err := filepath.Glob("../../model/kvevent/testdata/llmd_sim_*.json")
+	if err != nil || len(llmd) < 5 {
+		t.Fatalf("fixtures %v (err %v); run scripts/gen-kvevent-llmd-fixtures.py", llmd, err)
 	}
-	for _, p := range paths {
+	sgl, err := filepath.Glob("../../model/kvevent/testdata/sglang_*.json")
+	if err != nil || len(sgl) < 8 {
+		t.Fatalf("fixtures %v (err %v); run scripts/gen-kvevent-sglang-fixtures.py", sgl, err)
+	}
+	for _, p := range append(llmd, sgl...) {
 		var f eventFixture
 		data, err := os.ReadFile(p)
 		if err == nil {
@@ -310,12 +331,15 @@ func TestEventFixtures(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
+		if f.Gateway.Model == "" {
+			continue // a codec-only fixture
+		}
 		t.Run(f.Name, func(t *testing.T) {
 			raw, err := hex.DecodeString(f.Hex)
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := kvevent.DecodeBatch(raw)
+			b, err := kvevent.Decode(raw, f.Engine)
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}
@@ -323,7 +347,7 @@ func TestEventFixtures(t *testing.T) {
 			h := newHarness(t)
 			src := &fakeEvents{subs: make(chan *fakeSub, 1)}
 			hd := NewHandle("r0", "http://10.0.0.1:8000", []string{g.Model}, NewCounters(0, 0))
-			hd.SetEvents(EventStream{Endpoint: "tcp://10.0.0.1:5557"})
+			hd.SetEvents(EventStream{Endpoint: "tcp://10.0.0.1:5557", Engine: f.Engine})
 			pid := h.spawn(hd, Config{Health: testHealth(), Events: src,
 				EventChecks: map[string]estimate.EventChecks{g.Model: {BlockSize: g.BlockSize, VocabSize: g.VocabSize}}})
 			src.next(t).onBatch(b)

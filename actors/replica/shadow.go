@@ -32,10 +32,11 @@ type Shadow struct {
 	busyUntil atomic.Int64 // the prefill queue's end, Unix ns; 0 when empty
 	waiting   atomic.Int64 // requests in the queue
 
-	blocks   atomic.Int64 // blocks the index holds
-	capacity atomic.Int64 // the index's capacity in blocks
-	bytes    atomic.Int64 // the index's memory
-	resets   atomic.Int64 // engines found restarted, so the index was cleared
+	blocks      atomic.Int64 // blocks the index holds
+	capacity    atomic.Int64 // the index's capacity in blocks
+	bytes       atomic.Int64 // the index's memory
+	resets      atomic.Int64 // engines found restarted, so the index was cleared
+	speculative atomic.Int64 // of the blocks, those a decision put there and no event confirmed yet
 }
 
 // SetConfiguredCapacity sets kv_capacity_blocks for the replica (0: ask the
@@ -69,6 +70,10 @@ func (s *Shadow) Index() (blocks, capacity, bytes int) {
 // engine.
 func (s *Shadow) Resets() int { return int(s.resets.Load()) }
 
+// Speculative returns how many blocks of the index are speculative: put
+// there by routing decisions in exact mode, not yet confirmed by an event.
+func (s *Shadow) Speculative() int { return int(s.speculative.Load()) }
+
 // Gather is one estimate broadcast as a replica actor answers it: the
 // routing actor's collector of the replies (routing.Gather). The actor
 // reads the query and fills its own slot, once.
@@ -101,6 +106,10 @@ type Attempt struct {
 	receipt   kvindex.Receipt
 	firstByte bool
 	ended     bool
+	// For the silence rule (mode.go): whether the engine must publish a
+	// store for it, and when it was assigned.
+	expects    bool
+	assignedAt time.Time
 }
 
 // Estimate asks the replica for its estimate of a query: the actor fills
@@ -171,17 +180,32 @@ func (s *Snapshot) CapacityFromEngine() bool {
 
 func (a *replicaActor) estimate(m *Estimate) {
 	g := m.Gather
-	r := a.est.Estimate(g.Query(), a.cfg.Now())
+	now := a.cfg.Now()
+	a.exactTick(now)
+	r := a.est.Estimate(g.Query(), now)
 	g.Fill(m.Slot, route.Reply{Reply: r, Applied: a.shadow.applied.Load()})
 }
 
+// assign records an attempt routed to the replica. In exact mode its blocks
+// are speculative (Config.SpeculativeTTL), or not recorded at all without
+// a TTL.
 func (a *replicaActor) assign(m *Assign) {
 	at := m.Attempt
 	now := a.cfg.Now()
+	a.exactTick(now)
 	if at.Price != nil {
 		at.Prefill = at.Price(a.est.Index.Predict(at.Blocks, at.PromptTokens, at.BlockSize))
 	}
-	at.receipt = a.est.Assign(at.Blocks, at.Prefill, now)
+	at.expects, at.assignedAt = a.expectsEvents(at.Blocks), now
+	switch {
+	case a.mode != IndexExact:
+		at.receipt = a.est.Assign(at.Blocks, at.Prefill, now)
+	case a.cfg.SpeculativeTTL > 0:
+		at.receipt = a.est.Assign(at.Blocks, at.Prefill, now)
+		a.mirror.Speculate(at.Blocks, now, a.cfg.SpeculativeTTL)
+	default:
+		a.est.Queue.Add(now, at.Prefill)
+	}
 	if at.Seq > a.shadow.applied.Load() {
 		a.shadow.applied.Store(at.Seq)
 	}
@@ -248,6 +272,9 @@ func (a *replicaActor) engineRestarted(by int) bool {
 	a.est.Restarted()
 	if a.mirror != nil {
 		a.mirror.Reset()
+		// The new engine's cache is as empty as the mapping: nothing is
+		// missing from it.
+		a.lossy, a.overdueSince = false, time.Time{}
 	}
 	a.shadow.resets.Add(1)
 	a.publishShadow()
@@ -271,4 +298,7 @@ func (a *replicaActor) publishShadow() {
 	a.shadow.blocks.Store(int64(x.Len()))
 	a.shadow.capacity.Store(int64(x.Capacity()))
 	a.shadow.bytes.Store(x.Bytes())
+	if a.mirror != nil {
+		a.shadow.speculative.Store(int64(a.mirror.Speculative()))
+	}
 }

@@ -65,6 +65,9 @@ type Snapshot struct {
 	// Warnings are the replica's active warnings; shared by every
 	// snapshot, and by the request path, which raises some of them.
 	Warnings *Warnings
+	// IndexMode is how its cache prediction is fed: exact while it
+	// follows its engine's KV events in step, else approximate.
+	IndexMode IndexMode
 }
 
 // Serves reports whether the replica serves the configured model.
@@ -94,7 +97,8 @@ type Handle struct {
 func NewHandle(id, url string, models []string, c *Counters) *Handle {
 	h := &Handle{}
 	h.snap.Store(&Snapshot{ID: id, URL: url, Models: slices.Clone(models), Healthy: true, Counters: c,
-		Scrapes: &ScrapeCounts{}, Shadow: &Shadow{}, EventCounts: &EventCounts{}, Warnings: &Warnings{}})
+		Scrapes: &ScrapeCounts{}, Shadow: &Shadow{}, EventCounts: &EventCounts{}, Warnings: &Warnings{},
+		IndexMode: IndexApproximate})
 	return h
 }
 

@@ -29,6 +29,10 @@ const (
 	// WarnEventsSilent: the replica is configured for KV events and none
 	// has arrived.
 	WarnEventsSilent WarningCode = "kv_events_silent"
+	// WarnEventsInterrupted: the replica followed its engine's KV events
+	// and they stopped (IndexMode went back to approximate), until they
+	// resume and a resync completes.
+	WarnEventsInterrupted WarningCode = "kv_events_interrupted"
 	// WarnTokenizerMismatch: the engine's usage.prompt_tokens disagrees
 	// with the gateway's own count for the same prompt.
 	WarnTokenizerMismatch WarningCode = "tokenizer_mismatch"
@@ -49,7 +53,7 @@ const (
 
 // WarningCodes lists every code, in the order the metrics page writes them.
 var WarningCodes = []WarningCode{
-	WarnEventsUnmapped, WarnEventsForeignTokens, WarnEventsBlockSize, WarnEventsSilent,
+	WarnEventsUnmapped, WarnEventsForeignTokens, WarnEventsBlockSize, WarnEventsSilent, WarnEventsInterrupted,
 	WarnTokenizerMismatch, WarnMetricsUnreadable, WarnMetricsPartial, WarnCapacityUnits,
 	WarnEngineUnauthorized,
 }

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/kvevent"
 	"github.com/inferrail/inferrail/transport/calibrate"
+	"github.com/inferrail/inferrail/transport/kvevents"
 	"github.com/inferrail/inferrail/transport/tokenize"
 )
 
@@ -76,6 +79,88 @@ func checkEngine(ctx context.Context, cfg *config.Config, models map[string]*tok
 		return fmt.Errorf("%w: %s count prompts differently from the engine at %s", errTokenizerCheck, strings.Join(bad, ", "), url)
 	case checked == 0:
 		return fmt.Errorf("%w: the engine at %s serves no model with a tokenizer to check", errTokenizerCheck, url)
+	}
+	return nil
+}
+
+// checkEvents is check's look at every KV event stream: it warns, one line
+// each, about a replica or DNS group whose stream cannot carry a message,
+// by kvevents.Meet (exactly one side binds, by the engine's rule; the same
+// transport and port) and kvevents.MeetReplay. engines are the values of
+// --kv-events-config: the engines' own JSON for every stream, or ID=JSON for
+// the replica or group ID. Without one for a stream only what the gateway's
+// side settles is checked. Warnings do not fail the check; a value that is
+// not a valid --kv-events-config does.
+func checkEvents(cfg *config.Config, engines []string, out io.Writer) error {
+	var all string
+	byID := map[string]string{}
+	for _, v := range engines {
+		if t := strings.TrimSpace(v); strings.HasPrefix(t, "{") {
+			all = t
+			continue
+		}
+		id, js, ok := strings.Cut(v, "=")
+		if !ok {
+			return fmt.Errorf("--kv-events-config %q: want the engines' JSON or ID=JSON", v)
+		}
+		byID[id] = js
+	}
+	type stream struct {
+		what, id, engine string
+		sub, replay      string
+		bind             bool
+	}
+	var streams []stream
+	for _, r := range cfg.Replicas {
+		if r.KVEvents != "" {
+			streams = append(streams, stream{"replica " + r.ID, r.ID, r.EngineType, r.KVEvents, r.KVEventsReplay, r.KVEventsBind})
+		}
+	}
+	for _, g := range cfg.Discovery.DNS {
+		if g.KVEventsPort == 0 {
+			continue
+		}
+		at := func(port int) string { return "tcp://MEMBER:" + strconv.Itoa(port) }
+		s := stream{what: "discovery.dns " + g.Name, id: g.Name, engine: g.EngineType, sub: at(g.KVEventsPort)}
+		if g.KVEventsReplayPort != 0 {
+			s.replay = at(g.KVEventsReplayPort)
+		}
+		streams = append(streams, s)
+	}
+	for _, s := range streams {
+		js, ok := byID[s.id]
+		if !ok {
+			js = all
+		}
+		e := kvevent.Engine(s.engine)
+		var problems []string
+		if js == "" {
+			if err := kvevents.Meet(e, "", s.sub, s.bind); err != nil {
+				problems = append(problems, err.Error())
+			}
+		} else {
+			ec, err := kvevents.ParseEngineConfig(e, js)
+			if err != nil {
+				return fmt.Errorf("--kv-events-config for %s (engine_type %s): %w", s.what, e, err)
+			}
+			if !ec.EnableKVCacheEvents || ec.Publisher != "zmq" {
+				problems = append(problems, "the engine publishes no KV events with this --kv-events-config")
+			}
+			if err := kvevents.Meet(e, ec.Endpoint, s.sub, s.bind); err != nil {
+				problems = append(problems, err.Error())
+			}
+			if s.replay != "" {
+				if err := kvevents.MeetReplay(ec.ReplayEndpoint, s.replay); err != nil {
+					problems = append(problems, "replay: "+err.Error())
+				}
+			}
+		}
+		for _, p := range problems {
+			fmt.Fprintf(out, "  %s: KV events: WARNING: %s\n", s.what, p)
+		}
+		if len(problems) == 0 && js != "" {
+			fmt.Fprintf(out, "  %s: KV events: the engine's endpoint and the gateway's can meet\n", s.what)
+		}
 	}
 	return nil
 }

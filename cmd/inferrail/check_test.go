@@ -98,3 +98,62 @@ func TestCheckURL(t *testing.T) {
 	}
 	t.Logf("\n%s", out.String())
 }
+
+// check --kv-events-config: issue 17's first try, an engine and a gateway
+// both given tcp://127.0.0.1:PORT, both connect and check says so; the
+// engine binding tcp://*:PORT meets it; an SGLang engine on 0.0.0.0 binds
+// (vLLM's would connect); a DNS group's port and replay port are compared;
+// without the engines' config only an ipc stream the gateway binds is
+// flagged. Warnings do not fail the check.
+func TestCheckEventEndpoints(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gw.yaml")
+	cfg := `models: [{name: m}]
+replicas:
+  - {id: a, url: "http://127.0.0.1:8001", models: [m], kv_events: "tcp://127.0.0.1:5557"}
+  - {id: b, url: "http://127.0.0.1:8002", models: [m], kv_events: "tcp://10.0.0.2:5557", engine_type: sglang}
+  - {id: c, url: "http://127.0.0.1:8003", models: [m], kv_events: "ipc:///tmp/kv-c", kv_events_bind: true}
+discovery:
+  dns:
+    - {name: pool, url: "http://pool.svc:8000", models: [m], kv_events_port: 5557, kv_events_replay_port: 5558}
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if err := runCheck(t.Context(), append([]string{"--config", path}, args...), &out, &errb); err != nil {
+			t.Fatalf("check %v: %v\n%s", args, err, errb.String())
+		}
+		return out.String()
+	}
+	got := run()
+	if !strings.Contains(lineWith(got, "replica c:"), "both sides bind") || strings.Contains(got, "replica a:") {
+		t.Errorf("without the engines' config:\n%s", got)
+	}
+	got = run("--kv-events-config", `{"enable_kv_cache_events": true, "endpoint": "tcp://127.0.0.1:5557", "replay_endpoint": "tcp://*:5559"}`,
+		"--kv-events-config", `b={"publisher": "zmq", "endpoint": "tcp://0.0.0.0:5557"}`)
+	for who, want := range map[string]string{
+		"replica a:":           "both sides connect",
+		"replica b:":           "can meet",
+		"discovery.dns pool:":  "both sides connect",
+		"replay: the engine l": "port 5559",
+	} {
+		if !strings.Contains(lineWith(got, who), want) {
+			t.Errorf("%s: want %q:\n%s", who, want, got)
+		}
+	}
+	got = run("--kv-events-config", `{"enable_kv_cache_events": true, "endpoint": "tcp://*:5557", "replay_endpoint": "tcp://*:5558"}`,
+		"--kv-events-config", `b={"publisher": "zmq"}`)
+	if !strings.Contains(lineWith(got, "discovery.dns pool:"), "can meet") || !strings.Contains(lineWith(got, "replica a:"), "can meet") {
+		t.Errorf("an engine that binds:\n%s", got)
+	}
+	// b is SGLang: vLLM's enable_kv_cache_events is not its key.
+	var out, errb bytes.Buffer
+	err := runCheck(t.Context(), []string{"--config", path, "--kv-events-config", `b={"enable_kv_cache_events": true}`}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "enable_kv_cache_events: unknown key") {
+		t.Errorf("SGLang's config with vLLM's key: %v", err)
+	}
+	t.Logf("\n%s", got)
+}

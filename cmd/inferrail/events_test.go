@@ -22,30 +22,40 @@ import (
 // TestKVEventsPredictionMatchesEngine runs multi-turn conversations that
 // resend the assistant's answers, as bench's W2 does, through the gateway
 // and three simulators, once with the gateway following the engines' KV
-// events and once without. Without them the index knows only the prompts
-// it routed, not the blocks each engine filled while answering, so every
-// later turn is predicted short. With them the prediction
-// (x-inferrail-cached-tokens) equals the engine's own count
-// (usage.prompt_tokens_details.cached_tokens) on at least 97% of requests,
-// and more often than without.
+// events as vLLM publishes them, once as SGLang does (--kv-events-format
+// sglang, engine_type sglang), and once without. Without them the index
+// knows only the prompts it routed, not the blocks each engine filled while
+// answering, so every later turn is predicted short. With them, in either
+// encoding, the prediction (x-inferrail-cached-tokens) equals the engine's
+// own count (usage.prompt_tokens_details.cached_tokens) on at least 97% of
+// requests, and more often than without; every replica ends in exact mode.
 func TestKVEventsPredictionMatchesEngine(t *testing.T) {
-	off := conversationPredictions(t, false)
-	on := conversationPredictions(t, true)
-	for _, r := range []struct {
+	off := conversationPredictions(t, "")
+	runs := []struct {
 		what string
 		p    conversationStats
-	}{{"decisions only", off}, {"with KV events", on}} {
+	}{{"decisions only", off}}
+	for _, format := range []string{"vllm", "sglang"} {
+		runs = append(runs, struct {
+			what string
+			p    conversationStats
+		}{format + " events", conversationPredictions(t, format)})
+	}
+	for _, r := range runs {
 		t.Logf("%-15s %d of %d predictions exact (%.1f%%); after the first turn %d of %d (%.1f%%); %d requests hit the cache",
 			r.what, r.p.exact, r.p.n, r.p.rate(), r.p.laterExact, r.p.later, 100*float64(r.p.laterExact)/float64(max(r.p.later, 1)), r.p.hits)
 	}
-	if on.hits < on.n/2 {
-		t.Errorf("with KV events only %d of %d requests hit the cache: the test shows nothing", on.hits, on.n)
-	}
-	if on.rate() < 97 {
-		t.Errorf("with KV events %.1f%% of predictions exact, want at least 97%%", on.rate())
-	}
-	if on.exact <= off.exact {
-		t.Errorf("KV events did not make predictions better: %d exact with them, %d without", on.exact, off.exact)
+	for _, r := range runs[1:] {
+		on := r.p
+		if on.hits < on.n/2 {
+			t.Errorf("with %s only %d of %d requests hit the cache: the test shows nothing", r.what, on.hits, on.n)
+		}
+		if on.rate() < 97 {
+			t.Errorf("with %s %.1f%% of predictions exact, want at least 97%%", r.what, on.rate())
+		}
+		if on.exact <= off.exact {
+			t.Errorf("%s did not make predictions better: %d exact with them, %d without", r.what, on.exact, off.exact)
+		}
 	}
 }
 
@@ -56,41 +66,13 @@ type conversationStats struct {
 func (s conversationStats) rate() float64 { return 100 * float64(s.exact) / float64(max(s.n, 1)) }
 
 // conversationPredictions runs the conversations through a fresh gateway
-// and fleet, with or without KV events, and counts exact predictions.
-func conversationPredictions(t *testing.T, events bool) conversationStats {
+// and fleet, with KV events in format (vllm or sglang) or without them
+// (""), and counts exact predictions.
+func conversationPredictions(t *testing.T, format string) conversationStats {
 	t.Helper()
-	opts := sim.DefaultOptions()
-	opts.Port = 0
-	opts.EnablePromptTokensDetails = true
-	opts.Engine.NumBlocks = 2048
-	opts.Engine.MaxModelLen = 4096
-	opts.Engine.Latency.PrefillToken = 10 * time.Microsecond
-	opts.Engine.Latency.PrefillFixed = time.Millisecond
-	opts.Engine.Latency.DecodeToken = time.Millisecond
-	sims, replicas, err := startSims(3, opts, events)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, s := range sims {
-			s.Close()
-		}
-	})
-	cfg := config.Default()
-	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Routing.DefaultPolicy = "cost_model"
-	cfg.Routing.Seed = 1
-	// A replica that misses the estimate deadline is priced without its
-	// index; a -race run on two busy cores should measure the index, not
-	// the deadline.
-	cfg.Routing.EstimateDeadline = 100 * time.Millisecond
-	m := config.NewModel(opts.Model, "sim")
-	m.Tokenizer, m.BlockSize = tokenize.Sim, opts.Engine.BlockSize
-	cfg.Models = []config.Model{m}
-	for i := range replicas {
-		replicas[i].KVCapacityBlocks = opts.Engine.NumBlocks
-	}
-	cfg.Replicas = replicas
+	events := format != ""
+	_, cfg := eventFleet(t, format, 2048, 4096)
+	replicas := cfg.Replicas
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +151,7 @@ func conversationPredictions(t *testing.T, events bool) conversationStats {
 		Replicas []struct {
 			ID       string            `json:"id"`
 			Warnings []json.RawMessage `json:"warnings"`
+			Mode     string            `json:"index_mode"`
 		} `json:"replicas"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&view); err != nil || len(view.Replicas) != len(replicas) {
@@ -178,8 +161,57 @@ func conversationPredictions(t *testing.T, events bool) conversationStats {
 		if len(r.Warnings) != 0 {
 			t.Errorf("replica %s warns: %s", r.ID, r.Warnings)
 		}
+		if want := map[bool]string{true: "exact", false: "approximate"}[events]; r.Mode != want {
+			t.Errorf("replica %s: index_mode %s, want %s", r.ID, r.Mode, want)
+		}
 	}
 	return st
+}
+
+// eventFleet starts three fast simulators of blocks KV blocks and contexts
+// of maxLen tokens, publishing their KV events in format (vllm or sglang;
+// "" for none), and returns them with a cost_model config in front of them:
+// the model as sim with builtin:sim's tokenizer, each replica sized to its
+// engine's cache and subscribed to its events. The caller may change the
+// config before it validates and serves it.
+func eventFleet(t *testing.T, format string, blocks, maxLen int) ([]*sim.Server, *config.Config) {
+	t.Helper()
+	opts := sim.DefaultOptions()
+	if format != "" {
+		opts.KVEventsFormat = format
+	}
+	opts.Port = 0
+	opts.EnablePromptTokensDetails = true
+	opts.Engine.NumBlocks = blocks
+	opts.Engine.MaxModelLen = maxLen
+	opts.Engine.Latency.PrefillToken = 10 * time.Microsecond
+	opts.Engine.Latency.PrefillFixed = time.Millisecond
+	opts.Engine.Latency.DecodeToken = time.Millisecond
+	sims, replicas, err := startSims(3, opts, format != "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, s := range sims {
+			s.Close()
+		}
+	})
+	cfg := config.Default()
+	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Routing.DefaultPolicy = "cost_model"
+	cfg.Routing.Seed = 1
+	// A replica that misses the estimate deadline is priced without its
+	// index; a -race run on two busy cores should measure the index, not
+	// the deadline.
+	cfg.Routing.EstimateDeadline = 100 * time.Millisecond
+	m := config.NewModel(opts.Model, "sim")
+	m.Tokenizer, m.BlockSize = tokenize.Sim, opts.Engine.BlockSize
+	cfg.Models = []config.Model{m}
+	for i := range replicas {
+		replicas[i].KVCapacityBlocks = opts.Engine.NumBlocks
+	}
+	cfg.Replicas = replicas
+	return sims, cfg
 }
 
 // chatTurn sends one chat request and returns the gateway's prediction,

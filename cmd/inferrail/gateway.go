@@ -20,6 +20,7 @@ import (
 
 	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/kvevent"
 	"github.com/inferrail/inferrail/sim"
 	"github.com/inferrail/inferrail/transport/admin"
 	"github.com/inferrail/inferrail/transport/certs"
@@ -48,7 +49,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("inferrail check", flag.ContinueOnError)
 	path := fs.String("config", "", "config file to validate (required)")
 	engine := fs.String("url", "", "an engine's base URL: send it a few prompts and fail unless each tokenizer counts them as its usage.prompt_tokens does")
-	if err := parseFlags(fs, args, stderr, "inferrail check --config FILE [--url ENGINE]"); err != nil {
+	var engineEvents stringList
+	fs.Var(&engineEvents, "kv-events-config", "the engines' --kv-events-config JSON, or ID=JSON for one replica or DNS group "+
+		"(repeatable): warn about each KV event stream whose two ends cannot meet")
+	if err := parseFlags(fs, args, stderr, "inferrail check --config FILE [--url ENGINE] [--kv-events-config [ID=]JSON]..."); err != nil {
 		return err
 	}
 	if *path == "" {
@@ -69,6 +73,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	models, statuses := tokenize.LoadAll(cfg, hubCache())
 	for _, st := range statuses {
 		fmt.Fprintf(stdout, "  %s\n", st)
+	}
+	if err := checkEvents(cfg, engineEvents, stdout); err != nil {
+		return err
 	}
 	if *engine == "" {
 		return nil
@@ -393,11 +400,15 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // startSims starts n simulators with opts and returns them with their
 // replica entries, sim-0 to sim-<n-1>. With events each publishes its KV
 // events, with replay, on loopback ports the kernel picks, and its entry
-// subscribes to them.
+// subscribes to them; in opts.KVEventsFormat's schema (vllm or sglang), which
+// the entries' engine_type names.
 func startSims(n int, opts sim.Options, events bool) ([]*sim.Server, []config.Replica, error) {
 	if events {
 		opts.KVEventsConfig = `{"enable_kv_cache_events": true, "endpoint": "tcp://127.0.0.1:0", "replay_endpoint": "tcp://127.0.0.1:0"}`
-		opts.KVEventsBind = true // vLLM would connect to an address without "*"
+		if kvevent.Engine(opts.KVEventsFormat) == kvevent.EngineSGLang {
+			opts.KVEventsConfig = `{"publisher": "zmq", "endpoint": "tcp://127.0.0.1:0", "replay_endpoint": "tcp://127.0.0.1:0"}`
+		}
+		opts.KVEventsBind = true // the engine would connect to an address without "*"
 	}
 	sims, err := sim.StartN(n, opts)
 	if err != nil {
@@ -408,6 +419,9 @@ func startSims(n int, opts sim.Options, events bool) ([]*sim.Server, []config.Re
 		replicas[i] = config.NewReplica("sim-"+strconv.Itoa(i), s.URL(), opts.Model)
 		if events {
 			replicas[i].KVEvents, replicas[i].KVEventsReplay = s.EventEndpoints()
+			if opts.KVEventsFormat != "" {
+				replicas[i].EngineType = opts.KVEventsFormat
+			}
 		}
 	}
 	return sims, replicas, nil

@@ -28,6 +28,17 @@ import (
 // Only the engine's GPU blocks of its first KV cache group count: events
 // about CPU or disk tiers and other attention groups are skipped.
 //
+// Each data parallel rank of an engine has a KV cache of its own and
+// publishes for it (the batch's DPRank), so blocks are keyed by rank and
+// engine hash: two ranks holding one prefix are two entries, and one rank
+// evicting it leaves the other's. The index holds a block while any rank
+// does.
+//
+// Routing decisions are recorded in the index as they are made; in exact
+// mode the caller also marks them speculative (Speculate): blocks the
+// engine's events do not hold expire after a TTL (Expire) unless an event
+// confirms them first. See speculate.go.
+//
 // Blocks that can never match a prompt the gateway hashes are not placed
 // either, and are counted by cause (EventChecks): blocks of another size
 // than the gateway cuts prompts into, and blocks with token ids outside the
@@ -38,11 +49,22 @@ import (
 type Events struct {
 	model  string
 	checks EventChecks
-	roots  map[string]prefix.Hash // by LoRA name; "" for the base model
-	blocks map[uint64]*eventBlock // by the engine's hash
+	roots  map[string]prefix.Hash   // by LoRA name; "" for the base model
+	blocks map[blockKey]*eventBlock // by DP rank and the engine's hash
+	// held counts, per gateway hash, the blocks (rank and engine hash)
+	// that rebuilt to it: the index holds it while one does.
+	held   map[prefix.Hash]int
 	hasher prefix.Hasher
 	chain  []prefix.Hash // scratch for Record
 	stats  EventStats
+	spec   speculation
+}
+
+// blockKey names one engine block: the data parallel rank whose cache holds
+// it and the engine's hash.
+type blockKey struct {
+	rank int
+	h    uint64
 }
 
 // eventBlock is one engine block hash the engine holds.
@@ -90,22 +112,37 @@ type EventStats struct {
 // that salts the gateway's block hashes for its prompts), whose stored
 // blocks are checked against c.
 func NewEvents(model string, c EventChecks) *Events {
-	return &Events{model: model, checks: c, roots: map[string]prefix.Hash{}, blocks: map[uint64]*eventBlock{}}
+	return &Events{model: model, checks: c, roots: map[string]prefix.Hash{}, blocks: map[blockKey]*eventBlock{},
+		held: map[prefix.Hash]int{}, spec: speculation{until: map[prefix.Hash]int64{}}}
 }
 
 // Stats returns the counts so far.
 func (e *Events) Stats() EventStats { return e.stats }
 
-// Len is the number of distinct engine blocks the mapping holds.
+// Len is the number of distinct engine blocks the mapping holds, over
+// every data parallel rank.
 func (e *Events) Len() int { return len(e.blocks) }
 
-// Reset forgets the engine's blocks, for an engine that restarted. The
-// caller clears the index too.
-func (e *Events) Reset() { clear(e.blocks) }
+// Held reports whether the engine's events hold gateway block h: some rank
+// stored it and has not evicted it.
+func (e *Events) Held(h prefix.Hash) bool { return e.held[h] > 0 }
+
+// Reset forgets the engine's blocks and every speculation, for an engine
+// that restarted or a stream that lost events. The caller clears the index
+// too, or keeps it as routing decisions left it.
+func (e *Events) Reset() {
+	clear(e.blocks)
+	clear(e.held)
+	e.spec.reset()
+}
 
 // Apply applies one batch of the engine's events to x, in order.
 func (e *Events) Apply(b *kvevent.Batch, x *kvindex.Index) {
 	e.stats.Batches++
+	rank := 0
+	if b.DPRank != nil {
+		rank = *b.DPRank
+	}
 	for _, ev := range b.Events {
 		switch ev := ev.(type) {
 		case *kvevent.BlockStored:
@@ -113,17 +150,16 @@ func (e *Events) Apply(b *kvevent.Batch, x *kvindex.Index) {
 				e.stats.Skipped += uint64(len(ev.BlockHashes))
 				continue
 			}
-			e.stored(ev, x)
+			e.stored(rank, ev, x)
 		case *kvevent.BlockRemoved:
 			if !ours(ev.Medium, ev.GroupIdx) {
 				e.stats.Skipped += uint64(len(ev.BlockHashes))
 				continue
 			}
-			e.removed(ev.BlockHashes, x)
+			e.removed(rank, ev.BlockHashes, x)
 		case *kvevent.AllBlocksCleared:
 			e.stats.Cleared++
-			clear(e.blocks)
-			x.Clear()
+			e.cleared(rank, x)
 		}
 	}
 	// Evictions lost to a gap in the stream leave blocks behind for good;
@@ -131,7 +167,51 @@ func (e *Events) Apply(b *kvevent.Batch, x *kvindex.Index) {
 	// stale, and starting over is the honest answer.
 	if len(e.blocks) > 4*x.Capacity()+4096 {
 		clear(e.blocks)
+		clear(e.held)
 	}
+}
+
+// cleared applies rank's AllBlocksCleared: its blocks go, and the index
+// empties when no other rank holds any.
+func (e *Events) cleared(rank int, x *kvindex.Index) {
+	others := false
+	for k, b := range e.blocks {
+		if k.rank != rank {
+			others = true
+			continue
+		}
+		delete(e.blocks, k)
+		if e.release(b.h) {
+			x.Remove(b.h)
+		}
+	}
+	if !others {
+		clear(e.held)
+		e.spec.reset()
+		x.Clear()
+	}
+}
+
+// hold counts one more engine block rebuilt to h.
+func (e *Events) hold(h prefix.Hash) {
+	if !h.IsZero() {
+		e.held[h]++
+	}
+}
+
+// release counts one engine block rebuilt to h fewer, and reports whether
+// none is left, so that the index should drop h.
+func (e *Events) release(h prefix.Hash) bool {
+	if h.IsZero() {
+		return false
+	}
+	n := e.held[h] - 1
+	if n > 0 {
+		e.held[h] = n
+		return false
+	}
+	delete(e.held, h)
+	return true
 }
 
 // ours reports whether events about medium and group concern the engine's
@@ -140,7 +220,7 @@ func ours(medium string, group *int) bool {
 	return (medium == "" || medium == "GPU") && (group == nil || *group == 0)
 }
 
-func (e *Events) stored(ev *kvevent.BlockStored, x *kvindex.Index) {
+func (e *Events) stored(rank int, ev *kvevent.BlockStored, x *kvindex.Index) {
 	n := len(ev.BlockHashes)
 	if n == 0 {
 		return
@@ -166,7 +246,7 @@ func (e *Events) stored(ev *kvevent.BlockStored, x *kvindex.Index) {
 		}
 		parent = e.root(lora)
 	default:
-		if p := e.blocks[engineParent]; p != nil {
+		if p := e.blocks[blockKey{rank, engineParent}]; p != nil {
 			parent = p.h
 		}
 	}
@@ -186,10 +266,11 @@ func (e *Events) stored(ev *kvevent.BlockStored, x *kvindex.Index) {
 		} else {
 			e.stats.Unmapped++
 		}
-		b := e.blocks[eh]
+		b := e.blocks[blockKey{rank, eh}]
 		if b == nil {
 			b = &eventBlock{h: h}
-			e.blocks[eh] = b
+			e.blocks[blockKey{rank, eh}] = b
+			e.hold(h)
 		}
 		if i > 0 {
 			b.parent, b.hasParent = ev.BlockHashes[i-1], true
@@ -208,7 +289,7 @@ func (e *Events) stored(ev *kvevent.BlockStored, x *kvindex.Index) {
 		// parent. Either way there is no chain to record.
 		return
 	}
-	e.record(ev, x)
+	e.record(rank, ev, x)
 }
 
 // foreign reports whether a block's tokens hold an id outside the
@@ -231,11 +312,11 @@ func (e *Events) foreign(toks []uint32) bool {
 // root: the index keeps a chain's blocks at least as recent as their
 // descendants, and an engine that just stored blocks has used their
 // ancestors too.
-func (e *Events) record(ev *kvevent.BlockStored, x *kvindex.Index) {
+func (e *Events) record(rank int, ev *kvevent.BlockStored, x *kvindex.Index) {
 	e.chain = e.chain[:0]
 	// The run itself, last first, up to the first block that was rebuilt.
 	for i := len(ev.BlockHashes) - 1; i >= 0; i-- {
-		b := e.blocks[ev.BlockHashes[i]]
+		b := e.blocks[blockKey{rank, ev.BlockHashes[i]}]
 		if b.h.IsZero() {
 			e.chain = e.chain[:0] // past a break: keep only what precedes it
 			continue
@@ -243,9 +324,9 @@ func (e *Events) record(ev *kvevent.BlockStored, x *kvindex.Index) {
 		e.chain = append(e.chain, b.h)
 	}
 	// Then its ancestors, up to the root.
-	b := e.blocks[ev.BlockHashes[0]]
+	b := e.blocks[blockKey{rank, ev.BlockHashes[0]}]
 	for steps := 0; b != nil && b.hasParent && steps <= len(e.blocks); steps++ {
-		b = e.blocks[b.parent]
+		b = e.blocks[blockKey{rank, b.parent}]
 		if b == nil || b.h.IsZero() {
 			return // an ancestor was evicted or never rebuilt
 		}
@@ -255,11 +336,13 @@ func (e *Events) record(ev *kvevent.BlockStored, x *kvindex.Index) {
 		e.chain[i], e.chain[j] = e.chain[j], e.chain[i]
 	}
 	e.stats.Stored += uint64(x.Record(e.chain).Inserted())
+	e.spec.confirm(e.chain) // the engine holds them: no longer speculative
 }
 
-func (e *Events) removed(hashes []uint64, x *kvindex.Index) {
+func (e *Events) removed(rank int, hashes []uint64, x *kvindex.Index) {
 	for _, eh := range hashes {
-		b := e.blocks[eh]
+		k := blockKey{rank, eh}
+		b := e.blocks[k]
 		if b == nil {
 			e.stats.Unknown++
 			continue
@@ -268,8 +351,8 @@ func (e *Events) removed(hashes []uint64, x *kvindex.Index) {
 		if b.n > 0 {
 			continue
 		}
-		delete(e.blocks, eh)
-		if !b.h.IsZero() && x.Remove(b.h) {
+		delete(e.blocks, k)
+		if e.release(b.h) && x.Remove(b.h) {
 			e.stats.Removed++
 		}
 	}

@@ -33,6 +33,16 @@ const (
 	removedRequired = 2
 )
 
+// SGLang's fields in declaration order (BlockStored, BlockStoredWithMetadata
+// and BlockRemoved in python/sglang/srt/disaggregation/kv_events.py). The
+// first six stored and two removed fields are vLLM's, in vLLM's order; the
+// seventh stored field is metadata, which only BlockStoredWithMetadata has.
+// SGLang before medium was added sent the first five and the first one.
+var (
+	sglangStoredFields  = [...]string{"block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium", "metadata"}
+	sglangRemovedFields = [...]string{"block_hashes", "medium"}
+)
+
 // AppendBatch appends b encoded as vLLM's msgspec encoder writes a
 // KVEventBatch and returns the extended slice.
 //
@@ -44,7 +54,11 @@ const (
 // written as an empty array. Medium is always a string: kvevent does not
 // distinguish a None medium from "".
 func AppendBatch(dst []byte, b *Batch, enc Encoding) []byte {
-	if enc != EncodingMap && enc != EncodingArray {
+	switch enc {
+	case EncodingMap, EncodingArray:
+	case EncodingSGLang:
+		return appendSGLang(dst, b)
+	default:
 		panic(fmt.Sprintf("BUG: kvevent: unknown encoding %d", enc))
 	}
 	if b.DPRank != nil {
@@ -206,7 +220,12 @@ func appendHashes(dst []byte, hs []uint64) []byte {
 	return dst
 }
 
-// DecodeBatch decodes one KV event batch as vLLM or SGLang publish it.
+// DecodeBatch decodes one KV event batch as vLLM publishes it: Decode with
+// EngineVLLM.
+func DecodeBatch(data []byte) (*Batch, error) { return Decode(data, EngineVLLM) }
+
+// Decode decodes one KV event batch as engine e publishes it (any e but
+// EngineSGLang reads vLLM's schema).
 //
 // It accepts the batch as an array [ts, events, dp_rank?, …] (vLLM's
 // data_parallel_rank or SGLang's attn_dp_rank) or as a map; events as legacy
@@ -214,11 +233,20 @@ func appendHashes(dst []byte, hs []uint64) []byte {
 // fields and unknown map keys, of any msgpack type; block hashes as signed or
 // unsigned ints or as bin digests (last eight bytes, big-endian); float32,
 // float64 or integer timestamps. Missing fields take their zero values.
+//
+// Array events are read by position with e's field order: they differ from
+// the seventh BlockStored field on (vLLM's lora_name, SGLang's metadata
+// with its cache_salt) and the third BlockRemoved one. With EngineSGLang a
+// map event's cache_salt and metadata keys are read too, and token_ids may
+// also come as SGLang's EAGLE bigrams, [[t0, t1], [t1, t2], …], of which
+// each pair's first token is the block's (srt/mem_cache/events.py keeps
+// the pairs so that the event shows what was hashed).
+//
 // An unknown event type is an error wrapping ErrUnknownEvent; anything else
 // it cannot read wraps ErrMalformed. It never panics, and allocates at most a
 // small multiple of len(data).
-func DecodeBatch(data []byte) (*Batch, error) {
-	r := &reader{b: data}
+func Decode(data []byte, e Engine) (*Batch, error) {
+	r := &reader{b: data, sglang: e == EngineSGLang}
 	b, err := r.batch()
 	if err != nil {
 		return nil, err
@@ -327,7 +355,7 @@ func (r *reader) event() (Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	ev, fields, err := newEvent(tag)
+	ev, fields, err := r.newEvent(tag)
 	if err != nil {
 		return nil, fmt.Errorf("%w (offset %d)", err, r.off)
 	}
@@ -362,7 +390,7 @@ func (r *reader) mapEvent() (Event, error) {
 			if err != nil {
 				return nil, err
 			}
-			if ev, _, err = newEvent(tag); err != nil {
+			if ev, _, err = r.newEvent(tag); err != nil {
 				return nil, fmt.Errorf("%w (offset %d)", err, r.off)
 			}
 			break
@@ -391,12 +419,19 @@ func (r *reader) mapEvent() (Event, error) {
 	return ev, nil
 }
 
-// newEvent returns an empty event for tag and its positional field names.
-func newEvent(tag []byte) (Event, []string, error) {
+// newEvent returns an empty event for tag and its positional field names in
+// the schema of the engine being read.
+func (r *reader) newEvent(tag []byte) (Event, []string, error) {
 	switch string(tag) {
 	case tagBlockStored:
+		if r.sglang {
+			return &BlockStored{}, sglangStoredFields[:], nil
+		}
 		return &BlockStored{}, storedFields[:], nil
 	case tagBlockRemoved:
+		if r.sglang {
+			return &BlockRemoved{}, sglangRemovedFields[:], nil
+		}
 		return &BlockRemoved{}, removedFields[:], nil
 	case tagAllBlocksCleared:
 		return &AllBlocksCleared{}, nil, nil
@@ -444,6 +479,16 @@ func (r *reader) field(ev Event, name string) error {
 			e.Ownership, err = r.optStr()
 		case "session_id":
 			e.SessionID, err = r.optStr()
+		case "cache_salt":
+			if !r.sglang {
+				return r.skip()
+			}
+			e.CacheSalt, err = r.optStr()
+		case "metadata":
+			if !r.sglang {
+				return r.skip()
+			}
+			e.CacheSalt, err = r.metadata(e.CacheSalt)
 		default:
 			err = r.skip()
 		}
@@ -506,16 +551,68 @@ func (r *reader) tokens() ([]uint32, error) {
 	}
 	ts := make([]uint32, n)
 	for i := range ts {
-		v, err := r.integer()
+		if ts[i], err = r.token(); err != nil {
+			return nil, err
+		}
+	}
+	return ts, nil
+}
+
+// token reads one token id, or with SGLang an EAGLE bigram [t, next, …]
+// as t.
+func (r *reader) token() (uint32, error) {
+	pair := 0
+	if r.sglang {
+		if c, err := r.peek(); err == nil && (c&0xf0 == 0x90 || c == 0xdc || c == 0xdd) {
+			if pair, err = r.arrayLen(); err != nil {
+				return 0, err
+			}
+			if pair < 2 {
+				return 0, r.errf("token bigram of %d ids", pair)
+			}
+		}
+	}
+	v, err := r.integer()
+	if err != nil {
+		return 0, err
+	}
+	if v.neg || v.u > math.MaxUint32 {
+		return 0, r.errf("token id out of range")
+	}
+	for range pair - 1 {
+		if err := r.skip(); err != nil {
+			return 0, err
+		}
+	}
+	return uint32(v.u), nil
+}
+
+// metadata reads SGLang's BlockStoredMetadata, a map (or nil) whose
+// cache_salt it returns; without one, salt is returned as it was.
+func (r *reader) metadata(salt *string) (*string, error) {
+	if r.nilNext() {
+		return salt, nil
+	}
+	n, err := r.mapLen()
+	if err != nil {
+		return nil, err
+	}
+	for range n {
+		key, err := r.strBytes()
 		if err != nil {
 			return nil, err
 		}
-		if v.neg || v.u > math.MaxUint32 {
-			return nil, r.errf("token id out of range")
+		if string(key) != "cache_salt" {
+			if err := r.skip(); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		ts[i] = uint32(v.u)
+		if salt, err = r.optStr(); err != nil {
+			return nil, err
+		}
 	}
-	return ts, nil
+	return salt, nil
 }
 
 func (r *reader) optInt() (*int, error) {

@@ -1,9 +1,12 @@
-// Package kvevent holds vLLM's KV cache event types and their msgpack codec.
+// Package kvevent holds vLLM's and SGLang's KV cache event types and their
+// msgpack codec.
 //
 // An engine publishes one Batch per scheduler step: the blocks it stored, the
 // blocks it evicted and whether it cleared its prefix cache
-// (vllm/distributed/kv_events.py). kvevent models them, encodes and decodes
-// them byte for byte as vLLM's msgspec encoder does (AppendBatch, DecodeBatch),
+// (vllm/distributed/kv_events.py; SGLang's copy of it,
+// python/sglang/srt/disaggregation/kv_events.py, fed one page at a time by
+// srt/mem_cache/events.py). kvevent models them, encodes and decodes them
+// byte for byte as each engine's msgspec encoder does (AppendBatch, Decode),
 // and rebuilds an engine's cache from them (Mirror); sockets live in
 // transport/kvevents.
 //
@@ -45,6 +48,12 @@ type BlockStored struct {
 	Locality                 *string // "LOCAL"/"REMOTE" relative to the publisher (v0.29)
 	Ownership                *string // secondary offload tier id (v0.29)
 	SessionID                *string // request context that emitted the event (after v0.29)
+
+	// CacheSalt is SGLang's cache_salt: the salt that went into every one
+	// of the run's hashes (BlockStoredWithMetadata's metadata.cache_salt in
+	// the array encoding, a cache_salt key in the map one). vLLM carries its
+	// salt in ExtraKeys instead, and its encodings do not write this field.
+	CacheSalt *string
 }
 
 // BlockRemoved says that an engine evicted blocks to reuse them.
@@ -94,11 +103,14 @@ func (*BlockStored) kvEvent()      {}
 func (*BlockRemoved) kvEvent()     {}
 func (*AllBlocksCleared) kvEvent() {}
 
-// Batch is one step's events (vLLM's KVEventBatch).
+// Batch is one step's events (vLLM's and SGLang's KVEventBatch).
 type Batch struct {
 	TS     float64 // wall clock, seconds since the Unix epoch
 	Events []Event
-	DPRank *int // data parallel rank; vLLM always fills it (0 without DP)
+	// DPRank is vLLM's data_parallel_rank or SGLang's attn_dp_rank: the
+	// data parallel rank whose KV cache the events are about. Both engines'
+	// publishers fill it (0 without DP).
+	DPRank *int
 }
 
 // Raw is one msgpack-encoded value kept verbatim, for fields whose shape
@@ -117,4 +129,51 @@ const (
 	// EncodingArray is vLLM's encoding up to v0.22: each event is an array whose
 	// first element is the type name, with trailing default fields dropped.
 	EncodingArray
+	// EncodingSGLang is SGLang's (KVCacheEvent and EventBatch with
+	// array_like but without omit_defaults, since 2025): the batch is always
+	// [ts, events, attn_dp_rank] and each event an array of every field of
+	// SGLang's schema, nil ones included: BlockStored [tag, block_hashes,
+	// parent_block_hash, token_ids, block_size, lora_id, medium], with a
+	// trailing {"cache_salt": …} map when CacheSalt is set, BlockRemoved
+	// [tag, block_hashes, medium]. Hashes are written as signed 64-bit
+	// integers, as SGLang's hash_str_to_int64 makes them, and an empty
+	// Medium as nil. Fields SGLang does not have (LoraName, ExtraKeys,
+	// GroupIdx and the rest) are not written.
+	EncodingSGLang
 )
+
+// Engine names an inference engine whose KV events the gateway reads: the
+// values of replicas[].engine_type and discovery.dns[].engine_type. It picks
+// the event schema (Decode), how replays are framed and when a publisher
+// binds its endpoint (transport/kvevents).
+type Engine string
+
+// The engines.
+const (
+	// EngineVLLM is vLLM (vllm/distributed/kv_events.py), and engines
+	// that publish its schema, llm-d's inference simulator among them.
+	EngineVLLM Engine = "vllm"
+	// EngineSGLang is SGLang (python/sglang/srt/disaggregation/kv_events.py).
+	EngineSGLang Engine = "sglang"
+)
+
+// Engines returns every Engine, the default (EngineVLLM) first.
+func Engines() []Engine { return []Engine{EngineVLLM, EngineSGLang} }
+
+// Known reports whether e is one of Engines.
+func (e Engine) Known() bool { return e == EngineVLLM || e == EngineSGLang }
+
+// Stream is where an engine publishes its KV events and how the gateway
+// reads them (replicas[].kv_events, kv_events_replay, kv_events_bind and
+// engine_type). The zero value means none. A Stream is a plain value.
+type Stream struct {
+	// Endpoint is the engine's PUB socket, as the gateway reaches it.
+	Endpoint string
+	// Replay is the engine's replay socket; "" for none.
+	Replay string
+	// Bind makes the gateway listen on Endpoint for an engine that
+	// connects to it.
+	Bind bool
+	// Engine is the publisher's engine; "" reads as EngineVLLM.
+	Engine Engine
+}

@@ -16,11 +16,14 @@ import (
 // bytes as vLLM's msgspec encoder writes them (reproduced with msgpack-python),
 // and the batch they describe. The llmd_sim_* files are written by
 // scripts/gen-kvevent-llmd-fixtures.py, as llm-d's inference simulator encodes
-// (decode-only), with more fields for actors/replica's TestEventFixtures.
+// (decode-only), with more fields for actors/replica's TestEventFixtures; the
+// sglang_* files (but sglang_batch) by scripts/gen-kvevent-sglang-fixtures.py,
+// as SGLang's msgspec encoder writes its own structs.
 type fixture struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
-	Encoding    string `json:"encoding"` // "map", "array" or "mixed"
+	Engine      Engine `json:"engine"`   // the schema to decode with; "" is vLLM's
+	Encoding    string `json:"encoding"` // "map", "array", "sglang" or "mixed"
 	Encode      bool   `json:"encode"`   // AppendBatch must reproduce Hex
 	Hex         string `json:"hex"`
 	Batch       struct {
@@ -46,6 +49,7 @@ type fixtureEvent struct {
 	Locality                 *string  `json:"locality"`
 	Ownership                *string  `json:"ownership"`
 	SessionID                *string  `json:"session_id"`
+	CacheSalt                *string  `json:"cache_salt"`
 }
 
 func loadFixtures(t testing.TB) []fixture {
@@ -94,7 +98,7 @@ func (f *fixture) batch(t testing.TB) *Batch {
 				TokenIDs: nilIfEmpty(e.TokenIDs), BlockSize: e.BlockSize, LoraID: e.LoraID,
 				Medium: medium, LoraName: e.LoraName, GroupIdx: e.GroupIdx,
 				KVCacheSpecKind: e.KVCacheSpecKind, KVCacheSpecSlidingWindow: e.KVCacheSpecSlidingWindow,
-				Locality: e.Locality, Ownership: e.Ownership, SessionID: e.SessionID,
+				Locality: e.Locality, Ownership: e.Ownership, SessionID: e.SessionID, CacheSalt: e.CacheSalt,
 			}
 			if e.ExtraKeysHex != nil {
 				raw, err := hex.DecodeString(*e.ExtraKeysHex)
@@ -140,19 +144,22 @@ func TestFixtures(t *testing.T) {
 		t.Run(f.Name, func(t *testing.T) {
 			data := f.bytes(t)
 			want := f.batch(t)
-			got, err := DecodeBatch(data)
+			got, err := Decode(data, f.Engine)
 			if err != nil {
-				t.Fatalf("DecodeBatch: %v", err)
+				t.Fatalf("Decode: %v", err)
 			}
 			if !equalBatch(got, want) {
-				t.Fatalf("DecodeBatch:\n got %s\nwant %s", dump(got), dump(want))
+				t.Fatalf("Decode:\n got %s\nwant %s", dump(got), dump(want))
 			}
 			if !f.Encode {
 				return
 			}
 			enc := EncodingMap
-			if f.Encoding == "array" {
+			switch f.Encoding {
+			case "array":
 				enc = EncodingArray
+			case "sglang":
+				enc = EncodingSGLang
 			}
 			out := AppendBatch(nil, want, enc)
 			if !bytes.Equal(out, data) {
@@ -210,7 +217,7 @@ func TestFixturesRejectTruncation(t *testing.T) {
 			continue
 		}
 		for n := range len(data) {
-			if _, err := DecodeBatch(data[:n]); !errors.Is(err, ErrMalformed) {
+			if _, err := Decode(data[:n], f.Engine); !errors.Is(err, ErrMalformed) {
 				t.Fatalf("%s: prefix %d/%d: err %v, want ErrMalformed", f.Name, n, len(data), err)
 			}
 		}

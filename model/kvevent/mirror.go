@@ -244,9 +244,13 @@ func (m *Mirror) Prefix(dst []uint32, h uint64) ([]uint32, bool) {
 // parent alone: true where extra_keys is absent or None for that block. A
 // block with extra keys (a LoRA name, a cache_salt, multimodal inputs) was
 // hashed from more than its event tells, so its hash cannot be rebuilt from
-// the token ids. A malformed extra_keys marks every block as not plain.
+// the token ids; so was every block of a run with SGLang's cache_salt. A
+// malformed extra_keys marks every block as not plain.
 func (e *BlockStored) PlainBlocks() []bool {
 	out := make([]bool, len(e.BlockHashes))
+	if e.CacheSalt != nil {
+		return out
+	}
 	if e.ExtraKeys == nil {
 		for i := range out {
 			out[i] = true

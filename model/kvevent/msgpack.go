@@ -126,10 +126,12 @@ func appendRaw(b []byte, r Raw) []byte {
 	return append(b, r...)
 }
 
-// reader decodes msgpack from b, advancing past what it consumed.
+// reader decodes msgpack from b, advancing past what it consumed. sglang
+// reads SGLang's event schema instead of vLLM's.
 type reader struct {
-	b   []byte
-	off int
+	b      []byte
+	off    int
+	sglang bool
 }
 
 func (r *reader) errf(format string, args ...any) error {

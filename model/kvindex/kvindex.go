@@ -37,6 +37,7 @@
 package kvindex
 
 import (
+	"iter"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -247,6 +248,19 @@ func (x *Index) Lookup(hashes []prefix.Hash) int {
 		}
 	}
 	return lo
+}
+
+// All yields every block present, least recent first, so that each block
+// comes before its parent (prefix closure: a parent is more recent than its
+// children). The index must not change while it runs.
+func (x *Index) All() iter.Seq[prefix.Hash] {
+	return func(yield func(prefix.Hash) bool) {
+		for j := x.nodes[0].prev; j != 0; j = x.nodes[j].prev {
+			if !yield(x.nodes[j].h) {
+				return
+			}
+		}
+	}
 }
 
 // Predict returns how many of a prompt's promptTokens the engine will find

@@ -691,3 +691,25 @@ func TestBytes(t *testing.T) {
 	}
 	runtime.KeepAlive(xs)
 }
+
+// All yields every block, least recent first: a chain's last block before
+// its first.
+func TestAll(t *testing.T) {
+	x := New(10)
+	var h prefix.Hasher
+	a := h.Chain(nil, prefix.Root("m", "", ""), []uint32{1, 2, 3, 4, 5, 6}, 2)
+	b := h.Chain(nil, prefix.Root("m", "", ""), []uint32{9, 9}, 2)
+	x.Record(a)
+	x.Record(b)
+	var got []prefix.Hash
+	for blk := range x.All() {
+		got = append(got, blk)
+	}
+	want := []prefix.Hash{a[2], a[1], a[0], b[0]}
+	if !slices.Equal(got, want) {
+		t.Fatalf("All = %v, want %v", got, want)
+	}
+	for range x.All() {
+		break // stopping early is allowed
+	}
+}

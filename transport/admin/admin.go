@@ -1,6 +1,7 @@
 // Package admin serves the gateway's admin port: GET /metrics for
-// Prometheus and VictoriaMetrics, GET /admin/replicas and GET /admin/shadow
-// (each shadow policy against the routing policy) for operators, and
+// Prometheus and VictoriaMetrics, GET /admin/replicas, GET /admin/index
+// (each replica's KV index and event stream) and GET /admin/shadow (each
+// shadow policy against the routing policy) for operators, and
 // POST /admin/explain/v1/chat/completions (or /v1/completions), which
 // answers what the routing policy would do with a request, routing nothing
 // (?policy=NAME: what that arm of an A/B split would do). With a live
@@ -155,6 +156,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.met.WritePrometheus(ctx)
 	case "/admin/replicas":
 		s.replicas(ctx)
+	case "/admin/index":
+		s.index(ctx)
 	case "/admin/config":
 		if s.configs == nil {
 			s.notFound(ctx)
@@ -223,6 +226,9 @@ type replicaView struct {
 	// Warnings are the ways routing on the replica does not work as
 	// configured, each with the likely cause; empty when there are none.
 	Warnings []replica.Warning `json:"warnings"`
+	// IndexMode is how its cache prediction is fed: exact while it follows
+	// its engine's KV events in step, else approximate (GET /admin/index).
+	IndexMode replica.IndexMode `json:"index_mode"`
 }
 
 type engineView struct {
@@ -249,7 +255,7 @@ func (s *Server) replicas(ctx *fasthttp.RequestCtx) {
 	for _, r := range snaps {
 		v := replicaView{ID: r.ID, URL: r.URL, Models: r.Models, Healthy: r.Healthy, Ejected: r.Ejected(now),
 			Ejections: r.Ejections, InFlight: r.Counters.InFlight(), Pending: r.Counters.Pending(), Restarts: r.Restarts,
-			Warnings: r.Warnings.List()}
+			Warnings: r.Warnings.List(), IndexMode: r.IndexMode}
 		checked, mismatched := s.met.PromptChecks(r.ID)
 		if v.PromptTokensChecked = checked; checked > 0 {
 			a := float64(checked-min(mismatched, checked)) / float64(checked)

@@ -9,25 +9,36 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/inferrail/inferrail/model/kvevent"
 )
 
 // Config mirrors vLLM's --kv-events-config (vllm/config/kv_events.py,
-// KVEventsConfig). The JSON keys are vLLM's; the comments are its docs.
-// A Config is a plain value.
+// KVEventsConfig) and SGLang's (KVEventsConfig in
+// python/sglang/srt/disaggregation/kv_events.py, the same keys but
+// enable_kv_cache_events, plus snapshot_endpoint). The JSON keys are the
+// engines'; the comments are their docs. A Config is a plain value.
 type Config struct {
-	// EnableKVCacheEvents turns publishing on. Default false.
+	// EnableKVCacheEvents turns publishing on. Default false. SGLang has no
+	// such key: its events are on when publisher is "zmq".
 	EnableKVCacheEvents bool `json:"enable_kv_cache_events"`
 	// Publisher is "zmq" or "null". Empty (JSON null or absent) resolves as
-	// vLLM does: "zmq" when events are enabled, else "null".
+	// vLLM does: "zmq" when events are enabled, else "null". SGLang's
+	// default is "null".
 	Publisher string `json:"publisher"`
 	// Endpoint is the PUB socket's address. Default "tcp://*:5557". The socket
 	// binds when the address contains "*" or "::" or is ipc:// or inproc://,
-	// and connects otherwise ("bind stable, connect volatile").
+	// and connects otherwise ("bind stable, connect volatile"); SGLang also
+	// binds an address with 0.0.0.0 (PublisherBinds).
 	Endpoint string `json:"endpoint"`
 	// ReplayEndpoint is the ROUTER socket's address (always bound) answering
 	// replay requests; empty (JSON null, the default) disables replay.
 	// vLLM's examples use "tcp://*:5558".
 	ReplayEndpoint string `json:"replay_endpoint"`
+	// SnapshotEndpoint is SGLang's ROUTER for placement snapshots
+	// (snapshot_endpoint); empty for none. With one, SGLang appends its
+	// publisher's epoch to the live topic. Publisher does not serve it.
+	SnapshotEndpoint string `json:"snapshot_endpoint"`
 	// BufferSteps is how many of the last batches are kept for replay.
 	// Default 10000.
 	BufferSteps int `json:"buffer_steps"`
@@ -53,14 +64,24 @@ func DefaultConfig() Config {
 	}
 }
 
-// nullable lists the keys vLLM declares as Optional (JSON null allowed).
-var nullable = map[string]bool{"publisher": true, "replay_endpoint": true}
+// nullable lists the keys the engines declare as Optional (JSON null
+// allowed).
+var nullable = map[string]bool{"publisher": true, "replay_endpoint": true, "snapshot_endpoint": true}
 
-// ParseConfig parses a --kv-events-config JSON object over DefaultConfig.
-// Like vLLM's config it rejects unknown keys, null for keys that are not
-// optional and values of the wrong type; every problem is reported at once,
-// each naming its key. The result is validated (see Config.Validate).
+// ParseConfig parses vLLM's --kv-events-config JSON object over
+// DefaultConfig: ParseEngineConfig with EngineVLLM.
 func ParseConfig(jsonText string) (Config, error) {
+	return ParseEngineConfig(kvevent.EngineVLLM, jsonText)
+}
+
+// ParseEngineConfig parses engine e's --kv-events-config JSON object over
+// DefaultConfig. Like the engines' configs it rejects unknown keys (SGLang's
+// has no enable_kv_cache_events, vLLM's no snapshot_endpoint), null for keys
+// that are not optional and values of the wrong type; every problem is
+// reported at once, each naming its key. With SGLang, EnableKVCacheEvents
+// is set when publisher is "zmq", since that alone turns its events on. The
+// result is validated (see Config.Validate).
+func ParseEngineConfig(e kvevent.Engine, jsonText string) (Config, error) {
 	cfg := DefaultConfig()
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(strings.NewReader(jsonText))
@@ -75,14 +96,18 @@ func ParseConfig(jsonText string) (Config, error) {
 	}
 	publisherSet := false
 	dst := map[string]any{
-		"enable_kv_cache_events": &cfg.EnableKVCacheEvents,
-		"publisher":              &cfg.Publisher,
-		"endpoint":               &cfg.Endpoint,
-		"replay_endpoint":        &cfg.ReplayEndpoint,
-		"buffer_steps":           &cfg.BufferSteps,
-		"hwm":                    &cfg.HWM,
-		"max_queue_size":         &cfg.MaxQueueSize,
-		"topic":                  &cfg.Topic,
+		"publisher":       &cfg.Publisher,
+		"endpoint":        &cfg.Endpoint,
+		"replay_endpoint": &cfg.ReplayEndpoint,
+		"buffer_steps":    &cfg.BufferSteps,
+		"hwm":             &cfg.HWM,
+		"max_queue_size":  &cfg.MaxQueueSize,
+		"topic":           &cfg.Topic,
+	}
+	if e == kvevent.EngineSGLang {
+		dst["snapshot_endpoint"] = &cfg.SnapshotEndpoint
+	} else {
+		dst["enable_kv_cache_events"] = &cfg.EnableKVCacheEvents
 	}
 	keys := make([]string, 0, len(fields))
 	for k := range fields {
@@ -111,7 +136,14 @@ func ParseConfig(jsonText string) (Config, error) {
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err
 	}
-	if !publisherSet {
+	switch {
+	case e == kvevent.EngineSGLang:
+		// SGLang's publisher defaults to "null" and is the only switch.
+		if !publisherSet {
+			cfg.Publisher = "null"
+		}
+		cfg.EnableKVCacheEvents = cfg.Publisher == "zmq"
+	case !publisherSet:
 		// vLLM's __post_init__: publisher None → "zmq" if enabled else "null".
 		cfg.Publisher = "null"
 		if cfg.EnableKVCacheEvents {
@@ -144,6 +176,11 @@ func (c Config) Validate() error {
 				bad("replay_endpoint", "%v", err)
 			}
 		}
+		if c.SnapshotEndpoint != "" {
+			if err := checkEndpoint(c.SnapshotEndpoint); err != nil {
+				bad("snapshot_endpoint", "%v", err)
+			}
+		}
 	}
 	if c.BufferSteps < 0 {
 		bad("buffer_steps", "%d is negative", c.BufferSteps)
@@ -164,11 +201,17 @@ func (c Config) active() bool {
 	return c.EnableKVCacheEvents && (c.Publisher == "zmq" || c.Publisher == "")
 }
 
-// binds reports whether vLLM's publisher binds endpoint rather than
-// connecting to it (ZmqEventPublisher._socket_setup).
-func binds(endpoint string) bool {
+// PublisherBinds reports whether engine e's publisher binds endpoint rather
+// than connecting to it (ZmqEventPublisher._socket_setup in both engines):
+// it binds when the address contains "*" or "::" or is ipc:// or
+// inproc://, and SGLang also when it contains 0.0.0.0 (the bind-all
+// address its /server_info advertises; SGLang releases before that rule
+// connected to it). A publisher that connects needs a subscriber that
+// binds, and the other way round.
+func PublisherBinds(e kvevent.Engine, endpoint string) bool {
 	return strings.Contains(endpoint, "*") || strings.Contains(endpoint, "::") ||
-		strings.HasPrefix(endpoint, "ipc://") || strings.HasPrefix(endpoint, "inproc://")
+		strings.HasPrefix(endpoint, "ipc://") || strings.HasPrefix(endpoint, "inproc://") ||
+		e == kvevent.EngineSGLang && strings.Contains(endpoint, "0.0.0.0")
 }
 
 // checkEndpoint checks an address the way zmq4 will parse it.

@@ -63,7 +63,12 @@ func newFakeEngine(t *testing.T, buffer map[uint64][]byte) *fakeEngine {
 
 func (e *fakeEngine) send(t *testing.T, seq uint64, payload []byte) {
 	t.Helper()
-	if err := e.pub.Send(zmq4.NewMsgFrom([]byte("kv@"), binary.BigEndian.AppendUint64(nil, seq), payload)); err != nil {
+	e.sendTopic(t, "kv@", seq, payload)
+}
+
+func (e *fakeEngine) sendTopic(t *testing.T, topic string, seq uint64, payload []byte) {
+	t.Helper()
+	if err := e.pub.Send(zmq4.NewMsgFrom([]byte(topic), binary.BigEndian.AppendUint64(nil, seq), payload)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -36,8 +36,14 @@ type Options struct {
 	// (an address without "*" or "::", such as tcp://127.0.0.1:0).
 	Bind bool
 	// LegacyReplay answers replays without the topic frame, as vLLM did
-	// before PR #45177: [seq, payload] and the end marker [END, ""].
+	// before PR #45177 and SGLang does: [seq, payload] and the end marker
+	// [END, ""].
 	LegacyReplay bool
+	// Engine is the engine the publisher acts as; "" is EngineVLLM. As
+	// EngineSGLang it encodes with EncodingSGLang whatever Encoding says,
+	// replays without the topic frame, and binds by SGLang's rule
+	// (PublisherBinds).
+	Engine kvevent.Engine
 }
 
 // PublisherStats are a Publisher's counters since it started.
@@ -46,6 +52,7 @@ type PublisherStats struct {
 	Dropped    uint64 // batches dropped because the queue was full
 	Replays    uint64 // replay requests answered
 	BadReplays uint64 // replay requests ignored for their shape
+	Withheld   uint64 // batches numbered and buffered but not sent (Withhold)
 }
 
 // Publisher publishes KV event batches the way vLLM's ZmqEventPublisher does:
@@ -67,12 +74,13 @@ type Publisher struct {
 	ring           *ring
 
 	closed     atomic.Bool
+	withhold   atomic.Bool
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 	once       sync.Once
 	replaySock zmq4.Socket // touched by Close only when its owner is stuck
 
-	published, dropped, replays, badReplays atomic.Uint64
+	published, dropped, replays, badReplays, withheld atomic.Uint64
 }
 
 // NewPublisher starts a publisher for cfg. With publisher "null" or events
@@ -84,12 +92,18 @@ func NewPublisher(cfg Config, opt Options) (*Publisher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if opt.Engine == kvevent.EngineSGLang {
+		opt.Encoding, opt.LegacyReplay = kvevent.EncodingSGLang, true
+	}
 	p := &Publisher{cfg: cfg, opt: opt}
 	if !cfg.active() {
 		p.closed.Store(true)
 		return p, nil
 	}
-	if opt.Encoding != kvevent.EncodingMap && opt.Encoding != kvevent.EncodingArray {
+	switch {
+	case opt.Engine != "" && !opt.Engine.Known():
+		return nil, fmt.Errorf("kvevents: publisher: unknown engine %q", opt.Engine)
+	case opt.Encoding != kvevent.EncodingMap && opt.Encoding != kvevent.EncodingArray && opt.Encoding != kvevent.EncodingSGLang:
 		return nil, fmt.Errorf("kvevents: publisher: unknown encoding %d", opt.Encoding)
 	}
 	ep, err := OffsetEndpoint(cfg.Endpoint, opt.DPRank)
@@ -106,7 +120,7 @@ func NewPublisher(cfg Config, opt Options) (*Publisher, error) {
 	p.queue = make(chan *kvevent.Batch, cfg.MaxQueueSize)
 	p.ring = newRing(cfg.BufferSteps)
 
-	dial := !opt.Bind && !binds(ep)
+	dial := !opt.Bind && !PublisherBinds(opt.Engine, ep)
 	var pubOpts []zmq4.Option
 	if dial {
 		// zmq4's reconnect re-dials the socket's endpoint, so it must not be
@@ -189,6 +203,13 @@ func (p *Publisher) Publish(b *kvevent.Batch) bool {
 	}
 }
 
+// Withhold stops (on) or resumes sending batches to subscribers, as a
+// network partition between them would: meanwhile each batch still takes
+// its sequence number and enters the replay buffer, so a subscriber sees the
+// gap when sending resumes and can replay it. For tests of what a consumer
+// does when events stop.
+func (p *Publisher) Withhold(on bool) { p.withhold.Store(on) }
+
 // Stats returns the publisher's counters.
 func (p *Publisher) Stats() PublisherStats {
 	return PublisherStats{
@@ -196,6 +217,7 @@ func (p *Publisher) Stats() PublisherStats {
 		Dropped:    p.dropped.Load(),
 		Replays:    p.replays.Load(),
 		BadReplays: p.badReplays.Load(),
+		Withheld:   p.withheld.Load(),
 	}
 }
 
@@ -248,7 +270,11 @@ func (p *Publisher) publishLoop(ctx context.Context, sock zmq4.Socket, dial bool
 		seq8 := binary.BigEndian.AppendUint64(nil, seq)
 		// A PUB send only queues (or drops past the HWM); it does not fail
 		// for want of subscribers.
-		_ = sock.Send(zmq4.NewMsgFrom(topic, seq8, payload))
+		if p.withhold.Load() {
+			p.withheld.Add(1)
+		} else {
+			_ = sock.Send(zmq4.NewMsgFrom(topic, seq8, payload))
+		}
 		p.ring.add(seq, payload)
 		p.published.Add(1)
 		seq++

@@ -315,12 +315,23 @@ func TestReplayLastN(t *testing.T) {
 }
 
 // TestReplayWire checks the replay exchange frame by frame with a raw DEALER:
-// ignored request shapes, the per-batch reply and the end marker.
+// ignored request shapes, the per-batch reply and the end marker, with the
+// topic frame (vLLM after PR #45177), without it (vLLM before; legacy), and
+// as SGLang answers: without it, the payload in SGLang's encoding.
 func TestReplayWire(t *testing.T) {
-	for _, legacy := range []bool{false, true} {
+	for _, c := range []struct {
+		opt    Options
+		legacy bool
+		enc    kvevent.Encoding
+	}{
+		{Options{Bind: true}, false, kvevent.EncodingMap},
+		{Options{Bind: true, LegacyReplay: true}, true, kvevent.EncodingMap},
+		{Options{Bind: true, Engine: kvevent.EngineSGLang}, true, kvevent.EncodingSGLang},
+	} {
+		legacy := c.legacy
 		cfg := testConfig()
 		cfg.ReplayEndpoint = "tcp://127.0.0.1:0"
-		p := newPublisher(t, cfg, Options{Bind: true, LegacyReplay: legacy})
+		p := newPublisher(t, cfg, c.opt)
 		p.Publish(testBatch(0))
 		replayAll(t, p.ReplayEndpoint(), 0, 1) // published
 
@@ -352,7 +363,7 @@ func TestReplayWire(t *testing.T) {
 		}
 		closeDrain(d)
 		cancel()
-		payload := kvevent.AppendBatch(nil, withRank(testBatch(0), 0), kvevent.EncodingMap)
+		payload := kvevent.AppendBatch(nil, withRank(testBatch(0), 0), c.enc)
 		want := [][][]byte{{{}, []byte("kv@test"), seq0, payload}, {{}, {}, endSeq, {}}}
 		if legacy {
 			want = [][][]byte{{{}, seq0, payload}, {{}, endSeq, {}}}

@@ -17,17 +17,19 @@ type Source struct {
 	ReplayTimeout time.Duration
 }
 
-// Subscribe starts a Subscriber on endpoint (listening on it with bind)
-// that hands each batch to onBatch and each gap to onGap. Close the
-// returned Closer to stop it; no callback runs after Close returns.
-func (s Source) Subscribe(endpoint, replay string, bind bool, onBatch func(*kvevent.Batch), onGap func(restart bool)) (io.Closer, error) {
+// Subscribe starts a Subscriber on st (listening on its endpoint with
+// st.Bind, decoding with st.Engine's schema) that hands each batch, with
+// its sequence number, to onBatch and each gap to onGap. Close the returned
+// Closer to stop it; no callback runs after Close returns.
+func (s Source) Subscribe(st kvevent.Stream, onBatch func(seq uint64, b *kvevent.Batch), onGap func(restart bool)) (io.Closer, error) {
 	return NewSubscriber(SubscriberConfig{
-		Endpoint:       endpoint,
-		Bind:           bind,
-		ReplayEndpoint: replay,
-		CatchUp:        replay != "",
+		Endpoint:       st.Endpoint,
+		Bind:           st.Bind,
+		Engine:         st.Engine,
+		ReplayEndpoint: st.Replay,
+		CatchUp:        st.Replay != "",
 		ReplayTimeout:  s.ReplayTimeout,
-		OnBatch:        func(d Delivery) { onBatch(d.Batch) },
+		OnBatch:        func(d Delivery) { onBatch(d.Seq, d.Batch) },
 		OnGap:          func(g Gap) { onGap(g.Restart) },
 	})
 }

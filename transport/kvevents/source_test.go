@@ -1,9 +1,7 @@
 package kvevents
 
 import (
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/inferrail/inferrail/model/kvevent"
 )
@@ -20,34 +18,14 @@ func TestSourceCatchesUp(t *testing.T) {
 		p.Publish(testBatch(i)) // nobody listens: only the replay buffer keeps them
 	}
 	s := newSink()
-	c, err := Source{}.Subscribe(p.Endpoint(), p.ReplayEndpoint(), false,
-		func(b *kvevent.Batch) { s.batches <- Delivery{Batch: b} },
-		func(restart bool) { s.gaps <- Gap{Restart: restart} })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	s.subscribe(t, kvevent.Stream{Endpoint: p.Endpoint(), Replay: p.ReplayEndpoint()})
 	// Probe until the subscription joins; its first live batch makes it
 	// replay from 0, so the early batches come first.
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				p.Publish(&kvevent.Batch{TS: -1})
-			}
-		}
-	})
-	defer wg.Wait()
-	defer close(stop)
+	stop := probe(p)
+	defer stop()
 	for i := range early {
-		if d := s.next(t); d.Batch.TS != float64(i) {
-			t.Fatalf("delivery %d has TS %v, want the early batch %d", i, d.Batch.TS, i)
+		if d := s.next(t); d.Batch.TS != float64(i) || d.Seq != uint64(i) {
+			t.Fatalf("delivery %d has TS %v and seq %d, want the early batch %d", i, d.Batch.TS, d.Seq, i)
 		}
 	}
 	select {
@@ -55,4 +33,16 @@ func TestSourceCatchesUp(t *testing.T) {
 		t.Fatalf("gap %+v", g)
 	default:
 	}
+}
+
+// subscribe subscribes s to st through Source, until the test ends.
+func (s *sink) subscribe(t *testing.T, st kvevent.Stream) {
+	t.Helper()
+	c, err := Source{}.Subscribe(st,
+		func(seq uint64, b *kvevent.Batch) { s.batches <- Delivery{Seq: seq, Batch: b} },
+		func(restart bool) { s.gaps <- Gap{Restart: restart} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
 }

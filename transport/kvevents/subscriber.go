@@ -97,6 +97,9 @@ type SubscriberConfig struct {
 	Bind bool
 	// Topic is the subscription prefix; "" receives every topic.
 	Topic string
+	// Engine is the publisher's engine, whose event schema payloads are
+	// decoded with (kvevent.Decode); "" is EngineVLLM.
+	Engine kvevent.Engine
 	// ReplayEndpoint is the engine's replay ROUTER; "" disables replay, and
 	// every gap is then reported.
 	ReplayEndpoint string
@@ -159,6 +162,7 @@ type Subscriber struct {
 	// Owned by the run goroutine.
 	started        bool
 	next, liveNext uint64
+	epoch          []byte // the publisher's epoch, from SGLang's topic; nil when it sends none
 
 	received, delivered, replayed, duplicates, gaps, restarts,
 	malformed, decodeErrors, replayErrors atomic.Uint64
@@ -254,17 +258,42 @@ func (s *Subscriber) run(ctx context.Context, sub zmq4.Socket) {
 			continue
 		}
 		s.received.Add(1)
-		s.live(ctx, binary.BigEndian.Uint64(f[1]), f[2])
+		s.live(ctx, binary.BigEndian.Uint64(f[1]), f[2], topicEpoch(f[0]))
 	}
+}
+
+// epochMarker starts the publisher's epoch in SGLang's live topic: with a
+// snapshot_endpoint, SGLang's ZmqEventPublisher sends topic +
+// "\x00sgl-kv-epoch=" + epoch, a token new with each publisher (and a
+// snapshot barrier appends "\x00sgl-kv-snapshot=" + id after it). A
+// subscription to the plain topic still matches, as SUB filters by prefix.
+var epochMarker = []byte("\x00sgl-kv-epoch=")
+
+// topicEpoch returns the epoch in an SGLang live topic, or nil.
+func topicEpoch(topic []byte) []byte {
+	i := bytes.Index(topic, epochMarker)
+	if i < 0 {
+		return nil
+	}
+	e := topic[i+len(epochMarker):]
+	if j := bytes.IndexByte(e, 0); j >= 0 {
+		e = e[:j]
+	}
+	return e
 }
 
 // live handles one batch from the stream. next is the next sequence number
 // to deliver; liveNext the next one expected on the stream, which runs
 // behind next after a replay delivered batches the stream has not caught up
-// with yet.
-func (s *Subscriber) live(ctx context.Context, seq uint64, payload []byte) {
-	if s.started && seq < s.liveNext {
-		// The publisher's counter went backwards: a new engine process.
+// with yet. epoch is the publisher's epoch when its topic carries one.
+func (s *Subscriber) live(ctx context.Context, seq uint64, payload, epoch []byte) {
+	newEpoch := epoch != nil && s.epoch != nil && !bytes.Equal(epoch, s.epoch)
+	if epoch != nil && !bytes.Equal(epoch, s.epoch) {
+		s.epoch = bytes.Clone(epoch)
+	}
+	if s.started && (seq < s.liveNext || newEpoch) {
+		// The publisher's counter went backwards, or its epoch changed: a
+		// new engine process (or DP replica), with a new cache.
 		s.gap(Gap{From: s.next, To: seq, Restart: true})
 		s.next = seq
 	}
@@ -317,7 +346,7 @@ func (s *Subscriber) replay(ctx context.Context) {
 // reported as a gap of one.
 func (s *Subscriber) deliver(seq uint64, payload []byte, replayed bool) {
 	s.next = seq + 1
-	b, err := kvevent.DecodeBatch(payload)
+	b, err := kvevent.Decode(payload, s.cfg.Engine)
 	if err != nil {
 		s.decodeErrors.Add(1)
 		s.gap(Gap{From: seq, To: seq + 1})

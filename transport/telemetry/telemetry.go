@@ -402,7 +402,17 @@ func writeGauges(b *bytes.Buffer, snaps []*replica.Snapshot, now time.Time) {
 		gauge("inferrail_index_bytes", func(s *replica.Snapshot) float64 { _, _, n := index(s); return float64(n) })
 		gauge("inferrail_replica_index_capacity_blocks", func(s *replica.Snapshot) float64 { _, c, _ := index(s); return float64(c) })
 		counter("inferrail_index_resets_total", func(s *replica.Snapshot) float64 { return float64(s.Shadow.Resets()) })
+		gauge("inferrail_index_speculative_blocks", func(s *replica.Snapshot) float64 { return float64(s.Shadow.Speculative()) })
 		gauge("inferrail_replica_queued_prefill_seconds", func(s *replica.Snapshot) float64 { return s.Shadow.Queued(now).Seconds() })
+		// inferrail_replica_index_mode{replica,mode}: 1 for the mode the
+		// replica's prediction is in, 0 for the others.
+		metrics.WriteMetadataIfNeeded(b, "inferrail_replica_index_mode", "gauge")
+		for _, s := range snaps {
+			for _, mode := range replica.IndexModes {
+				b.WriteString(`inferrail_replica_index_mode{replica=` + strconv.Quote(s.ID) + `,mode="` + string(mode) + `"} ` +
+					strconv.FormatFloat(b2f(s.IndexMode == mode), 'g', -1, 64) + "\n")
+			}
+		}
 		snaps = all
 	}
 
@@ -460,6 +470,16 @@ func writeGauges(b *bytes.Buffer, snaps []*replica.Snapshot, now time.Time) {
 			}
 		}
 		counter("inferrail_kv_events_gaps_total", func(s *replica.Snapshot) float64 { return float64(s.EventCounts.Gaps.Load()) })
+		// inferrail_kv_events_fallbacks_total{replica,reason}: exact mode
+		// given up, by why; inferrail_kv_events_resyncs_total: regained.
+		metrics.WriteMetadataIfNeeded(b, "inferrail_kv_events_fallbacks_total", "counter")
+		for _, s := range snaps {
+			for _, reason := range replica.FallbackReasons {
+				b.WriteString(`inferrail_kv_events_fallbacks_total{replica=` + strconv.Quote(s.ID) + `,reason="` + string(reason) + `"} ` +
+					strconv.FormatUint(s.EventCounts.Fallbacks(reason), 10) + "\n")
+			}
+		}
+		counter("inferrail_kv_events_resyncs_total", func(s *replica.Snapshot) float64 { return float64(s.EventCounts.Resyncs()) })
 		snaps = all
 	}
 

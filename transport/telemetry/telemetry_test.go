@@ -31,7 +31,8 @@ func (f *fakeFleet) set(ids ...string) {
 	f.snaps = f.snaps[:0]
 	for _, id := range ids {
 		f.snaps = append(f.snaps, &replica.Snapshot{ID: id, Healthy: true, Counters: replica.NewCounters(0, 0),
-			Scrapes: &replica.ScrapeCounts{}, Shadow: &replica.Shadow{}, Load: load.Report{Running: 1}, LoadAt: time.Now()})
+			Scrapes: &replica.ScrapeCounts{}, Shadow: &replica.Shadow{}, Load: load.Report{Running: 1}, LoadAt: time.Now(),
+			IndexMode: replica.IndexApproximate})
 	}
 }
 
@@ -87,11 +88,14 @@ func TestSnapshot(t *testing.T) {
 		`inferrail_index_bytes{replica="r0"}`,
 		`inferrail_index_entries{replica="r0"}`,
 		`inferrail_index_resets_total{replica="r0"}`,
+		`inferrail_index_speculative_blocks{replica="r0"}`,
 		`inferrail_prompt_tokens_checked_total{model="m",replica="r0"}`,
 		`inferrail_prompt_tokens_mismatch_total{model="m",replica="r0"}`,
 		`inferrail_prompt_tokens_total{model="m"}`,
 		`inferrail_predicted_cached_tokens_total{model="m"}`,
 		`inferrail_replica_index_capacity_blocks{replica="r0"}`,
+		`inferrail_replica_index_mode{replica="r0",mode="approximate"}`,
+		`inferrail_replica_index_mode{replica="r0",mode="exact"}`,
 		`inferrail_replica_queued_prefill_seconds{replica="r0"}`,
 		`inferrail_replica_ejected{replica="r0"}`,
 		`inferrail_replica_engine_kv_usage{replica="r0"}`,
@@ -109,6 +113,7 @@ func TestSnapshot(t *testing.T) {
 		`inferrail_replica_warning{replica="r0",warning="engine_unauthorized"}`,
 		`inferrail_replica_warning{replica="r0",warning="kv_events_block_size"}`,
 		`inferrail_replica_warning{replica="r0",warning="kv_events_foreign_tokens"}`,
+		`inferrail_replica_warning{replica="r0",warning="kv_events_interrupted"}`,
 		`inferrail_replica_warning{replica="r0",warning="kv_events_silent"}`,
 		`inferrail_replica_warning{replica="r0",warning="kv_events_unmapped"}`,
 		`inferrail_replica_warning{replica="r0",warning="metrics_partial"}`,
@@ -243,7 +248,8 @@ func BenchmarkRenderAfterChurn(b *testing.B) {
 }
 
 // TestKVEventsSeries: replicas subscribed to their engine's KV events get
-// the inferrail_kv_events_* series; the others do not.
+// the inferrail_kv_events_* series; the others do not. Every replica has its
+// index mode.
 func TestKVEventsSeries(t *testing.T) {
 	f := &fakeFleet{}
 	f.set("a", "b")
@@ -254,6 +260,7 @@ func TestKVEventsSeries(t *testing.T) {
 	c.Gaps.Add(1)
 	a := *f.snaps[0]
 	a.Events, a.EventCounts = replica.EventStream{Endpoint: "tcp://10.0.0.1:5557"}, c
+	a.IndexMode = replica.IndexExact
 	f.snaps[0] = &a
 	p := page(New(f))
 	for _, want := range []string{
@@ -263,6 +270,12 @@ func TestKVEventsSeries(t *testing.T) {
 		`inferrail_kv_events_blocks_total{replica="a",op="unmapped"} 0`,
 		`inferrail_kv_events_blocks_total{replica="a",op="unknown"} 0`,
 		`inferrail_kv_events_gaps_total{replica="a"} 1`,
+		`inferrail_kv_events_fallbacks_total{replica="a",reason="silence"} 0`,
+		`inferrail_kv_events_fallbacks_total{replica="a",reason="gap"} 0`,
+		`inferrail_kv_events_resyncs_total{replica="a"} 0`,
+		`inferrail_replica_index_mode{replica="a",mode="exact"} 1`,
+		`inferrail_replica_index_mode{replica="a",mode="approximate"} 0`,
+		`inferrail_replica_index_mode{replica="b",mode="approximate"} 1`,
 	} {
 		if !strings.Contains(p, want+"\n") {
 			t.Errorf("page lacks %s", want)
