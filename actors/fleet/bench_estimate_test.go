@@ -49,14 +49,19 @@ func benchState(n int) (policy.Request, [][][]prefix.Hash) {
 // policy and the lease. late-% is the share of decisions that took longer
 // than the deadline; misses/op the replicas priced from published state.
 func BenchmarkCostModelActor(b *testing.B) {
+	byFanout(b, func(b *testing.B, n, fanout int) { benchCostModelActor(b, n, fanout, false) })
+}
+
+// byFanout runs bench at each of benchSizes replicas with every replica
+// asked for an estimate, then with the default shortlist of 16 where there
+// are more.
+func byFanout(b *testing.B, bench func(b *testing.B, n, fanout int)) {
 	for _, fanout := range []int{0, 16} {
 		for _, n := range benchSizes {
 			if fanout > 0 && n <= fanout {
 				continue
 			}
-			b.Run(fmt.Sprintf("fanout=%d/replicas=%d", fanout, n), func(b *testing.B) {
-				benchCostModelActor(b, n, fanout, false)
-			})
+			b.Run(fmt.Sprintf("fanout=%d/replicas=%d", fanout, n), func(b *testing.B) { bench(b, n, fanout) })
 		}
 	}
 }

@@ -76,6 +76,10 @@ type Options struct {
 	// extraTrial, when not nil, adds its policy to every model's shadows:
 	// a test's way to stall the trial worker.
 	extraTrial func() policy.Policy
+	// armPolicy, when not nil, builds every arm's policy in place of
+	// modelPolicy: a benchmark's way to route with a scheduling profile
+	// before the config can name one.
+	armPolicy func(cfg *config.Config, m *config.Model, name string) (policy.Policy, error)
 }
 
 // Fleet is the running set of gateway actors for one config. Its methods are

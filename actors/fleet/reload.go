@@ -113,7 +113,11 @@ func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []
 					continue
 				}
 			}
-			p, err := modelPolicy(cfg, m, a.policy)
+			build := modelPolicy
+			if f.opts.armPolicy != nil {
+				build = f.opts.armPolicy
+			}
+			p, err := build(cfg, m, a.policy)
 			if err != nil {
 				return nil, nil, nil, err
 			}

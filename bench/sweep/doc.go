@@ -1,10 +1,13 @@
 // Package sweep runs benchmark matrices and reports on them. A sweep is one
 // TOML file: shared settings (replicas, duration, warm-up, repetitions,
-// seed, policies) and a list of points, each a workload with its overrides
-// and rates. Every (point, rate, repetition, policy) is one run with a
-// specification; policies run innermost, so that drift over a long sweep
-// falls on every policy alike, and every policy of a repetition gets the
-// same requests at the same times on a cold fleet.
+// seed, policies, and scheduling profiles: EndpointPickerConfig documents
+// from a file or inline, each under a name the reports label it with) and
+// a list of points, each a workload with its overrides and rates. Every
+// (point, rate, repetition, policy or profile) is one run with a
+// specification; policies and profiles run innermost, so that drift over a
+// long sweep falls on every one alike, and each of a repetition gets the
+// same requests at the same times on a cold fleet. Policy and plugin names
+// are model/sched's registry's.
 //
 // Execute runs the plan with a Runner (virtual time through sim/cluster, or
 // real time against in-process simulators and a gateway that the command
@@ -15,5 +18,6 @@
 // bytes.
 //
 // Execute joins every goroutine it starts before it returns. The only I/O
-// is reading sweep files and reading and writing result and report files.
+// is reading sweep and profile files and reading and writing result and
+// report files.
 package sweep

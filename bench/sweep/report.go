@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/inferrail/inferrail/bench/harness"
+	"github.com/inferrail/inferrail/model/sched"
 )
 
 // Targets the report judges against (the benchmark plan's).
@@ -28,9 +29,14 @@ const (
 	agreeWithin = 0.1
 )
 
-// policyOrder is the report's order of known policies; others follow,
-// sorted.
-var policyOrder = []string{"round_robin", "random", "least_request", "p2c", "prefix_hash", "kv_aware", "cost_model"}
+// The policies the verdicts judge by name: the benchmark plan's targets are
+// cost_model's against the cache-blind baselines. TestVerdictPolicies
+// checks that each is a registered policy.
+const (
+	ours   = "cost_model"
+	blind  = "round_robin"
+	fewest = "least_request"
+)
 
 // group is the results of one sweep in one mode.
 type group struct {
@@ -187,12 +193,15 @@ func first(a, b *RunSpec) bool {
 	return a.Policy < b.Policy
 }
 
+// sortPolicies orders policies as the registry lists them (sched.Policies),
+// then the profiles, sorted.
 func sortPolicies(ps []string) {
+	order := sched.Policies()
 	rank := func(p string) int {
-		if i := slices.Index(policyOrder, p); i >= 0 {
+		if i := slices.Index(order, p); i >= 0 {
 			return i
 		}
-		return len(policyOrder)
+		return len(order)
 	}
 	sort.Slice(ps, func(i, j int) bool {
 		ri, rj := rank(ps[i]), rank(ps[j])
@@ -374,6 +383,8 @@ func writeGroup(b *strings.Builder, g *group, files map[string][]byte) {
 
 	writeVerdicts(b, g)
 	writeHeadline(b, g)
+	writeEveryRate(b, g)
+	writeLosses(b, g)
 	for _, p := range g.points {
 		writePoint(b, g, p, files)
 	}
@@ -397,11 +408,11 @@ func writeVerdicts(b *strings.Builder, g *group) {
 	b.WriteString("\n### Verdicts\n\n")
 	ratio := func(kind string, target float64) {
 		p := g.point(kind)
-		if p == nil || p.at(p.main, "cost_model") == nil || p.at(p.main, "round_robin") == nil {
+		if p == nil || p.at(p.main, ours) == nil || p.at(p.main, blind) == nil {
 			fmt.Fprintf(b, "- cost_model against round_robin on %s: not measured in this sweep.\n", kind)
 			return
 		}
-		cm, rr := median(p.at(p.main, "cost_model"), mP99TTFT), median(p.at(p.main, "round_robin"), mP99TTFT)
+		cm, rr := median(p.at(p.main, ours), mP99TTFT), median(p.at(p.main, blind), mP99TTFT)
 		r := cm / rr
 		fmt.Fprintf(b, "- cost_model's p99 TTFT on %s (%s at %s req/s) is %s× round_robin's: %s ms against %s ms. "+
 			"Target ≤ %s×: **%s**.\n", kind, p.name, num(p.main), f2(r), ms(cm), ms(rr), num(target), metOr(r <= target))
@@ -412,7 +423,7 @@ func writeVerdicts(b *strings.Builder, g *group) {
 	var worse []string
 	compared := 0
 	for _, p := range g.points {
-		cm, lr := p.at(p.main, "cost_model"), p.at(p.main, "least_request")
+		cm, lr := p.at(p.main, ours), p.at(p.main, fewest)
 		if cm == nil || lr == nil {
 			continue
 		}
@@ -436,13 +447,13 @@ func writeVerdicts(b *strings.Builder, g *group) {
 	measured, all := 0, true
 	for _, kind := range []string{"W1", "W3", "W5"} {
 		p := g.point(kind)
-		if p == nil || p.at(p.main, "cost_model") == nil {
+		if p == nil || p.at(p.main, ours) == nil {
 			shares = append(shares, kind+" not measured")
 			continue
 		}
-		cm := p.at(p.main, "cost_model")
+		cm := p.at(p.main, ours)
 		hit := median(cm, mHit)
-		oracle, twin := g.oracle(p, p.main, "cost_model")
+		oracle, twin := g.oracle(p, p.main, ours)
 		if math.IsNaN(oracle) {
 			shares = append(shares, fmt.Sprintf("%s hit rate %s (no oracle in %s runs)", kind, f3(hit), g.mode))
 			all = false
@@ -508,15 +519,7 @@ func writeHeadline(b *strings.Builder, g *group) {
 		b.WriteString("---:|")
 	}
 	b.WriteString("\n")
-	var pols []string
-	for _, p := range g.points {
-		for _, pol := range p.policies {
-			if !slices.Contains(pols, pol) {
-				pols = append(pols, pol)
-			}
-		}
-	}
-	sortPolicies(pols)
+	pols := g.policies()
 	for _, pol := range pols {
 		fmt.Fprintf(b, "| %s |", pol)
 		for _, p := range g.points {
@@ -531,15 +534,15 @@ func writeHeadline(b *strings.Builder, g *group) {
 		}
 		b.WriteString("\n")
 	}
-	if slices.Contains(pols, "cost_model") {
-		row("cost_model hit rate", "cost_model", mHit)
+	if slices.Contains(pols, ours) {
+		row(ours+" hit rate", ours, mHit)
 		label := "oracle hit rate"
 		if g.twin != nil {
 			label = "oracle hit rate (virtual twin)"
 		}
 		fmt.Fprintf(b, "| %s |", label)
 		for _, p := range g.points {
-			o, _ := g.oracle(p, p.main, "cost_model")
+			o, _ := g.oracle(p, p.main, ours)
 			fmt.Fprintf(b, " %s |", f2(o))
 		}
 		b.WriteString("\n")
@@ -561,7 +564,7 @@ func writePoint(b *strings.Builder, g *group, p *pointResults, files map[string]
 		fmt.Fprintf(b, "Workload %s on %d engines%s, %v of requests per run with the first %v left out: `%s`.\n\n",
 			p.kind, sp.Replicas, events, sp.Duration, sp.WarmUp, params.String())
 	}
-	oracle, _ := g.oracle(p, p.main, "cost_model")
+	oracle, _ := g.oracle(p, p.main, ours)
 	b.WriteString(pointHeadline(p, oracle) + "\n")
 
 	prefix := g.mode + "-" + slug(g.sweep) + "-" + slug(p.name)
@@ -647,18 +650,18 @@ func pointHeadline(p *pointResults, oracle float64) string {
 		}
 	}
 	s := fmt.Sprintf("At %s req/s %s has the lowest p99 TTFT, %s ms.", num(p.main), best, ms(bestV))
-	cm := p.at(p.main, "cost_model")
+	cm := p.at(p.main, ours)
 	if cm == nil {
 		return s
 	}
 	v := median(cm, mP99TTFT)
 	var rel []string
-	for _, base := range []string{"round_robin", "least_request"} {
+	for _, base := range []string{blind, fewest} {
 		if c := p.at(p.main, base); c != nil {
 			rel = append(rel, fmt.Sprintf("%s× %s's", f2(v/median(c, mP99TTFT)), base))
 		}
 	}
-	if best != "cost_model" || len(rel) > 0 {
+	if best != ours || len(rel) > 0 {
 		s += fmt.Sprintf(" cost_model's is %s ms", ms(v))
 		if len(rel) > 0 {
 			s += ", " + strings.Join(rel, " and ")

@@ -41,11 +41,19 @@ type Virtual struct{}
 
 // Run simulates spec.
 func (Virtual) Run(_ context.Context, spec *RunSpec) (*harness.Run, error) {
-	res, err := cluster.Run(cluster.Config{
-		Replicas: spec.Replicas, Engine: spec.Engine, Policy: spec.Policy, Fanout: spec.Fanout,
+	cfg := cluster.Config{
+		Replicas: spec.Replicas, Engine: spec.Engine, Fanout: spec.Fanout,
 		KVEvents: spec.KVEvents,
 		Workload: spec.wl, Rate: spec.Rate, Duration: spec.Duration, WarmUp: spec.WarmUp, Seed: spec.Seed,
-	})
+	}
+	sc, err := spec.Scheduler()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Scheduler = sc; sc == nil {
+		cfg.Policy = spec.Policy
+	}
+	res, err := cluster.Run(cfg)
 	if err != nil {
 		return nil, err
 	}

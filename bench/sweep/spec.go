@@ -15,9 +15,10 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/inferrail/inferrail/bench/harness"
-	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/sched"
 	"github.com/inferrail/inferrail/sim"
 	"github.com/inferrail/inferrail/sim/engine"
 	"github.com/inferrail/inferrail/sim/workload"
@@ -42,8 +43,10 @@ type Sweep struct {
 	// its requests from Seed·1000 + k.
 	Repetitions int    `toml:"repetitions"`
 	Seed        uint64 `toml:"seed"`
-	// Policies are the routing policies compared, in report order.
+	// Policies are the routing policies compared (sched.Policies).
 	Policies []string `toml:"policies"`
+	// Profiles are the scheduling profiles compared beside them.
+	Profiles []Profile `toml:"profile"`
 	// Fanout is routing.estimate_fanout; 0 takes the gateway's 16.
 	Fanout int `toml:"fanout"`
 	// TTFT and TPOT are the SLO goodput counts against; 0 takes 2 s and
@@ -52,6 +55,25 @@ type Sweep struct {
 	TPOT time.Duration `toml:"slo_tpot"`
 	// Points are the workloads swept.
 	Points []Point `toml:"point"`
+
+	// Warnings are what the profiles ask for that Inferrail routes
+	// without, and their deprecations (sched.Parse), each naming its
+	// profile.
+	Warnings []string `toml:"-"`
+}
+
+// Profile is a scheduling profile a sweep compares: an EndpointPickerConfig
+// document (YAML, or JSON), from a file or inline.
+type Profile struct {
+	// Name labels the profile in reports and result files, as
+	// "llmd-helm-default"; not a policy's name.
+	Name string `toml:"name"`
+	// File is the document's path, relative to the sweep file; Document
+	// is the document itself. Set one.
+	File     string `toml:"file"`
+	Document string `toml:"document"`
+
+	cfg *sched.Config
 }
 
 // Point is one workload of a sweep at its rates.
@@ -114,6 +136,18 @@ func Parse(text, dir string) (*Sweep, error) {
 		}
 		p.wl = w
 	}
+	for i := range s.Profiles {
+		p := &s.Profiles[i]
+		cfg, warns, err := p.load(dir)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("profile %q: %w", p.Name, err))
+			continue
+		}
+		p.cfg = cfg
+		for _, w := range warns {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("profile %q: %v", p.Name, w))
+		}
+	}
 	for _, k := range md.Undecoded() {
 		errs = append(errs, fmt.Errorf("unknown key %s", k))
 	}
@@ -161,12 +195,27 @@ func (s *Sweep) validate() error {
 	if s.Repetitions < 1 || s.Repetitions > maxRepetitions {
 		bad("repetitions %d: want 1 to %d", s.Repetitions, maxRepetitions)
 	}
-	if len(s.Policies) == 0 {
-		bad("policies: none")
+	if len(s.Policies) == 0 && len(s.Profiles) == 0 {
+		bad("policies: none, and no profile")
 	}
-	for _, p := range s.Policies {
-		if _, err := policy.New(p); err != nil {
-			bad("policies: %v", err)
+	for i, p := range s.Policies {
+		if _, ok := sched.Lookup(p); !ok {
+			bad("policies: unknown policy %q; the policies are %s", p, strings.Join(sched.Policies(), ", "))
+		}
+		if slices.Index(s.Policies, p) < i {
+			bad("policies: %s listed twice", p)
+		}
+	}
+	for i := range s.Profiles {
+		p := &s.Profiles[i]
+		switch {
+		case p.Name == "" || strings.ContainsAny(p.Name, `/\`):
+			bad("profile %d: name %q: want a name without slashes", i, p.Name)
+		case slices.ContainsFunc(s.Profiles[:i], func(q Profile) bool { return q.Name == p.Name }):
+			bad("profile %q: listed twice", p.Name)
+		}
+		if _, ok := sched.Lookup(p.Name); ok {
+			bad("profile %q: the name of a policy; name the profile otherwise", p.Name)
 		}
 	}
 	if s.Fanout < 0 {
@@ -192,7 +241,7 @@ func (s *Sweep) validate() error {
 		if len(p.Rates) == 0 || len(p.Rates) > maxRates {
 			bad("point %q: %d rates: want 1 to %d", p.Name, len(p.Rates), maxRates)
 		}
-		runs += len(p.Rates) * max(s.Repetitions, 1) * max(len(s.Policies), 1)
+		runs += len(p.Rates) * max(s.Repetitions, 1) * max(len(s.Policies)+len(s.Profiles), 1)
 		for _, r := range p.Rates {
 			if !(r > 0) || math.IsInf(r, 0) {
 				bad("point %q: rate %v: want a finite number above 0", p.Name, r)
@@ -220,7 +269,36 @@ const (
 	maxRates       = 1000
 	maxReplicas    = 4096
 	maxRuns        = 100_000
+	// maxProfileBytes bounds a profile's document file.
+	maxProfileBytes = 1 << 20
 )
+
+// load reads and parses the profile's document; a relative File is taken
+// from dir.
+func (p *Profile) load(dir string) (*sched.Config, []sched.Warning, error) {
+	text := p.Document
+	switch {
+	case p.File != "" && p.Document != "":
+		return nil, nil, errors.New("file and document: set one")
+	case p.File != "":
+		path := p.File
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		b, err := workload.ReadFile(path, maxProfileBytes)
+		if err != nil {
+			return nil, nil, err
+		}
+		text = string(b)
+	case p.Document == "":
+		return nil, nil, errors.New("file or document: set one")
+	}
+	var doc any
+	if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
+		return nil, nil, err
+	}
+	return sched.Parse(p.Name, doc)
+}
 
 // RunSpec is everything that determines one run. Its hash names it in its
 // result file, so that a sweep resumes past the runs already made.
@@ -233,11 +311,16 @@ type RunSpec struct {
 	Order int    `json:"order"`
 	// Kind is the workload's kind, Params the workload with its
 	// overrides.
-	Kind       string          `json:"workload"`
-	Params     json.RawMessage `json:"params"`
-	Rate       float64         `json:"rate"`
-	MainRate   float64         `json:"main_rate"`
-	Policy     string          `json:"policy"`
+	Kind     string          `json:"workload"`
+	Params   json.RawMessage `json:"params"`
+	Rate     float64         `json:"rate"`
+	MainRate float64         `json:"main_rate"`
+	// Policy is the policy's name, or the profile's.
+	Policy string `json:"policy"`
+	// Profile is the profile's document, its defaults injected
+	// (sched.Config.Document), for a profile's run; left out of a
+	// policy's.
+	Profile    json.RawMessage `json:"profile,omitempty"`
 	Repetition int             `json:"repetition"`
 	Seed       uint64          `json:"seed"`
 	Replicas   int             `json:"replicas"`
@@ -251,11 +334,29 @@ type RunSpec struct {
 	// Engine is every simulated engine's configuration.
 	Engine engine.Config `json:"engine"`
 
-	wl workload.Workload
+	wl    workload.Workload
+	sched *sched.Config
 }
 
 // Workload returns the run's workload.
 func (r *RunSpec) Workload() workload.Workload { return r.wl }
+
+// Scheduler returns the profile a profile's run routes with, nil for a
+// policy's: the sweep's, or the one Profile holds.
+func (r *RunSpec) Scheduler() (*sched.Config, error) {
+	if r.sched != nil || len(r.Profile) == 0 {
+		return r.sched, nil
+	}
+	var doc any
+	if err := json.Unmarshal(r.Profile, &doc); err != nil {
+		return nil, fmt.Errorf("profile %s: %w", r.Policy, err)
+	}
+	c, _, err := sched.Parse(r.Policy, doc)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", r.Policy, err)
+	}
+	return c, nil
+}
 
 // Hash is the SHA-256 of the specification's JSON, in hex.
 func (r *RunSpec) Hash() string {
@@ -289,9 +390,26 @@ func slug(s string) string {
 }
 
 // Plan lists the sweep's runs in the order they run: by point, rate and
-// repetition, with policies innermost.
+// repetition, with the policies, then the profiles, innermost.
 func (s *Sweep) Plan(mode string) []*RunSpec {
 	eng := sim.DefaultOptions().Engine
+	type routed struct {
+		name string
+		doc  json.RawMessage
+		cfg  *sched.Config
+	}
+	var by []routed
+	for _, p := range s.Policies {
+		by = append(by, routed{name: p})
+	}
+	for i := range s.Profiles {
+		p := &s.Profiles[i]
+		doc, err := json.Marshal(p.cfg.Document())
+		if err != nil {
+			panic("BUG: sweep: a profile's document does not marshal: " + err.Error())
+		}
+		by = append(by, routed{p.Name, doc, p.cfg})
+	}
 	var out []*RunSpec
 	for i := range s.Points {
 		p := &s.Points[i]
@@ -301,14 +419,14 @@ func (s *Sweep) Plan(mode string) []*RunSpec {
 		}
 		for _, rate := range p.Rates {
 			for rep := range s.Repetitions {
-				for _, pol := range s.Policies {
+				for _, r := range by {
 					out = append(out, &RunSpec{
 						Format: Format, Mode: mode, Sweep: s.Name, Point: p.Name, Order: i,
 						Kind: p.Workload, Params: params, Rate: rate, MainRate: p.Main,
-						Policy: pol, Repetition: rep, Seed: s.Seed*1000 + uint64(rep),
+						Policy: r.name, Profile: r.doc, Repetition: rep, Seed: s.Seed*1000 + uint64(rep),
 						Replicas: p.Replicas, Duration: p.Duration, WarmUp: p.WarmUp, Fanout: s.Fanout,
 						KVEvents: p.KVEvents,
-						SLO:      harness.SLO{TTFT: s.TTFT, TPOT: s.TPOT}, Engine: eng, wl: p.wl,
+						SLO:      harness.SLO{TTFT: s.TTFT, TPOT: s.TPOT}, Engine: eng, wl: p.wl, sched: r.cfg,
 					})
 				}
 			}

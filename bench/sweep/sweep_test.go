@@ -285,6 +285,14 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add("name = \"x\"\nreplicas = 1\nduration = \"1s\"\nrepetitions = 1\npolicies = [\"round_robin\"]\n[[point]]\nname = \"W1\"\nworkload = \"W1\"\nrates = [1]\nmain = 1\n")
 	f.Add("[[point]]\nworkload = \"W2\"\n[point.set]\nsharegpt = \"/dev/null\"\n")
+	if b, err := os.ReadFile("../sweeps/llmd.toml"); err == nil {
+		if model, err := filepath.Abs("../../model"); err == nil {
+			// Its profiles' files, found from the fuzz target's directory.
+			f.Add(strings.ReplaceAll(string(b), "../../model", model))
+		}
+	}
+	f.Add(withProfiles)
+	f.Add(small + "[[profile]]\nname = \"p\"\nfile = \"/dev/zero\"\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		s, err := Parse(text, t.TempDir())
 		if err != nil {

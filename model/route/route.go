@@ -45,11 +45,17 @@ type View struct {
 	// there, and of those still waiting for a response head.
 	InFlight, Pending int
 	// Fresh reports that the engine's load report is within load.max_age:
-	// Running and KVUsage are then its running requests and KV cache use.
-	// Only read for a detailed collection.
-	Fresh   bool
-	Running int
-	KVUsage float64
+	// Running, Waiting and KVUsage are then its running and waiting
+	// requests and KV cache use. Only read for a detailed collection.
+	Fresh            bool
+	Running, Waiting int
+	KVUsage          float64
+	// PendingTokens is the prompt tokens, less those predicted cached, of
+	// the requests routed there that still wait for a response head
+	// (policy.Candidate.PendingTokens, which token-load-scorer and
+	// prefix-cache-affinity-filter read). Only read for a detailed
+	// collection.
+	PendingTokens int
 	// Ledger is the replica's published assignment numbers and prefill
 	// queue; nil for a replica that keeps none, which is then not priced.
 	Ledger Ledger
@@ -127,10 +133,10 @@ func candidate(i int, v *View, detail bool) policy.Candidate {
 	if !detail {
 		return c
 	}
-	c.Key = v.Key
+	c.Key, c.PendingTokens = v.Key, v.PendingTokens
 	c.Running = max(c.InFlight-c.Pending, 0)
 	if v.Fresh {
-		c.Running, c.KVUsage, c.Fresh = v.Running, v.KVUsage, true
+		c.Running, c.Waiting, c.KVUsage, c.Fresh = v.Running, v.Waiting, v.KVUsage, true
 	}
 	return c
 }

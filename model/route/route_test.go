@@ -75,23 +75,25 @@ func TestCollect(t *testing.T) {
 	}, nil, []int{}, 0)
 }
 
-// A detailed collection carries the key, the engine's running requests and
-// KV usage while fresh, else the requests past their first byte.
+// A detailed collection carries the key and the pending tokens, the
+// engine's running and waiting requests and KV usage while fresh, else the
+// requests past their first byte (and no waiting count).
 func TestCollectDetail(t *testing.T) {
 	vs := replicas("r0", "r1")
-	vs[0].InFlight, vs[0].Pending = 5, 2
-	vs[1].InFlight, vs[1].Fresh, vs[1].Running, vs[1].KVUsage = 1, true, 7, 0.5
+	vs[0].InFlight, vs[0].Pending, vs[0].PendingTokens, vs[0].Waiting = 5, 2, 900, 4 // stale: no waiting
+	vs[1].InFlight, vs[1].Fresh, vs[1].Running, vs[1].Waiting, vs[1].KVUsage = 1, true, 7, 3, 0.5
 	got, _ := Collect(nil, vs, nil, true)
 	want := []policy.Candidate{
-		{Replica: 0, InFlight: 5, Pending: 2, Key: vs[0].Key, Running: 3},
-		{Replica: 1, InFlight: 1, Key: vs[1].Key, Running: 7, KVUsage: 0.5, Fresh: true},
+		{Replica: 0, InFlight: 5, Pending: 2, Key: vs[0].Key, Running: 3, PendingTokens: 900},
+		{Replica: 1, InFlight: 1, Key: vs[1].Key, Running: 7, Waiting: 3, KVUsage: 0.5, Fresh: true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
 	plain, _ := Collect(nil, vs, nil, false)
-	if !reflect.DeepEqual(plain[1], policy.Candidate{Replica: 1, InFlight: 1}) {
-		t.Fatalf("a plain collection carries %+v", plain[1])
+	if !reflect.DeepEqual(plain[1], policy.Candidate{Replica: 1, InFlight: 1}) ||
+		!reflect.DeepEqual(plain[0], policy.Candidate{Replica: 0, InFlight: 5, Pending: 2}) {
+		t.Fatalf("a plain collection carries %+v", plain)
 	}
 }
 

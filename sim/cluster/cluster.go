@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/sched"
 	"github.com/inferrail/inferrail/sim/engine"
 	"github.com/inferrail/inferrail/sim/workload"
 )
@@ -23,8 +24,9 @@ const (
 	DefaultModel = "inferrail/sim-8b"
 )
 
-// Config describes one run: a fleet, a policy, a workload and how long to
-// drive it. A Config is a value; Run does not keep it.
+// Config describes one run: a fleet, a policy or scheduling profile, a
+// workload and how long to drive it. A Config is a value; Run does not keep
+// it.
 type Config struct {
 	// Replicas is how many engines the fleet runs.
 	Replicas int
@@ -34,12 +36,17 @@ type Config struct {
 	// Model names the served model; "" takes DefaultModel.
 	Model string
 
-	// Policy is the routing policy's config name (policy.New).
+	// Policy is the routing policy's config name (sched.Policies), routed
+	// by its built-in profile (sched.New), as the gateway routes it.
 	Policy string
+	// Scheduler, when not nil, routes the run instead of a policy: an
+	// EndpointPickerConfig profile (sched.Parse), whose Name labels the
+	// run. Set Policy or Scheduler, not both.
+	Scheduler *sched.Config
 	// CostModel configures cost_model; nil takes
 	// policy.DefaultCostModelParams. Its Model also prices the prefill
 	// every routed request adds to its replica's queue, whatever the
-	// policy, as the gateway does with routing.cost_model.
+	// policy or profile, as the gateway does with routing.cost_model.
 	CostModel *policy.CostModelParams
 	// PrefixHash and KVAware configure those policies; nil takes their
 	// defaults.
@@ -117,7 +124,9 @@ func (c *Config) validate() error {
 	if _, err := engine.New(c.Engine); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := c.policy(); err != nil {
+	if c.Policy != "" && c.Scheduler != nil {
+		errs = append(errs, fmt.Errorf("policy %q and scheduler %q: set one", c.Policy, c.Scheduler.Name()))
+	} else if _, err := c.scheduler(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -131,21 +140,23 @@ func (c *Config) costParams() policy.CostModelParams {
 	return policy.DefaultCostModelParams()
 }
 
-// policy returns a fresh policy for the run.
-func (c *Config) policy() (policy.Policy, error) {
-	switch c.Policy {
-	case "prefix_hash":
-		if c.PrefixHash != nil {
-			return policy.NewPrefixHash(*c.PrefixHash), nil
-		}
-	case "kv_aware":
-		if c.KVAware != nil {
-			return policy.NewKVAware(*c.KVAware), nil
-		}
-	case "cost_model":
-		return policy.NewCostModel(c.costParams()), nil
+// Name is what the run is labelled with: the policy's name, or the
+// scheduling profile's.
+func (c *Config) Name() string {
+	if c.Scheduler != nil {
+		return c.Scheduler.Name()
 	}
-	return policy.New(c.Policy)
+	return c.Policy
+}
+
+// scheduler returns a fresh scheduler for the run: the profile's, or the
+// policy's built-in profile with the run's params for it.
+func (c *Config) scheduler() (*sched.Scheduler, error) {
+	if c.Scheduler != nil {
+		return c.Scheduler.Build()
+	}
+	cm := c.costParams()
+	return sched.New(policy.Spec{Name: c.Policy, PrefixHash: c.PrefixHash, KVAware: c.KVAware, CostModel: &cm})
 }
 
 // Run simulates cfg and returns what every request did. It is a pure
@@ -160,7 +171,7 @@ func Run(cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("cluster: %w", err)
 	}
 	if err := r.loop(); err != nil {
-		return Result{}, fmt.Errorf("cluster: %s on %s: %w", cfg.Policy, cfg.Workload.Name(), err)
+		return Result{}, fmt.Errorf("cluster: %s on %s: %w", cfg.Name(), cfg.Workload.Name(), err)
 	}
 	return r.result(), nil
 }

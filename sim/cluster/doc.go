@@ -1,10 +1,10 @@
 // Package cluster is a virtual-time fleet simulator: N simulated vLLM engines
 // (sim/engine) on one virtual clock, fed by a seeded workload and routed by
-// the gateway's own routing core (model/route, which runs the policies of
-// model/policy) over the gateway's own per-replica estimates
-// (model/estimate), so that a routing policy can be
-// measured over minutes of traffic in a fraction of a second and exactly
-// replayed from its seed. The workloads are the benchmark harness's
+// the gateway's own routing core (model/route, running a policy's built-in
+// scheduling profile or an EndpointPickerConfig profile of model/sched)
+// over the gateway's own per-replica estimates (model/estimate), so that a
+// routing policy or profile can be measured over minutes of traffic in a
+// fraction of a second and exactly replayed from its seed. The workloads are the benchmark harness's
 // (sim/workload), their text tokenized as the simulator's handler does,
 // so a virtual run computes the token ids a real one sends; with more
 // replicas than Config.Fanout, the cache-aware policies see predictions

@@ -14,6 +14,7 @@ import (
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/prefix"
 	"github.com/inferrail/inferrail/model/route"
+	"github.com/inferrail/inferrail/model/sched"
 	"github.com/inferrail/inferrail/sim/engine"
 )
 
@@ -27,8 +28,8 @@ const streamRouting = 0x726f7574696e6721 // "routing!"
 
 // load is what an engine's metrics page says about its load.
 type load struct {
-	running int
-	kvUsage float64
+	running, waiting int
+	kvUsage          float64
 }
 
 // replica is one simulated engine with what the gateway keeps about it.
@@ -47,6 +48,9 @@ type replica struct {
 
 	inFlight int // routed and not finished
 	pending  int // routed and no first token yet
+	// pendingTokens is the prompt tokens less those predicted cached of
+	// the pending requests (route.View.PendingTokens).
+	pendingTokens int
 	// seq is the last assignment number taken: the replica applies each
 	// assignment as it is made (its ledger, route.Ledger).
 	seq uint64
@@ -78,6 +82,9 @@ type inflight struct {
 	rec       int  // index in run.recs
 	assigned  bool // recorded on its replica's estimate.Replica
 	firstByte bool
+	// tokens is what the request adds to its replica's pending tokens
+	// until its first byte.
+	tokens int
 }
 
 // run is one simulation's state. It is owned by Run.
@@ -87,7 +94,8 @@ type run struct {
 	// core is the gateway's routing core, deciding as a routing actor
 	// does: the policy, the shortlist and the pricing.
 	core    *route.Core
-	aware   bool      // the policy routes on estimates (policy.CacheAware)
+	aware   bool      // the policy routes on estimates (sched.SignalEstimates): decisions are priced and assigned
+	detail  bool      // candidates carry keys, load and pending tokens (it routes on estimates or load)
 	pcg     *rand.PCG // the policy's random source
 	root    prefix.Hash
 	bs      int
@@ -118,16 +126,23 @@ type run struct {
 	// onPick, when set (tests), sees every routing decision.
 	onPick func(r *run, req *policy.Request, cands []policy.Candidate, winner int)
 	// onShortlist, when set (tests), sees every decision made on a
-	// shortlist: the candidates with every replica asked, and the draw the
-	// policy's Pick takes, before the pick.
-	onShortlist func(req *policy.Request, full []policy.Candidate, draw uint64)
+	// shortlist: the candidates with every replica asked, and a copy of
+	// the policy's random source, which Pick draws from next, before the
+	// pick.
+	onShortlist func(req *policy.Request, full []policy.Candidate, src rand.PCG)
 }
 
+// newRun prepares cfg's run, routed by its scheduler.
 func newRun(cfg *Config) (*run, error) {
-	pol, err := cfg.policy()
+	s, err := cfg.scheduler()
 	if err != nil {
 		return nil, err
 	}
+	return newRunOf(cfg, s, s.Signals())
+}
+
+// newRunOf prepares cfg's run routed by pol, which routes on signals.
+func newRunOf(cfg *Config, pol policy.Policy, signals sched.Signal) (*run, error) {
 	model := cfg.Model
 	if model == "" {
 		model = DefaultModel
@@ -136,7 +151,8 @@ func newRun(cfg *Config) (*run, error) {
 	r := &run{
 		cfg:    cfg,
 		core:   route.New(route.Config{Policy: pol, Rand: rand.New(pcg), Cost: cfg.costParams().Model, Fanout: cfg.Fanout}),
-		aware:  policy.CacheAware(pol.Name()),
+		aware:  signals&sched.SignalEstimates != 0,
+		detail: signals&(sched.SignalEstimates|sched.SignalLoad) != 0,
 		pcg:    pcg,
 		root:   prefix.Root(model, "", ""),
 		bs:     cfg.Engine.BlockSize,
@@ -234,7 +250,7 @@ func (r *run) loop() error {
 // startStep plans p's next step at the current time.
 func (r *run) startStep(p *replica) error {
 	st := p.eng.Stats()
-	p.now = load{running: st.Running, kvUsage: st.KVUsage}
+	p.now = load{running: st.Running, waiting: st.Waiting, kvUsage: st.KVUsage}
 	p.step = p.eng.Step(r.now)
 	if p.events == nil {
 		p.step.Events = nil // nobody reads them; drop them early
@@ -262,23 +278,15 @@ func (r *run) finishStep(p *replica) error {
 		f := o.Req.Ctx.(*inflight)
 		rec := &r.recs[f.rec]
 		if o.NewTokens > 0 && !f.firstByte {
-			f.firstByte = true
 			rec.FirstToken = o.Req.FirstToken
 			rec.CachedTokens = o.Req.CachedTokens
-			p.pending--
-			if f.assigned {
-				p.est.FirstByte(now)
-			}
+			p.firstByte(f, now)
 		}
 		if o.Done {
 			if !f.firstByte {
 				// The gateway settles an attempt that ends without a
 				// first byte the same way (replica.attemptEnded).
-				f.firstByte = true
-				p.pending--
-				if f.assigned {
-					p.est.FirstByte(now)
-				}
+				p.firstByte(f, now)
 			}
 			rec.Finished = o.Req.Finished
 			rec.CachedTokens = o.Req.CachedTokens
@@ -297,6 +305,17 @@ func (r *run) finishStep(p *replica) error {
 		return r.startStep(p)
 	}
 	return nil
+}
+
+// firstByte settles f, routed to p, at its first byte (or its end without
+// one): it no longer waits for a response head.
+func (p *replica) firstByte(f *inflight, now time.Time) {
+	f.firstByte = true
+	p.pending--
+	p.pendingTokens -= f.tokens
+	if f.assigned {
+		p.est.FirstByte(now)
+	}
 }
 
 // arrive routes the next request as the gateway would and hands it to the
@@ -324,7 +343,7 @@ func (r *run) arrive() error {
 	now := epoch.Add(r.now)
 	r.see()
 	var offered int
-	r.cands, offered = route.Collect(r.cands[:0], r.views, nil, r.aware)
+	r.cands, offered = route.Collect(r.cands[:0], r.views, nil, r.detail)
 	if len(r.cands) == 0 {
 		rec.Rejected = true // every replica at MaxConcurrency
 		return nil
@@ -346,7 +365,11 @@ func (r *run) arrive() error {
 	}
 	cands, w, err := r.core.Choose(&preq, r.cands, offered, func(*policy.Candidate) bool { return true })
 	if err != nil {
-		return fmt.Errorf("request %s: pick: %w", id, err)
+		// Every replica takes what it is offered, so only a profile whose
+		// filters left nothing gets here: the gateway answers 503 and
+		// sends nothing to any engine.
+		rec.Rejected = true
+		return nil
 	}
 	if r.onPick != nil {
 		r.onPick(r, &preq, cands, w)
@@ -355,7 +378,7 @@ func (r *run) arrive() error {
 	p := r.reps[c.Replica]
 	rec.Replica = c.Replica
 	rec.PredictedTokens = min(c.CachedTokens, len(in.prompt))
-	f := &inflight{rec: idx}
+	f := &inflight{rec: idx, tokens: len(in.prompt) - rec.PredictedTokens}
 	if r.aware {
 		// As the routing actor assigns: the winner's estimated prefill
 		// joins its queue and the prompt's blocks its index. The receipt
@@ -369,6 +392,7 @@ func (r *run) arrive() error {
 	}
 	p.inFlight++
 	p.pending++
+	p.pendingTokens += f.tokens
 
 	er := &engine.Request{
 		ID:      id,
@@ -397,9 +421,9 @@ func (r *run) see() {
 	for _, p := range r.reps {
 		v := route.View{ID: p.id, Key: p.key, Serves: true, Healthy: true,
 			Room:     r.cfg.MaxConcurrency == 0 || p.inFlight < r.cfg.MaxConcurrency,
-			InFlight: p.inFlight, Pending: p.pending, Ledger: p}
+			InFlight: p.inFlight, Pending: p.pending, PendingTokens: p.pendingTokens, Ledger: p}
 		if p.seenOK && r.now-p.seenAt <= r.maxAge {
-			v.Fresh, v.Running, v.KVUsage = true, p.seen.running, p.seen.kvUsage
+			v.Fresh, v.Running, v.Waiting, v.KVUsage = true, p.seen.running, p.seen.waiting, p.seen.kvUsage
 		}
 		r.views = append(r.views, v)
 	}
@@ -426,8 +450,7 @@ func (r *run) price(req *policy.Request, now time.Time) {
 		for i := range full {
 			r.reps[full[i].Replica].est.Estimate(&q, now).Fill(&full[i])
 		}
-		draw := *r.pcg // a copy: the next Uint64 Pick will take
-		r.onShortlist(req, full, draw.Uint64())
+		r.onShortlist(req, full, *r.pcg)
 	}
 	r.asked = r.asked[:0]
 	for range r.cands {

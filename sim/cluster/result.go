@@ -34,7 +34,9 @@ type Record struct {
 	Preemptions int
 	// WarmUp reports that it arrived before the warm-up ended.
 	WarmUp bool
-	// Rejected reports that every replica was at MaxConcurrency.
+	// Rejected reports that the request was refused as the gateway answers
+	// 503: every replica was at MaxConcurrency, or the scheduling
+	// profile's filters left none.
 	Rejected bool
 }
 
@@ -47,6 +49,8 @@ func (r *Record) E2E() time.Duration { return r.Finished - r.Arrival }
 // Result is one run: every request, and the summary of those that count.
 // A Result is a value the caller owns.
 type Result struct {
+	// Policy is the run's policy, or its scheduling profile's name
+	// (Config.Name).
 	Policy, Workload string
 	Replicas         int
 	// Requests lists every request in arrival order, warm-up and rejected
@@ -63,7 +67,7 @@ type Result struct {
 // Summary condenses a set of requests.
 type Summary struct {
 	// Requests counts them, Rejected those refused with every replica full
-	// (left out of everything below).
+	// or filtered out (left out of everything below).
 	Requests, Rejected int
 	// Time to first token and end to end latency.
 	MeanTTFT, P50TTFT, P90TTFT, P99TTFT, MaxTTFT time.Duration
@@ -87,7 +91,7 @@ type Summary struct {
 
 func (r *run) result() Result {
 	res := Result{
-		Policy:   r.cfg.Policy,
+		Policy:   r.cfg.Name(),
 		Workload: r.cfg.Workload.Name(),
 		Replicas: len(r.reps),
 		Requests: r.recs,

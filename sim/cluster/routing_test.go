@@ -3,11 +3,13 @@ package cluster
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/sched"
 	"github.com/inferrail/inferrail/sim/workload"
 )
 
@@ -222,16 +224,15 @@ func TestShortlistAgreesWithBroadcast(t *testing.T) {
 			full := mustRun(t, cfg)
 			cfg.Fanout = 16
 			var listed, same int
-			var pol *policy.CostModel
 			var want int
 			short := runHooked(t, cfg, func(r *run) {
-				pol = r.core.Policy.(*policy.CostModel)
-				r.onShortlist = func(req *policy.Request, cands []policy.Candidate, draw uint64) {
-					ex, err := pol.Explain(req, cands, draw)
+				s := r.core.Policy.(*sched.Scheduler)
+				r.onShortlist = func(req *policy.Request, cands []policy.Candidate, src rand.PCG) {
+					ex, err := s.Explain(req, cands, rand.New(&src))
 					if err != nil {
 						t.Fatal(err)
 					}
-					want = cands[ex.Winner].Replica
+					want = cands[ex.Profiles[ex.Primary].Winner].Replica
 				}
 				r.onPick = func(r *run, _ *policy.Request, cs []policy.Candidate, w int) {
 					if len(cs) <= r.cfg.Fanout || want < 0 {

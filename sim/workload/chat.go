@@ -362,9 +362,12 @@ var (
 // hundred MB.
 const maxShareGPT = 1 << 30
 
-// readShareGPT reads a ShareGPT file: a regular file (not a device or a
-// pipe that never ends) of at most maxShareGPT bytes.
-func readShareGPT(name string) ([]byte, error) {
+// readShareGPT reads a ShareGPT file of at most maxShareGPT bytes.
+func readShareGPT(name string) ([]byte, error) { return ReadFile(name, maxShareGPT) }
+
+// ReadFile reads a file a workload or sweep names: a regular file (not a
+// device or a pipe that never ends) of at most limit bytes.
+func ReadFile(name string, limit int64) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
@@ -377,8 +380,12 @@ func readShareGPT(name string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", name)
 	}
-	if st.Size() > maxShareGPT {
-		return nil, fmt.Errorf("%s: %d bytes, over %d", name, st.Size(), maxShareGPT)
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s: %d bytes, over %d", name, st.Size(), limit)
 	}
-	return io.ReadAll(io.LimitReader(f, maxShareGPT+1))
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: over %d bytes", name, limit)
+	}
+	return b, err
 }
