@@ -52,52 +52,6 @@ type eventsRun struct {
 	cancel context.CancelFunc
 }
 
-// eventsBatch is one batch of the engine's events, sent by the
-// subscription's callbacks.
-type eventsBatch struct {
-	run   *eventsRun
-	seq   uint64
-	batch *kvevent.Batch
-}
-
-// eventsGap reports lost batches.
-type eventsGap struct {
-	run     *eventsRun
-	restart bool
-}
-
-// eventsFailed reports a subscription that could not start (err set) or
-// that started after failing (err nil).
-type eventsFailed struct {
-	run *eventsRun
-	err error
-}
-
-// eventsQuiet says that Config.EventsQuiet has passed since the
-// subscription started.
-type eventsQuiet struct {
-	run *eventsRun
-}
-
-func (*eventsBatch) replicaMsg()  {}
-func (*eventsGap) replicaMsg()    {}
-func (*eventsFailed) replicaMsg() {}
-func (*eventsQuiet) replicaMsg()  {}
-
-// Batches keep coming until the subscription closes, which can be after
-// the actor stopped; not worth a log line.
-func (*eventsBatch) IgnoreDeadLetterLogging()  {}
-func (*eventsGap) IgnoreDeadLetterLogging()    {}
-func (*eventsFailed) IgnoreDeadLetterLogging() {}
-func (*eventsQuiet) IgnoreDeadLetterLogging()  {}
-
-var (
-	_ Message = (*eventsBatch)(nil)
-	_ Message = (*eventsGap)(nil)
-	_ Message = (*eventsFailed)(nil)
-	_ Message = (*eventsQuiet)(nil)
-)
-
 // eventsLoop holds one subscription to the engine's stream until ctx ends.
 // Subscribing and closing are I/O (a listen, a join that may wait out a
 // replay), so they run here and not in Receive. A subscription that cannot

@@ -31,19 +31,6 @@ type scrapeRun struct {
 	cancel context.CancelFunc
 }
 
-// scraped is one scrape's result, sent by the actor's scrape goroutine.
-type scraped struct {
-	run    *scrapeRun
-	report load.Report
-	at     time.Time // when the scrape began, so that its age is never understated
-	err    error
-}
-
-func (*scraped) replicaMsg()              {}
-func (*scraped) IgnoreDeadLetterLogging() {}
-
-var _ Message = (*scraped)(nil)
-
 // scrapeLoop scrapes url every interval until ctx ends, each scrape bounded
 // by timeout, sending each result to the actor at self. The first scrape
 // comes at a random point of the first interval, so that a fleet's replicas

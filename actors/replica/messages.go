@@ -1,7 +1,17 @@
 package replica
 
-// Message is the replica actor's protocol. The marker method seals it: only
-// this package defines messages the actor handles.
+import (
+	"time"
+
+	"github.com/inferrail/inferrail/model/kvevent"
+	"github.com/inferrail/inferrail/model/load"
+)
+
+// Message is the replica actor's protocol, all of it in this file: what
+// the fleet and the request path send (Estimate, Assign, FirstByte,
+// RequestDone) and what the actor's own goroutines report back (probed,
+// scraped, the events* messages). The marker method seals it: only this
+// package defines messages the actor handles.
 type Message interface{ replicaMsg() }
 
 // Outcome is how a request attempt on the replica ended, for passive health.
@@ -54,4 +64,97 @@ var (
 	_ Message = (*RequestDone)(nil)
 	_ Message = (*probed)(nil)
 	_ Message = (*crash)(nil)
+)
+
+// The estimate broadcast and the request path.
+
+// Estimate asks the replica for its estimate of a query: the actor fills
+// slot Slot of Gather. It never answers through protoactor.
+type Estimate struct {
+	Gather Gather
+	Slot   int
+}
+
+// Assign tells the replica that an attempt was routed to it.
+type Assign struct{ Attempt *Attempt }
+
+// FirstByte tells the replica that an attempt got its response head.
+type FirstByte struct{ Attempt *Attempt }
+
+func (*Estimate) replicaMsg()  {}
+func (*Assign) replicaMsg()    {}
+func (*FirstByte) replicaMsg() {}
+
+// A replica that left may still get a late message; not worth a log line.
+func (*Estimate) IgnoreDeadLetterLogging()  {}
+func (*Assign) IgnoreDeadLetterLogging()    {}
+func (*FirstByte) IgnoreDeadLetterLogging() {}
+
+var (
+	_ Message = (*Estimate)(nil)
+	_ Message = (*Assign)(nil)
+	_ Message = (*FirstByte)(nil)
+)
+
+// The scrape loop.
+
+// scraped is one scrape's result, sent by the actor's scrape goroutine.
+type scraped struct {
+	run    *scrapeRun
+	report load.Report
+	at     time.Time // when the scrape began, so that its age is never understated
+	err    error
+}
+
+func (*scraped) replicaMsg()              {}
+func (*scraped) IgnoreDeadLetterLogging() {}
+
+var _ Message = (*scraped)(nil)
+
+// The KV event subscription.
+
+// eventsBatch is one batch of the engine's events, sent by the
+// subscription's callbacks.
+type eventsBatch struct {
+	run   *eventsRun
+	seq   uint64
+	batch *kvevent.Batch
+}
+
+// eventsGap reports lost batches.
+type eventsGap struct {
+	run     *eventsRun
+	restart bool
+}
+
+// eventsFailed reports a subscription that could not start (err set) or
+// that started after failing (err nil).
+type eventsFailed struct {
+	run *eventsRun
+	err error
+}
+
+// eventsQuiet says that Config.EventsQuiet has passed since the
+// subscription started.
+type eventsQuiet struct {
+	run *eventsRun
+}
+
+func (*eventsBatch) replicaMsg()  {}
+func (*eventsGap) replicaMsg()    {}
+func (*eventsFailed) replicaMsg() {}
+func (*eventsQuiet) replicaMsg()  {}
+
+// Batches keep coming until the subscription closes, which can be after
+// the actor stopped; not worth a log line.
+func (*eventsBatch) IgnoreDeadLetterLogging()  {}
+func (*eventsGap) IgnoreDeadLetterLogging()    {}
+func (*eventsFailed) IgnoreDeadLetterLogging() {}
+func (*eventsQuiet) IgnoreDeadLetterLogging()  {}
+
+var (
+	_ Message = (*eventsBatch)(nil)
+	_ Message = (*eventsGap)(nil)
+	_ Message = (*eventsFailed)(nil)
+	_ Message = (*eventsQuiet)(nil)
 )

@@ -112,34 +112,6 @@ type Attempt struct {
 	assignedAt time.Time
 }
 
-// Estimate asks the replica for its estimate of a query: the actor fills
-// slot Slot of Gather. It never answers through protoactor.
-type Estimate struct {
-	Gather Gather
-	Slot   int
-}
-
-// Assign tells the replica that an attempt was routed to it.
-type Assign struct{ Attempt *Attempt }
-
-// FirstByte tells the replica that an attempt got its response head.
-type FirstByte struct{ Attempt *Attempt }
-
-func (*Estimate) replicaMsg()  {}
-func (*Assign) replicaMsg()    {}
-func (*FirstByte) replicaMsg() {}
-
-// A replica that left may still get a late message; not worth a log line.
-func (*Estimate) IgnoreDeadLetterLogging()  {}
-func (*Assign) IgnoreDeadLetterLogging()    {}
-func (*FirstByte) IgnoreDeadLetterLogging() {}
-
-var (
-	_ Message = (*Estimate)(nil)
-	_ Message = (*Assign)(nil)
-	_ Message = (*FirstByte)(nil)
-)
-
 // maxReportedCapacity bounds the index capacity taken from an engine's
 // report: 4M blocks, 64M tokens at block size 16, far above any one engine's
 // cache today. kv_capacity_blocks in the config is taken as it is.
