@@ -57,7 +57,7 @@ func schemaKeys(path string, t reflect.Type) []schemaKey {
 // accessors are config's functions that read keys on a caller's behalf;
 // their reads count as the caller's. The rest of the package reads every
 // key to parse, check, diff or print it, which is no use of it.
-var accessors = []string{"RoutingFor", "Model"}
+var accessors = []string{"RoutingFor", "Model", "Profile"}
 
 // gatewayPackages are where the gateway's code lives, the module's
 // packages that read its config (cmd/inferrail wires it); sim/ and bench/

@@ -130,7 +130,7 @@ func Props(h *Handle, cfg Config) *actor.Props {
 		return &replicaActor{
 			cfg: shared, h: h, id: s.ID, url: s.URL, models: s.Models, counters: s.Counters,
 			scrapes: s.Scrapes, shadow: s.Shadow, stream: s.Events, eventCounts: s.EventCounts,
-			warnings: s.Warnings, log: shared.Logger.With("replica", s.ID),
+			warnings: s.Warnings, labels: s.Labels, log: shared.Logger.With("replica", s.ID),
 		}
 	})
 }
@@ -145,6 +145,7 @@ type replicaActor struct {
 	// From the replica's first snapshot; never change.
 	id, url  string
 	models   []string
+	labels   map[string]string
 	counters *Counters
 	warnings *Warnings // shared by every snapshot; safe for concurrent use
 
@@ -373,6 +374,7 @@ func (a *replicaActor) publish() {
 		ID:              a.id,
 		URL:             a.url,
 		Models:          a.models,
+		Labels:          a.labels,
 		Healthy:         a.healthy,
 		ProbeFailures:   a.probeFails,
 		RequestFailures: a.reqFails,
