@@ -166,3 +166,45 @@ func TestExplainProfile(t *testing.T) {
 		}
 	}
 }
+
+// A profile that routes on the engines' load (Config.Load, as the fleet
+// sets it for sched.SignalLoad) gets each replica's fresh waiting queue
+// and KV usage without the estimate broadcast: queue-scorer sends every
+// request to the replica with the shortest queue. Without Load the
+// candidates carry no load, and the scorer ties them all.
+func TestProfileReadsLoad(t *testing.T) {
+	sys := newSystem(t)
+	now := time.Now()
+	reps := make([]Replica, 3)
+	for i, waiting := range []float64{5, 0, 3} {
+		f := newFake(fmt.Sprint("r", i), []string{"m"}, replica.NewCounters(0, 0))
+		f.set(func(s *replica.Snapshot) { s.Load.Waiting, s.LoadAt = waiting, now })
+		reps[i] = f
+	}
+	queue := func() *sched.Scheduler {
+		return profile(t, "q", map[string]any{"type": "queue-scorer"}, map[string]any{"type": "max-score-picker"})
+	}
+	spawnLoad := func(load bool) *actor.PID {
+		src := rand.NewPCG(3, 0)
+		pid := sys.Root.Spawn(Props(Config{Model: "m", Policy: queue(), Rand: rand.New(src), Source: src, Load: load,
+			MaxAge: time.Hour, Now: func() time.Time { return now }}))
+		t.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })
+		sys.Root.Send(pid, &ReplicasChanged{Replicas: reps})
+		return pid
+	}
+	withLoad, without := spawnLoad(true), spawnLoad(false)
+	seen := map[string]bool{}
+	for i := range 30 {
+		p := ask(t, sys, withLoad, &Pick{Request: policy.Request{Key: uint64(i)}})
+		if p.Err != nil || p.Replica.ID != "r1" {
+			t.Fatalf("with load: %+v", p)
+		}
+		p.Lease.Release()
+		q := ask(t, sys, without, &Pick{Request: policy.Request{Key: uint64(i)}})
+		seen[q.Replica.ID] = true
+		q.Lease.Release()
+	}
+	if len(seen) < 2 {
+		t.Fatalf("without load every pick went to %v: the queue was read", seen)
+	}
+}
