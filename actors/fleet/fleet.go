@@ -176,8 +176,9 @@ func (m *model) armNamed(name string) (*arm, bool) {
 // by all its arms. It fails on a config it cannot route: a model whose
 // policy is not implemented yet. Stop releases everything Start started.
 //
-// A model with a cache-aware shadow policy (prefix_hash, kv_aware,
-// cost_model) has every arm broadcast estimate requests, so the shadow
+// A model with a shadow that routes on estimates (sched.SignalEstimates:
+// prefix_hash, kv_aware, cost_model, a profile with a prefix plugin) has
+// every arm broadcast estimate requests, so the shadow
 // sees predicted caches and the replicas record every decision. A
 // cache-blind arm still decides as without shadows, from the same random
 // stream: the baselines ignore what the broadcast adds. Its decisions are
