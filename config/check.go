@@ -119,6 +119,9 @@ func (c *checker) value(path string, v any, t reflect.Type, depth int) (any, boo
 		return c.list(path, v, t, depth)
 	case reflect.Map:
 		return c.mapping(path, v, t, depth)
+	case reflect.Interface:
+		// A scheduling profile, free-form here: Validate decodes it.
+		return c.free(path, v, depth)
 	}
 	panic("BUG: config: no check for " + t.String())
 }

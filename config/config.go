@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/model/kvevent"
+	"github.com/inferrail/inferrail/model/sched"
 )
 
 // Config is the gateway's whole configuration.
@@ -124,9 +125,18 @@ type Model struct {
 	// them to Name before forwarding. Each is unique across every model's
 	// name and aliases. Default none.
 	Aliases []string `koanf:"aliases"`
-	// Policy routes this model's requests when Split is empty. Default "",
-	// which takes routing.split, else routing.default_policy.
+	// Policy routes this model's requests when Split is empty: a policy,
+	// or a name of routing.schedulers. Default "", which takes
+	// routing.split, else routing.scheduler, else routing.default_policy.
 	Policy string `koanf:"policy"`
+	// Scheduler routes this model's requests when Split is empty, as
+	// routing.scheduler does: a scheduling profile, an EndpointPickerConfig
+	// document inline or the path of a YAML file holding one (docs/
+	// plugins.md). Set it or policy, not both. In this model's routing
+	// (its split and shadow, and routing's) the name "scheduler" means this
+	// profile. A file is read when the config is loaded or reloaded.
+	// Default none.
+	Scheduler any `koanf:"scheduler"`
 	// Split gives each policy a percent of this model's traffic; the
 	// percents are whole numbers summing to 100. Default none: Policy, else
 	// the routing section's split or default policy.
@@ -160,6 +170,9 @@ type Model struct {
 	// match the engines for cache predictions to be right. Default 16, vLLM's
 	// default.
 	BlockSize int `koanf:"block_size"`
+
+	// scheduler is Scheduler decoded, by Parse.
+	scheduler *sched.Config
 }
 
 // Replica is one static engine replica.
@@ -173,6 +186,11 @@ type Replica struct {
 	// Models lists the configured model names this replica serves. At least
 	// one is required.
 	Models []string `koanf:"models"`
+	// Labels are the replica's labels, Kubernetes-style keys and values,
+	// which scheduling profiles' filters select replicas by
+	// (label-selector-filter; decode-filter and prefill-filter read
+	// llm-d.ai/role). Default none.
+	Labels map[string]string `koanf:"labels"`
 	// MaxConcurrency caps requests in flight to this replica; a full replica
 	// is skipped and a full fleet answers 503. Default 1024, four times
 	// vLLM's default --max-num-seqs so the engine's own queue stays fed.
@@ -242,6 +260,8 @@ type DNSGroup struct {
 	// Models lists the configured model names every member serves. At least
 	// one is required.
 	Models []string `koanf:"models"`
+	// Labels are every member's labels, as for a replica. Default none.
+	Labels map[string]string `koanf:"labels"`
 	// Refresh is how often the name is resolved again. Default 5s, CoreDNS's
 	// TTL for cluster names.
 	Refresh time.Duration `koanf:"refresh"`
@@ -270,20 +290,40 @@ type DNSGroup struct {
 
 // Routing holds the routing settings shared by every model. Policies are
 // round_robin, random, least_request, p2c, prefix_hash, kv_aware and
-// cost_model.
+// cost_model (model/sched's registry names them). Wherever a policy is
+// named (default_policy, a model's policy, a split's keys, the shadow
+// lists), a scheduling profile may be named instead: a name of schedulers,
+// or "scheduler" for the model's scheduler, else routing.scheduler.
 type Routing struct {
-	// DefaultPolicy routes models that name no policy or split when Split is
-	// empty. Default "least_request", which needs neither a tokenizer nor
-	// engine metrics; cost_model is the cache-aware choice.
+	// DefaultPolicy routes models that name no policy, scheduler or split
+	// when Split is empty and Scheduler unset. Default "least_request",
+	// which needs neither a tokenizer nor engine metrics; cost_model is the
+	// cache-aware choice.
 	DefaultPolicy string `koanf:"default_policy"`
-	// Split gives each policy a percent of the traffic of models that set
-	// neither policy nor split, as whole numbers summing to 100, for example
-	// {cost_model: 90, kv_aware: 10}. A conversation stays with one arm.
-	// Default none: DefaultPolicy takes all of it.
+	// Scheduler routes, in place of DefaultPolicy, the models that name no
+	// policy, scheduler or split when Split is empty: a scheduling profile,
+	// an llm-d EndpointPickerConfig document (apiVersion llm-d.ai/v1alpha1,
+	// kind EndpointPickerConfig, plugins, schedulingProfiles) inline or the
+	// path of a YAML file holding one, with llm-d's plugin types,
+	// parameters and defaults (docs/plugins.md). Its routing name is
+	// "scheduler". A file is read when the config is loaded or reloaded
+	// (SIGHUP, POST /admin/reload). Default none.
+	Scheduler any `koanf:"scheduler"`
+	// Schedulers names further scheduling profiles, each inline or a file
+	// path as for scheduler, to name wherever a policy is named: {helm:
+	// ./helm.yaml} lets a split give helm a percent. A name holds letters,
+	// digits, '_' and '-', and is neither a policy's nor "scheduler".
+	// Default none.
+	Schedulers map[string]any `koanf:"schedulers"`
+	// Split gives each policy (or scheduling profile) a percent of the
+	// traffic of models that set neither policy, scheduler nor split, as
+	// whole numbers summing to 100, for example {cost_model: 90, kv_aware:
+	// 10}. A conversation stays with one arm. Default none: Scheduler, else
+	// DefaultPolicy, takes all of it.
 	Split map[string]int `koanf:"split"`
-	// Shadow lists policies that pick a replica for every routed request
-	// without routing it, to compare against the routing policy. Default
-	// none.
+	// Shadow lists policies (or scheduling profiles) that pick a replica
+	// for every routed request without routing it, to compare against the
+	// routing policy. Default none.
 	Shadow []string `koanf:"shadow"`
 	// Seed seeds the randomized policies, so a fixed seed replays the same
 	// choices. Default 0: a seed drawn at startup, so gateways side by side
@@ -325,6 +365,11 @@ type Routing struct {
 	KVAware KVAware `koanf:"kv_aware"`
 	// HotPrefix configures cost_model's replication of hot prefixes.
 	HotPrefix HotPrefix `koanf:"hot_prefix"`
+
+	// profiles are Scheduler and Schedulers decoded, and warnings every
+	// scheduling profile's warnings (the models' too), by Parse.
+	profiles profiles
+	warnings []string
 }
 
 // CostModel holds the parameters of cost_model's estimate of time to first
@@ -615,24 +660,12 @@ func defaultDNSGroup() DNSGroup {
 	return DNSGroup{Refresh: 5 * time.Second, MaxConcurrency: 1024, EngineType: string(kvevent.EngineVLLM)}
 }
 
-// Policies returns the routing policy names, in the reference's order.
-func Policies() []string {
-	return []string{"round_robin", "random", "least_request", "p2c", "prefix_hash", "kv_aware", "cost_model"}
-}
-
-func isPolicy(name string) bool {
-	switch name {
-	case "round_robin", "random", "least_request", "p2c", "prefix_hash", "kv_aware", "cost_model":
-		return true
-	}
-	return false
-}
-
 // ModelRouting is how one model is routed, with the routing section's
 // values filled in where the model sets none.
 type ModelRouting struct {
-	// Split maps each policy routing the model to its percent of the
-	// traffic; never empty, and the percents sum to 100.
+	// Split maps each policy (or scheduling profile, see Profile) routing
+	// the model to its percent of the traffic; never empty, and the
+	// percents sum to 100.
 	Split map[string]int
 	// Shadow lists the shadow policies; possibly empty.
 	Shadow []string
@@ -641,18 +674,23 @@ type ModelRouting struct {
 }
 
 // RoutingFor returns how model m is routed: its own split, else its own
-// policy, else routing.split, else routing.default_policy; its own shadow
-// list if set, else routing.shadow; its own cost model if set, else
-// routing.cost_model. The result's map and slice are fresh.
+// scheduler or policy, else routing.split, else routing.scheduler, else
+// routing.default_policy; its own shadow list if set, else routing.shadow;
+// its own cost model if set, else routing.cost_model. A scheduler is named
+// SchedulerName. The result's map and slice are fresh.
 func (c *Config) RoutingFor(m *Model) ModelRouting {
 	var r ModelRouting
 	switch {
 	case len(m.Split) > 0:
 		r.Split = copyMap(m.Split)
+	case m.Scheduler != nil:
+		r.Split = map[string]int{SchedulerName: 100}
 	case m.Policy != "":
 		r.Split = map[string]int{m.Policy: 100}
 	case len(c.Routing.Split) > 0:
 		r.Split = copyMap(c.Routing.Split)
+	case c.Routing.Scheduler != nil:
+		r.Split = map[string]int{SchedulerName: 100}
 	default:
 		r.Split = map[string]int{c.Routing.DefaultPolicy: 100}
 	}

@@ -139,7 +139,7 @@ func TestExampleIsDefaults(t *testing.T) {
 		}
 		m, _ := v.(map[string]any)
 		for name, f := range fieldsOf(typ) {
-			if optional := typ == modelType && (name == "policy" || name == "split" || name == "shadow" || name == "cost_model"); optional {
+			if optional := typ == modelType && (name == "policy" || name == "scheduler" || name == "split" || name == "shadow" || name == "cost_model"); optional {
 				continue // inherited from routing; shown in comments
 			}
 			x, ok := m[name]

@@ -25,10 +25,20 @@
 // expanded ("billion laughs") are refused before any of it is checked, and
 // at most 100 problems are spelled out.
 //
+// Scheduling profiles (routing.scheduler, routing.schedulers, a model's
+// scheduler) are llm-d EndpointPickerConfig documents, inline or the path
+// of a YAML file; Parse decodes each with model/sched's parser, reading the
+// files then, reports its problems with their key paths inside the
+// document (routing.scheduler.plugins[1].type) and keeps its warnings for
+// Warnings; Profile returns a decoded profile by its routing name. Policy
+// names are model/sched's registry's. Replica and DNS group labels are
+// checked as Kubernetes checks labels.
+//
 // Which settings apply live and which need a restart is in Diff and RestartOnly;
-// the reference's rule is that routing, each model's policy, split, shadow,
-// cost_model and aliases, the static replicas, retry and logging.log_prompts
-// change while the gateway runs, and everything built at startup does not.
+// the reference's rule is that routing, each model's policy, scheduler, split,
+// shadow, cost_model and aliases, the static replicas, retry and
+// logging.log_prompts change while the gateway runs, and everything built at
+// startup does not.
 //
 // Secrets stay out of the config: API keys (auth.api_keys.keys) and the
 // admin token (auth.admin.token_sha256) are given by their SHA-256, and
@@ -41,7 +51,8 @@
 // its certificate files are reread when they change.
 //
 // config starts no goroutines and keeps no mutable globals. Its only I/O is
-// Load reading one file; it never reads the process environment itself (the
-// caller passes it in, usually os.Environ()). Nobody else in the gateway reads
-// the config file or INFERRAIL_ variables.
+// Load reading one file, and Parse (or Profile, for a Config built in code)
+// reading the scheduling profiles' files; it never reads the process
+// environment itself (the caller passes it in, usually os.Environ()).
+// Nobody else in the gateway reads the config file or INFERRAIL_ variables.
 package config

@@ -126,6 +126,13 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`models: [{name: m}]
 replicas: [{id: r, url: 'http://h', models: [m], engine: auto, "a[0]]": 1}]`), "INFERRAIL_REPLICAS=[{engine: vllm}]")
 
+	// Scheduling profiles and labels: inline, named, a model's, and from
+	// the environment.
+	f.Add([]byte(base+"routing:\n  scheduler: "+strings.ReplaceAll(helmDefault, "\n", " ")+"\n  schedulers: {sticky: {apiVersion: llm-d.ai/v1alpha1, kind: EndpointPickerConfig, "+
+		"plugins: [{type: prefix-cache-affinity-filter, parameters: {affinityThreshold: 0.5}}, {type: token-load-scorer}]}}\n  split: {sticky: 40, scheduler: 60}\n"), "")
+	f.Add([]byte(`models: [{name: m, scheduler: {apiVersion: inference.networking.x-k8s.io/v1alpha1, kind: EndpointPickerConfig, plugins: [{type: label-selector-filter, parameters: {matchLabels: {llm-d.ai/role: decode}}}, {type: nope}]}}]
+replicas: [{id: r, url: 'http://h', models: [m], labels: {llm-d.ai/role: decode, zone: a}}]`), "INFERRAIL_ROUTING__SCHEDULER={kind: EndpointPickerConfig}")
+
 	f.Fuzz(func(t *testing.T, doc []byte, env string) {
 		c, err := Parse(doc, []string{env})
 		if err != nil {

@@ -57,7 +57,7 @@ func schemaKeys(path string, t reflect.Type) []schemaKey {
 // accessors are config's functions that read keys on a caller's behalf;
 // their reads count as the caller's. The rest of the package reads every
 // key to parse, check, diff or print it, which is no use of it.
-var accessors = []string{"RoutingFor", "Model"}
+var accessors = []string{"RoutingFor", "Model", "Profile"}
 
 // gatewayPackages are where the gateway's code lives, the module's
 // packages that read its config (cmd/inferrail wires it); sim/ and bench/
@@ -294,6 +294,20 @@ var notKeys = []string{"tokenizer.json"}
 // package doc.
 var docFiles = []string{"../README.md", "../docs/*.md", "../deploy/*.yaml", "doc.go"}
 
+// fieldOf returns the type of the key at a schema path (list marks
+// included, as schemaKeys writes them).
+func fieldOf(path string) reflect.Type {
+	t := reflect.Type(configType)
+	for _, part := range strings.Split(path, ".") {
+		t = deref(t)
+		if t.Kind() == reflect.Slice {
+			t = deref(t.Elem())
+		}
+		t = fieldsOf(t)[strings.TrimSuffix(part, "[]")].Type
+	}
+	return t
+}
+
 // TestDocumentedKeysExist: every key path the docs mention is in the
 // schema (a section or a key, in full, or its tail such as
 // prefix_hash.blocks), so the docs never promise a key that is gone. A
@@ -313,9 +327,23 @@ func TestDocumentedKeysExist(t *testing.T) {
 			}
 		}
 	}
+	// free are the keys whose values are free-form (a map, a scheduling
+	// profile): a mention of a path inside one names its value's keys.
+	var free []string
+	for _, k := range schemaKeys("", configType) {
+		f := fieldOf(k.path)
+		if f.Kind() == reflect.Map || f.Kind() == reflect.Interface {
+			free = append(free, strings.ReplaceAll(k.path, "[]", ""))
+		}
+	}
 	exists := func(mention string) bool {
 		for _, p := range paths {
 			if p == mention || strings.HasSuffix(p, "."+mention) {
+				return true
+			}
+		}
+		for _, p := range free {
+			if strings.HasPrefix(mention, p+".") {
 				return true
 			}
 		}

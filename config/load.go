@@ -63,14 +63,9 @@ func (e *KeyError) Unwrap() error { return e.Err }
 // Load reads the config file at path and returns Parse's result for it.
 // Files over MaxBytes are rejected before they are parsed.
 func Load(path string, env []string) (*Config, error) {
-	f, err := os.Open(path)
+	b, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("config: read %s: %w", path, err)
 	}
 	c, err := Parse(b, env)
 	if err != nil {
@@ -80,6 +75,21 @@ func Load(path string, env []string) (*Config, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
+}
+
+// readFile reads the file at path, up to one byte past MaxBytes: the
+// caller refuses a larger one before parsing it.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return b, nil
 }
 
 // moreProblems ends a list of problems cut at maxProblems, counting the
@@ -160,14 +170,15 @@ func Parse(doc []byte, env []string) (*Config, error) {
 	normalize(reflect.ValueOf(c).Elem())
 
 	// Problems with keys the checker rejected are reported once, by it.
-	verrs, more := c.validate(ck.covers, maxProblems-len(ck.errs))
-	errs := append(ck.errs, verrs...)
-	if more += ck.more; more > 0 {
+	v := c.check(ck.covers, maxProblems-len(ck.errs))
+	errs := append(ck.errs, v.errs...)
+	if more := v.more + ck.more; more > 0 {
 		errs = append(errs, moreProblems(more))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	c.install(v)
 	return c, nil
 }
 
@@ -235,8 +246,9 @@ func normalize(v reflect.Value) {
 		}
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
-			if v.Type() == modelType && v.Type().Field(i).Name == "Shadow" ||
-				v.Type() == authType && v.Type().Field(i).Name == "PublicPaths" {
+			f := v.Type().Field(i)
+			if v.Type() == modelType && f.Name == "Shadow" || v.Type() == authType && f.Name == "PublicPaths" ||
+				!f.IsExported() {
 				continue
 			}
 			normalize(v.Field(i))

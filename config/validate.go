@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/model/kvevent"
+	"github.com/inferrail/inferrail/model/sched"
 )
 
 // Validate reports every problem with c at once, as errors.Join of *KeyError
@@ -29,10 +30,19 @@ func (c *Config) Validate() error {
 // validate returns the first limit problems about keys that skip (if not
 // nil) lets through, and counts the rest.
 func (c *Config) validate(skip func(key string) bool, limit int) (errs []error, more int) {
-	v := validator{skip: skip, limit: limit}
+	v := c.check(skip, limit)
+	return v.errs, v.more
+}
+
+// check validates c, decoding its scheduling profiles: the validator
+// holds the problems, and the profiles and warnings for install.
+func (c *Config) check(skip func(key string) bool, limit int) *validator {
+	v := &validator{skip: skip, limit: limit}
 	v.server(&c.Server)
 	v.positive("upstream.dial_timeout", c.Upstream.DialTimeout)
-	models := v.models(c.Models)
+	v.profiles = v.schedulers(&c.Routing)
+	names := routingNames{named: sortedKeys(c.Routing.Schedulers), scheduler: c.Routing.Scheduler != nil}
+	models := v.models(c.Models, names)
 	if len(c.Replicas) == 0 && len(c.Discovery.DNS) == 0 {
 		v.add("replicas", "at least one replica or discovery.dns group is required")
 	}
@@ -43,6 +53,7 @@ func (c *Config) validate(skip func(key string) bool, limit int) (errs []error, 
 		v.id(p+".id", r.ID, ids)
 		v.url(p+".url", r.URL, true)
 		v.servedModels(p+".models", r.Models, models)
+		v.labels(p+".labels", r.Labels)
 		v.limits(p, r.MaxConcurrency, r.MaxPending, r.KVCapacityBlocks)
 		v.kvEvents(p, r, streams)
 		v.engineType(p+".engine_type", r.EngineType)
@@ -54,12 +65,13 @@ func (c *Config) validate(skip func(key string) bool, limit int) (errs []error, 
 		v.id(p+".name", g.Name, groups)
 		v.url(p+".url", g.URL, true)
 		v.servedModels(p+".models", g.Models, models)
+		v.labels(p+".labels", g.Labels)
 		v.positive(p+".refresh", g.Refresh)
 		v.limits(p, g.MaxConcurrency, g.MaxPending, g.KVCapacityBlocks)
 		v.eventPorts(p, g)
 		v.engineType(p+".engine_type", g.EngineType)
 	}
-	v.routing(&c.Routing)
+	v.routing(&c.Routing, names)
 	v.health(&c.Health)
 	v.atLeast("retry.max_attempts", c.Retry.MaxAttempts, 1)
 	v.nonNegative("retry.backoff", c.Retry.Backoff)
@@ -77,7 +89,18 @@ func (c *Config) validate(skip func(key string) bool, limit int) (errs []error, 
 	v.oneOf("logging.format", c.Logging.Format, "text", "json")
 	v.auth(&c.Auth, &c.TLS, models)
 	v.tls(&c.TLS)
-	return v.errs, v.more
+	return v
+}
+
+// install keeps what check decoded in c, which Parse has just built.
+func (c *Config) install(v *validator) {
+	c.Routing.profiles = v.profiles
+	for i := range c.Models {
+		if i < len(v.modelProfiles) {
+			c.Models[i].scheduler = v.modelProfiles[i]
+		}
+	}
+	c.Routing.warnings = v.warnings
 }
 
 type validator struct {
@@ -85,6 +108,12 @@ type validator struct {
 	limit int
 	errs  []error
 	more  int
+
+	// What check decoded: routing's scheduling profiles, each model's
+	// scheduler (nil for none) and the profiles' warnings.
+	profiles      profiles
+	modelProfiles []*sched.Config
+	warnings      []string
 }
 
 func (v *validator) add(key, format string, args ...any) {
@@ -112,9 +141,10 @@ func (v *validator) server(s *Server) {
 	}
 }
 
-// models checks the model list and returns what each configured name and
-// alias refers to.
-func (v *validator) models(models []Model) map[string]string {
+// models checks the model list, decoding each model's scheduler, and
+// returns what each configured name and alias refers to. names are the
+// routing names every model may give.
+func (v *validator) models(models []Model, names routingNames) map[string]string {
 	if len(models) == 0 {
 		v.add("models", "at least one model is required")
 	}
@@ -149,11 +179,21 @@ func (v *validator) models(models []Model) map[string]string {
 				refs[a] = "alias:" + m.Name
 			}
 		}
-		if m.Policy != "" {
-			v.policy(p+".policy", m.Policy)
+		own := names
+		var sc *sched.Config
+		if m.Scheduler != nil {
+			own.scheduler = true
+			sc = v.profile(p+".scheduler", SchedulerName, m.Scheduler)
+			if m.Policy != "" {
+				v.add(p+".scheduler", "set scheduler or policy, not both (policy is %q)", m.Policy)
+			}
 		}
-		v.split(p+".split", m.Split)
-		v.policies(p+".shadow", m.Shadow)
+		v.modelProfiles = append(v.modelProfiles, sc)
+		if m.Policy != "" {
+			v.policy(p+".policy", m.Policy, own)
+		}
+		v.split(p+".split", m.Split, own)
+		v.policies(p+".shadow", m.Shadow, own)
 		if m.CostModel != nil {
 			v.costModel(p+".cost_model", m.CostModel)
 		}
@@ -350,10 +390,10 @@ func (v *validator) zmqEndpoint(key, ep string, bind bool) bool {
 	return true
 }
 
-func (v *validator) routing(r *Routing) {
-	v.policy("routing.default_policy", r.DefaultPolicy)
-	v.split("routing.split", r.Split)
-	v.policies("routing.shadow", r.Shadow)
+func (v *validator) routing(r *Routing, names routingNames) {
+	v.policy("routing.default_policy", r.DefaultPolicy, names)
+	v.split("routing.split", r.Split, names)
+	v.policies("routing.shadow", r.Shadow, names)
 	v.positive("routing.estimate_deadline", r.EstimateDeadline)
 	v.atLeast("routing.estimate_fanout", r.EstimateFanout, 0)
 	v.nonNegativeNumber("routing.epsilon", r.Epsilon)
@@ -371,17 +411,19 @@ func (v *validator) routing(r *Routing) {
 	v.fraction("routing.hot_prefix.utilization", r.HotPrefix.Utilization, false)
 }
 
-func (v *validator) policy(key, name string) {
-	if !isPolicy(name) {
-		v.add(key, "unknown policy %q; want one of %s", name, strings.Join(Policies(), ", "))
+// policy checks a routing name: a policy, or a scheduling profile of
+// names.
+func (v *validator) policy(key, name string, names routingNames) {
+	if !names.has(name) {
+		v.add(key, "unknown policy %q; %s", name, names.want())
 	}
 }
 
-func (v *validator) policies(key string, names []string) {
+func (v *validator) policies(key string, list []string, names routingNames) {
 	seen := map[string]bool{}
-	for i, n := range names {
+	for i, n := range list {
 		p := index(key, i)
-		v.policy(p, n)
+		v.policy(p, n, names)
 		if seen[n] {
 			v.add(p, "%q is listed twice", n)
 		}
@@ -389,14 +431,14 @@ func (v *validator) policies(key string, names []string) {
 	}
 }
 
-func (v *validator) split(key string, split map[string]int) {
+func (v *validator) split(key string, split map[string]int, names routingNames) {
 	if len(split) == 0 {
 		return
 	}
 	sum := 0
 	for _, name := range sortedKeys(split) {
 		pct := split[name]
-		v.policy(keyPath(key, name), name)
+		v.policy(keyPath(key, name), name, names)
 		if pct < 0 || pct > 100 {
 			v.add(keyPath(key, name), "percent must be from 0 to 100, got %d", pct)
 		}
@@ -405,6 +447,61 @@ func (v *validator) split(key string, split map[string]int) {
 	if sum != 100 {
 		v.add(key, "percents sum to %d, want 100", sum)
 	}
+}
+
+// labels checks replica labels as Kubernetes checks them, so that a label
+// selector copied from llm-d's configs means the same here: a key is an
+// optional DNS subdomain prefix and '/', then a name of at most 63
+// letters, digits, '-', '_' and '.', starting and ending with a letter or
+// digit; a value is empty or such a name.
+func (v *validator) labels(key string, labels map[string]string) {
+	for _, k := range sortedKeys(labels) {
+		p := keyPath(key, k)
+		prefix, name, hasPrefix := strings.Cut(k, "/")
+		if !hasPrefix {
+			prefix, name = "", k
+		}
+		switch {
+		case hasPrefix && (prefix == "" || len(prefix) > 253 || !labelPrefix(prefix)):
+			v.add(p, "%q: the prefix before '/' must be a DNS subdomain, such as llm-d.ai", k)
+		case !labelName(name):
+			v.add(p, "%q: a label name is 1 to 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit", k)
+		case labels[k] != "" && !labelName(labels[k]):
+			v.add(p, "value %q: a label value is empty or 1 to 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit", labels[k])
+		}
+	}
+}
+
+func alnum(r byte) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' }
+
+// labelName is a Kubernetes label name or value (a qualified name's name
+// part).
+func labelName(s string) bool {
+	if s == "" || len(s) > 63 || !alnum(s[0]) || !alnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !alnum(c) && c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+// labelPrefix is a DNS subdomain: lower-case labels of letters, digits and
+// '-', separated by dots.
+func labelPrefix(s string) bool {
+	for _, part := range strings.Split(s, ".") {
+		if part == "" || len(part) > 63 || part[0] == '-' || part[len(part)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(part); i++ {
+			if c := part[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (v *validator) costModel(key string, m *CostModel) {

@@ -51,6 +51,7 @@ type entry struct {
 func newStatic(r config.Replica) *entry {
 	c := replica.NewCounters(r.MaxConcurrency, r.MaxPending)
 	h := replica.NewHandle(r.ID, r.URL, r.Models, c)
+	h.SetLabels(r.Labels)
 	h.Shadow().SetConfiguredCapacity(r.KVCapacityBlocks)
 	h.SetEvents(replica.EventStream{Endpoint: r.KVEvents, Replay: r.KVEventsReplay, Bind: r.KVEventsBind,
 		Engine: kvevent.Engine(r.EngineType)})
@@ -68,6 +69,7 @@ type modelState struct {
 	src       *rand.PCG     // rng's source, which Explain peeks at
 	pid       *actor.PID    // the routing actor
 	estimates bool
+	load      bool
 	// records: the arm skips the broadcast but another arm of the model
 	// routes on estimates, so its decisions are recorded too
 	// (routing.Config.Records).
@@ -197,6 +199,7 @@ func (a *fleetActor) spawnRouting(ctx actor.Context, m *modelState) error {
 		Logger:    st.log,
 		Unhandled: st.routingCnt,
 		Estimates: m.estimates,
+		Load:      m.load,
 		Records:   m.records,
 		CostModel: m.costModel,
 		MaxAge:    st.maxAge,
@@ -335,6 +338,7 @@ func (st *state) apply(gi int, addrs []string) (ids, joined []string) {
 		} else {
 			c := replica.NewCounters(g.cfg.MaxConcurrency, g.cfg.MaxPending)
 			h := replica.NewHandle(m.id, m.url, g.cfg.Models, c)
+			h.SetLabels(g.cfg.Labels)
 			h.Shadow().SetConfiguredCapacity(g.cfg.KVCapacityBlocks)
 			h.SetEvents(g.events(m.addr))
 			st.entries[m.id] = &entry{h: h, group: gi}

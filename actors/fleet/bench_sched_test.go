@@ -69,13 +69,17 @@ func benchSchedActor(b *testing.B, n, fanout int, helm *sched.Config) {
 	built := map[string]bool{}
 	build := func(cfg *config.Config, m *config.Model, name string) (policy.Policy, error) {
 		built[m.Name] = true
+		spec := modelSpec(cfg, m)
+		spec.Name = name
 		switch m.Name {
 		case models[1]:
-			return sched.New(modelSpec(cfg, m, name))
+			return sched.New(spec)
 		case models[2]:
 			return helm.Build()
 		}
-		return modelPolicy(cfg, m, name)
+		// Today's cost_model: model/policy's own implementation, which the
+		// built-in profile is checked against.
+		return spec.Build()
 	}
 	set := metrics.NewSet()
 	f := start(b, cfg, Options{Logger: discard(), RoutingMetrics: set, armPolicy: build})

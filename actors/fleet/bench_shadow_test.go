@@ -74,7 +74,11 @@ func BenchmarkShadowWorker(b *testing.B) {
 	var ps []policy.Policy
 	var rngs []*rand.Rand
 	for k, name := range []string{"cost_model", "kv_aware"} {
-		p, err := modelPolicy(cfg, &cfg.Models[0], name)
+		pr, err := profileOf(cfg, &cfg.Models[0], name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := pr.build()
 		if err != nil {
 			b.Fatal(err)
 		}

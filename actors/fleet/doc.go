@@ -29,6 +29,10 @@
 //     arm from the request's key (policy.Split), so a conversation stays
 //     with one policy. The arms share the replica actors and their shadow
 //     indexes.
+//     Every arm's policy, and every shadow, is built through model/sched's
+//     registry (profile.go): a policy's built-in profile with the routing
+//     section's params, or a scheduling profile of the config, whose
+//     signals decide what its routing actor gathers.
 //   - One replica actor per replica (actors/replica) owns health, ejection
 //     and model cards, and publishes snapshots.
 //   - One trial worker per model with shadow policies (trial.go), a

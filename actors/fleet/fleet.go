@@ -17,7 +17,6 @@ import (
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/actors/routing"
 	"github.com/inferrail/inferrail/config"
-	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/estimate"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/route"
@@ -76,9 +75,9 @@ type Options struct {
 	// extraTrial, when not nil, adds its policy to every model's shadows:
 	// a test's way to stall the trial worker.
 	extraTrial func() policy.Policy
-	// armPolicy, when not nil, builds every arm's policy in place of
-	// modelPolicy: a benchmark's way to route with a scheduling profile
-	// before the config can name one.
+	// armPolicy, when not nil, builds every arm's policy in place of its
+	// profile: a benchmark's way to route each model with a profile it
+	// builds itself, on one fleet.
 	armPolicy func(cfg *config.Config, m *config.Model, name string) (policy.Policy, error)
 }
 
@@ -132,6 +131,7 @@ type model struct {
 	split     policy.Split
 	arms      []*arm // as split.Arms()
 	estimates bool   // some arm broadcasts estimate requests
+	tokens    bool   // some arm routes on the prompt's tokens
 	// shadows runs the model's shadow policies; nil without any.
 	trials *trialWorker
 	// trialKey names the shadow policies and their settings: a reload
@@ -149,6 +149,8 @@ type arm struct {
 	// because its policy routes on them or a shadow policy of the model
 	// needs them (see Start).
 	estimates bool
+	// load: its policy reads the engines' load (routing.Config.Load).
+	load bool
 	// key is everything the routing actor was built from: a reload that
 	// leaves it alone keeps the actor, and with it the policy's state.
 	key string
@@ -178,8 +180,9 @@ func (m *model) armNamed(name string) (*arm, bool) {
 // by all its arms. It fails on a config it cannot route: a model whose
 // policy is not implemented yet. Stop releases everything Start started.
 //
-// A model with a cache-aware shadow policy (prefix_hash, kv_aware,
-// cost_model) has every arm broadcast estimate requests, so the shadow
+// A model with a shadow that routes on estimates (sched.SignalEstimates:
+// prefix_hash, kv_aware, cost_model, a profile with a prefix plugin) has
+// every arm broadcast estimate requests, so the shadow
 // sees predicted caches and the replicas record every decision. A
 // cache-blind arm still decides as without shadows, from the same random
 // stream: the baselines ignore what the broadcast adds. Its decisions are
@@ -318,41 +321,6 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 // draw from streams i | j<<32 (model i, arm j), which never set bit 31.
 func trialStream(i, k int) uint64 { return uint64(i) | 1<<31 | uint64(k)<<32 }
 
-// modelPolicy returns a fresh policy named name, one arm of model m's
-// split, with its parameters from the routing section and the model's cost
-// model.
-func modelPolicy(cfg *config.Config, m *config.Model, name string) (policy.Policy, error) {
-	p, err := modelSpec(cfg, m, name).Build()
-	if err != nil {
-		return nil, fmt.Errorf("fleet: model %s: %w", m.Name, err)
-	}
-	return p, nil
-}
-
-// modelSpec is what modelPolicy builds policy name of model m from.
-func modelSpec(cfg *config.Config, m *config.Model, name string) policy.Spec {
-	r := cfg.RoutingFor(m)
-	rt := &cfg.Routing
-	s := policy.Spec{Name: name}
-	switch name {
-	case "prefix_hash":
-		s.PrefixHash = &policy.PrefixHashParams{Blocks: rt.PrefixHash.Blocks}
-	case "kv_aware":
-		s.KVAware = &policy.KVAwareParams{CacheWeight: rt.KVAware.CacheWeight, LoadWeight: rt.KVAware.LoadWeight}
-	case "cost_model":
-		p := policy.DefaultCostModelParams()
-		p.Model = cost.Model(r.CostModel)
-		p.Epsilon, p.Kappa, p.ShortPromptTokens = rt.Epsilon, rt.Kappa, rt.ShortPromptTokens
-		p.SessionAffinity = rt.SessionAffinity
-		p.HotPrefix = policy.HotPrefixParams{
-			Enabled: rt.HotPrefix.Enabled, Blocks: rt.HotPrefix.Blocks,
-			Window: rt.HotPrefix.Window, Utilization: rt.HotPrefix.Utilization,
-		}
-		s.CostModel = &p
-	}
-	return s
-}
-
 // resolveFirst looks every DNS group up once, in parallel, before any actor
 // starts. A group whose lookup fails starts empty.
 func (st *state) resolveFirst() {
@@ -475,10 +443,11 @@ func (f *Fleet) Explain(model, pol string, req policy.Request, deadline time.Tim
 }
 
 // UsesEstimates reports whether a policy of the model (any arm of its
-// split) routes on predicted cache, so its requests are worth tokenizing.
+// split) routes on predicted cache or the prompt's tokens, so its requests
+// are worth tokenizing.
 func (f *Fleet) UsesEstimates(model string) bool {
 	m, ok := f.table.Load().byName[model]
-	return ok && m.estimates
+	return ok && m.tokens
 }
 
 // Arms returns the policies routing model (a configured name or an alias)

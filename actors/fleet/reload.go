@@ -15,6 +15,7 @@ import (
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/sched"
 	"github.com/inferrail/inferrail/model/shadow"
 )
 
@@ -62,9 +63,15 @@ func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []
 		fm := &model{name: m.Name, aliases: slices.Clone(m.Aliases), split: split,
 			trialKey: fmt.Sprintf("%q|%+v|%t", r.Shadow, r.CostModel, f.opts.extraTrial != nil)}
 		trialAware := false
+		var trials []*profile
 		for _, name := range r.Shadow {
-			trialAware = trialAware || policy.CacheAware(name)
-			fm.trialKey += "|" + policyKey(cfg, m, name)
+			pr, err := profileOf(cfg, m, name)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			trials = append(trials, pr)
+			trialAware = trialAware || pr.estimates()
+			fm.trialKey += "|" + pr.key
 		}
 		if old != nil && old.trialKey == fm.trialKey {
 			fm.trials = old.trials
@@ -72,8 +79,8 @@ func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []
 			var sps []policy.Policy
 			var srngs []*rand.Rand
 			var specs []shadow.Shadow
-			for k, name := range r.Shadow {
-				sp := shadow.Shadow{Spec: modelSpec(cfg, m, name), Seed: seed, Stream: trialStream(i, k)}
+			for k, pr := range trials {
+				sp := pr.trial(seed, i, k)
 				p, rng, err := sp.Build()
 				if err != nil {
 					return nil, nil, nil, fmt.Errorf("fleet: model %s: %w", m.Name, err)
@@ -83,7 +90,7 @@ func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []
 			if f.opts.extraTrial != nil {
 				p := f.opts.extraTrial()
 				sp := shadow.Shadow{Spec: policy.Spec{Name: p.Name()}, Seed: seed, Stream: trialStream(i, len(sps))}
-				sps, srngs, specs = append(sps, p), append(srngs, rand.New(rand.NewPCG(sp.Seed, sp.Stream))), append(specs, sp)
+				sps, srngs, specs = append(sps, p), append(srngs, sp.Rand()), append(specs, sp)
 			}
 			if len(sps) > 0 {
 				// The generation this plan makes: 1 at Start, as the
@@ -97,15 +104,25 @@ func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []
 				workers = append(workers, fm.trials)
 			}
 		}
+		var profiles []*profile
 		for _, sa := range split.Arms() {
-			a := &arm{policy: sa.Policy, percent: sa.Percent, estimates: policy.CacheAware(sa.Policy) || trialAware}
+			pr, err := profileOf(cfg, m, sa.Policy)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			sig := pr.signals()
+			a := &arm{policy: sa.Policy, percent: sa.Percent, estimates: pr.estimates() || trialAware,
+				load: sig&sched.SignalLoad != 0}
 			fm.arms = append(fm.arms, a)
 			fm.estimates = fm.estimates || a.estimates
+			fm.tokens = fm.tokens || a.estimates || sig&sched.SignalTokens != 0
+			profiles = append(profiles, pr)
 		}
+		f.warnKVEvents(cfg, m, append(slices.Clone(profiles), trials...))
 		for j, a := range fm.arms {
 			records := fm.estimates && !a.estimates
-			a.key = fmt.Sprintf("%s|estimates=%t|records=%t|cost=%+v|fanout=%d|seed=%d|shadows=%s",
-				policyKey(cfg, m, a.policy), a.estimates, records, r.CostModel, cfg.Routing.EstimateFanout, seed, fm.trialKey)
+			a.key = fmt.Sprintf("%s|estimates=%t|load=%t|records=%t|cost=%+v|fanout=%d|seed=%d|shadows=%s",
+				profiles[j].key, a.estimates, a.load, records, r.CostModel, cfg.Routing.EstimateFanout, seed, fm.trialKey)
 			if old != nil {
 				if oa, ok := old.armNamed(a.policy); ok && oa.key == a.key {
 					a.routing, a.ms = oa.routing, oa.ms
@@ -113,13 +130,13 @@ func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []
 					continue
 				}
 			}
-			build := modelPolicy
+			build := profiles[j].build
 			if f.opts.armPolicy != nil {
-				build = f.opts.armPolicy
+				build = func() (policy.Policy, error) { return f.opts.armPolicy(cfg, m, a.policy) }
 			}
-			p, err := build(cfg, m, a.policy)
+			p, err := build()
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, nil, nil, fmt.Errorf("fleet: model %s: %w", m.Name, err)
 			}
 			// The first arm draws from the stream a model without a split
 			// draws from, so a split of one policy routes as that policy.
@@ -129,7 +146,7 @@ func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []
 			}
 			src := rand.NewPCG(seed, stream)
 			a.ms = &modelState{name: m.Name, actorName: actorName + suffix, arm: a, policy: p,
-				rng: rand.New(src), src: src, estimates: a.estimates, records: records,
+				rng: rand.New(src), src: src, estimates: a.estimates, load: a.load, records: records,
 				costModel: cost.Model(r.CostModel), fanout: cfg.Routing.EstimateFanout, trials: fm.trials}
 			states = append(states, a.ms)
 		}
@@ -142,20 +159,28 @@ func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []
 	return t, states, workers, nil
 }
 
-// policyKey names policy name of model m with the settings it is built
-// from: equal keys build equal policies.
-func policyKey(cfg *config.Config, m *config.Model, name string) string {
-	rt := &cfg.Routing
-	switch name {
-	case "prefix_hash":
-		return fmt.Sprintf("%s%+v", name, rt.PrefixHash)
-	case "kv_aware":
-		return fmt.Sprintf("%s%+v", name, rt.KVAware)
-	case "cost_model":
-		return fmt.Sprintf("%s{cost:%+v epsilon:%v kappa:%v short:%d affinity:%t hot:%+v}", name,
-			cfg.RoutingFor(m).CostModel, rt.Epsilon, rt.Kappa, rt.ShortPromptTokens, rt.SessionAffinity, rt.HotPrefix)
+// warnKVEvents logs, once per config, a profile of model m that reads
+// the KV-event index (precise-prefix-cache-producer) while no replica of
+// the model follows its engine's KV events: it routes on the shadow index's
+// prediction instead.
+func (f *Fleet) warnKVEvents(cfg *config.Config, m *config.Model, profiles []*profile) {
+	for _, r := range cfg.Replicas {
+		if r.KVEvents != "" && slices.Contains(r.Models, m.Name) {
+			return
+		}
 	}
-	return name
+	for _, g := range cfg.Discovery.DNS {
+		if g.KVEventsPort != 0 && slices.Contains(g.Models, m.Name) {
+			return
+		}
+	}
+	for _, p := range profiles {
+		if p.signals()&sched.SignalKVEvents != 0 {
+			f.log.Warn("fleet: the profile reads the engines' KV events, and no replica of the model sets kv_events (or a DNS group kv_events_port): "+
+				"it routes on the shadow index's prediction", "model", m.Name, "policy", p.name)
+			return
+		}
+	}
 }
 
 // logTrials writes the shadow log's config line for the new workers, all

@@ -143,7 +143,7 @@ func Props(h *Handle, cfg Config) *actor.Props {
 		return &replicaActor{
 			cfg: shared, h: h, id: s.ID, url: s.URL, models: s.Models, counters: s.Counters,
 			scrapes: s.Scrapes, shadow: s.Shadow, stream: s.Events, eventCounts: s.EventCounts,
-			warnings: s.Warnings, log: shared.Logger.With("replica", s.ID),
+			warnings: s.Warnings, labels: s.Labels, log: shared.Logger.With("replica", s.ID),
 		}
 	})
 }
@@ -158,6 +158,7 @@ type replicaActor struct {
 	// From the replica's first snapshot; never change.
 	id, url  string
 	models   []string
+	labels   map[string]string
 	counters *Counters
 	warnings *Warnings // shared by every snapshot; safe for concurrent use
 
@@ -403,6 +404,7 @@ func (a *replicaActor) publish() {
 		ID:              a.id,
 		URL:             a.url,
 		Models:          a.models,
+		Labels:          a.labels,
 		Healthy:         a.healthy,
 		ProbeFailures:   a.probeFails,
 		RequestFailures: a.reqFails,

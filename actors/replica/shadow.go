@@ -31,6 +31,9 @@ type Shadow struct {
 
 	busyUntil atomic.Int64 // the prefill queue's end, Unix ns; 0 when empty
 	waiting   atomic.Int64 // requests in the queue
+	// pendingTokens sums the Tokens of the attempts assigned here that
+	// have not had their first byte or ended.
+	pendingTokens atomic.Int64
 
 	blocks      atomic.Int64 // blocks the index holds
 	capacity    atomic.Int64 // the index's capacity in blocks
@@ -60,6 +63,11 @@ func (s *Shadow) Queued(now time.Time) time.Duration {
 	}
 	return 0
 }
+
+// PendingTokens returns the tokens to compute of the requests assigned to
+// the replica that await their first byte (policy.Candidate.PendingTokens,
+// llm-d's in-flight tokens), as last published.
+func (s *Shadow) PendingTokens() int { return int(max(s.pendingTokens.Load(), 0)) }
 
 // Index returns the blocks the index holds, its capacity and its bytes.
 func (s *Shadow) Index() (blocks, capacity, bytes int) {
@@ -102,8 +110,13 @@ type Attempt struct {
 	// arm of a split). It runs on the replica actor.
 	Price                   func(cachedTokens int) time.Duration
 	PromptTokens, BlockSize int
+	// Tokens is the prompt's tokens to compute on the replica, less those
+	// predicted cached there, counted in its pending tokens until the
+	// first byte. With Price the actor sets it from its own prediction.
+	Tokens int
 
 	receipt   kvindex.Receipt
+	pending   bool // Tokens are counted in Shadow.pendingTokens
 	firstByte bool
 	ended     bool
 	// For the silence rule (mode.go): whether the engine must publish a
@@ -166,7 +179,12 @@ func (a *replicaActor) assign(m *Assign) {
 	now := a.cfg.Now()
 	a.exactTick(now)
 	if at.Price != nil {
-		at.Prefill = at.Price(a.est.Index.Predict(at.Blocks, at.PromptTokens, at.BlockSize))
+		cached := a.est.Index.Predict(at.Blocks, at.PromptTokens, at.BlockSize)
+		at.Prefill, at.Tokens = at.Price(cached), max(at.PromptTokens-cached, 0)
+	}
+	if !at.ended && !at.firstByte && at.Tokens > 0 {
+		at.pending = true
+		a.shadow.pendingTokens.Add(int64(at.Tokens))
 	}
 	at.expects, at.assignedAt = a.expectsEvents(at.Blocks), now
 	switch {
@@ -190,8 +208,18 @@ func (a *replicaActor) firstByte(m *FirstByte) {
 		return
 	}
 	at.firstByte = true
+	a.settlePending(at)
 	a.est.FirstByte(a.cfg.Now())
 	a.publishQueue()
+}
+
+// settlePending takes an attempt's tokens off the pending count, once: at
+// its first byte, or when it ends without one.
+func (a *replicaActor) settlePending(at *Attempt) {
+	if at.pending {
+		at.pending = false
+		a.shadow.pendingTokens.Add(-int64(at.Tokens))
+	}
 }
 
 // attemptEnded settles an attempt's shadow state: a failed attempt's blocks
@@ -201,6 +229,7 @@ func (a *replicaActor) attemptEnded(at *Attempt, o Outcome) {
 		return
 	}
 	at.ended = true
+	a.settlePending(at)
 	now := a.cfg.Now()
 	switch o {
 	case OutcomeFailed:

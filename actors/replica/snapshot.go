@@ -17,6 +17,9 @@ type Snapshot struct {
 	ID     string   // the replica id: a config id or <group>-<ip>-<port>
 	URL    string   // the engine's base URL
 	Models []string // the configured model names the replica serves
+	// Labels are the replica's configured labels (replicas[].labels, a DNS
+	// group's labels), which scheduling profiles' filters read. Read only.
+	Labels map[string]string
 
 	// Healthy is the active health check's verdict: false after
 	// health.unhealthy_threshold consecutive failed probes, true again
@@ -108,6 +111,14 @@ func NewHandle(id, url string, models []string, c *Counters) *Handle {
 func (h *Handle) SetEvents(es EventStream) {
 	s := *h.snap.Load()
 	s.Events = es
+	h.snap.Store(&s)
+}
+
+// SetLabels sets the replica's labels. Call it before the actor starts;
+// labels is the handle's from then on.
+func (h *Handle) SetLabels(labels map[string]string) {
+	s := *h.snap.Load()
+	s.Labels = labels
 	h.snap.Store(&s)
 }
 

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -36,6 +37,11 @@ type Config struct {
 	// a counter of its own.
 	Unhandled *metrics.Counter
 
+	// Load makes the candidates carry the engines' load (running and
+	// waiting requests, KV usage) and the replicas' pending tokens without
+	// the estimate broadcast, for a scheduling profile whose plugins read
+	// them (sched.SignalLoad).
+	Load bool
 	// Estimates turns on the estimate broadcast: for a prompt with blocks,
 	// the actor asks every candidate's replica actor for its predicted cache
 	// and queue before the policy decides, and the winner's attempt is
@@ -101,9 +107,9 @@ func Props(cfg Config) *actor.Props {
 		cfg.Metrics = metrics.NewSet()
 	}
 	st := &state{Config: cfg, name: cfg.Policy.Name(), log: cfg.Logger.With("model", cfg.Model),
-		m:      newActorMetrics(cfg.Metrics, cfg.Model),
+		m:      newActorMetrics(cfg.Metrics, cfg.Model, cfg.Policy.Name()),
 		core:   route.New(route.Config{Policy: cfg.Policy, Rand: cfg.Rand, Cost: cfg.CostModel, Fanout: cfg.Fanout}),
-		detail: cfg.Estimates || cfg.Trials != nil,
+		detail: cfg.Estimates || cfg.Trials != nil || cfg.Load,
 		parked: make(map[Message]*pending)}
 	return actor.PropsFromProducer(func() actor.Actor { return &routingActor{st: st} })
 }
@@ -124,6 +130,9 @@ type state struct {
 	detail bool
 	// parked holds the Picks and Explains waiting for their estimates.
 	parked map[Message]*pending
+	// filtered holds the reasons a profile's filters set every replica
+	// aside that were logged, so that each is logged once.
+	filtered map[string]bool
 }
 
 // routingActor answers Pick for one model.
@@ -204,11 +213,14 @@ func (a *routingActor) see(now time.Time) {
 		s := r.Snapshot()
 		c := s.Counters
 		v := route.View{ID: s.ID, Serves: s.Serves(a.st.Model), Healthy: s.Healthy, Ejected: s.Ejected(now),
-			Room: c.HasRoom(), InFlight: c.InFlight(), Pending: c.Pending(), Ledger: ledger(s)}
+			Room: c.HasRoom(), InFlight: c.InFlight(), Pending: c.Pending(), Labels: s.Labels, Ledger: ledger(s)}
 		if a.st.detail {
 			v.Key = policy.ReplicaKey(s.ID)
+			if s.Shadow != nil {
+				v.PendingTokens = s.Shadow.PendingTokens()
+			}
 			if l, ok := s.FreshLoad(now, a.st.MaxAge); ok {
-				v.Fresh, v.Running, v.KVUsage = true, int(l.Running), l.KVUsage
+				v.Fresh, v.Running, v.KVUsage, v.Waiting = true, int(l.Running), l.KVUsage, int(l.Waiting)
 			}
 		}
 		a.views = append(a.views, v)
@@ -284,6 +296,9 @@ func (a *routingActor) choose(m *Pick, cands []policy.Candidate, snaps []*replic
 		return ok
 	})
 	p := &Picked{Err: err, Policy: a.st.name}
+	if errors.Is(err, route.ErrFilteredOut) {
+		a.filteredOut(err)
+	}
 	if err == nil {
 		p.Replica, p.Lease = snaps[cands[k].Replica], lease
 		if a.st.Estimates {
@@ -307,7 +322,8 @@ func (a *routingActor) assign(p *Picked, w *policy.Candidate, req *policy.Reques
 		return
 	}
 	p.CachedTokens, p.Estimate, p.Estimated = as.CachedTokens, as.Estimate, true
-	p.Attempt = &replica.Attempt{Blocks: req.Blocks, Prefill: as.Estimate.Prefill, Seq: as.Seq}
+	p.Attempt = &replica.Attempt{Blocks: req.Blocks, Prefill: as.Estimate.Prefill, Seq: as.Seq,
+		Tokens: max(req.PromptTokens-as.CachedTokens, 0)}
 	a.count()
 }
 
@@ -322,6 +338,24 @@ func (a *routingActor) record(p *Picked, req *policy.Request) {
 	cm, prompt := a.st.CostModel, req.PromptTokens
 	p.Attempt = &replica.Attempt{Blocks: req.Blocks, Seq: sh.Next(), PromptTokens: prompt, BlockSize: route.BlockSize(req),
 		Price: func(cached int) time.Duration { return cm.Estimate(prompt, cached, 0, 0).Prefill }}
+}
+
+// filteredOut counts a decision whose profile's filters set every
+// replica aside, and logs each reason once: a profile that matches no
+// replica (a label selector, a role filter) is a config to fix.
+func (a *routingActor) filteredOut(err error) {
+	a.st.m.filteredOut.Inc()
+	msg := err.Error()
+	if a.st.filtered[msg] {
+		return
+	}
+	if a.st.filtered == nil {
+		a.st.filtered = make(map[string]bool)
+	}
+	a.st.filtered[msg] = true
+	a.st.log.Warn("routing: the scheduling profile's filters set every replica aside; such requests are answered 503. "+
+		"Check the replicas' labels (replicas[].labels, llm-d.ai/role) against the profile's filters",
+		"policy", a.st.name, "err", err)
 }
 
 // forgetDeparted drops the unapplied assignments of replicas that left the

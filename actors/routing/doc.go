@@ -20,6 +20,15 @@
 // actor. The baselines decide at once from the snapshots, with no message
 // to a replica actor.
 //
+// The gateway's policies are scheduling profiles (model/sched: a policy's
+// built-in profile, or one of the config's); what a profile routes on
+// (sched.Signal) sets what the actor gathers: the broadcast (Estimates),
+// the engines' load reports (Load), and always the replicas' labels. An
+// Explain of a profile runs it on a copy of the actor's random source, so
+// that it names what the next Pick picks and never changes it, and shows
+// each plugin's effect per replica. A profile whose filters keep nothing
+// answers route.ErrFilteredOut, counted, and logged once per reason.
+//
 // Because decisions are serialized in the actor and each one holds its
 // lease, and counts its assignment, before the next is made, a burst of
 // requests sees every earlier decision of the burst and cannot herd onto

@@ -10,6 +10,7 @@ import (
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/sched"
 	"github.com/inferrail/inferrail/model/shadow"
 )
 
@@ -174,9 +175,40 @@ type Explanation struct {
 	// none could take the request or the policy does not explain.
 	Winner   string
 	Decision policy.Decision
-	// Err is route.ErrNoReplica, route.ErrOverloaded, ErrNoExplain or
-	// route.ErrDeadline.
+	// Workings names what the policy filled in of each replica's
+	// workings (Estimate, Score, Weight, …).
+	Workings policy.Workings
+	// Err is route.ErrNoReplica, route.ErrOverloaded, ErrNoExplain,
+	// route.ErrFilteredOut or route.ErrDeadline.
 	Err error
+	// Profiles are, for a scheduling profile (a policy's built-in one
+	// included), each profile it ran with every plugin's effect on each
+	// replica offered.
+	Profiles []ProfileExplained
+}
+
+// ProfileExplained is one scheduling profile's run.
+type ProfileExplained struct {
+	Profile, Picker string
+	// Winner is the id of the profile's pick; empty with Err.
+	Winner string
+	// Err is the sched.FilteredError naming the filter that left nothing.
+	Err error
+	// Replicas are the replicas offered, in the actor's order.
+	Replicas []PluginsExplained
+}
+
+// PluginsExplained is what one profile's plugins made of one replica.
+type PluginsExplained struct {
+	ID string
+	// Filter names the filter that set the replica aside, "" if none did.
+	Filter string
+	// Scores are each scorer's raw and weighted score, in the profile's
+	// order; none when a filter set it aside.
+	Scores []sched.ScoreExplained
+	// Total is the weighted mean of the scores; Picked marks the pick.
+	Total  float64
+	Picked bool
 }
 
 // ReplicaExplained is one replica in an explanation.

@@ -1,6 +1,8 @@
 package routing
 
 import (
+	"strconv"
+
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/inferrail/inferrail/model/policy"
@@ -8,17 +10,19 @@ import (
 
 type actorMetrics struct {
 	misses, decisions                   *metrics.Counter
+	filteredOut                         *metrics.Counter
 	boundedLoad, kvPressure, kvWaived   *metrics.Counter
 	steerSession, steerHot, steerPrefix *metrics.Counter
 }
 
-func newActorMetrics(set *metrics.Set, model string) *actorMetrics {
+func newActorMetrics(set *metrics.Set, model, pol string) *actorMetrics {
 	c := func(name, labels string) *metrics.Counter {
 		return set.GetOrCreateCounter(name + `{model="` + model + `"` + labels + `}`)
 	}
 	return &actorMetrics{
 		misses:       c("inferrail_estimate_deadline_misses_total", ""),
 		decisions:    c("inferrail_estimate_gathers_total", ""),
+		filteredOut:  c("inferrail_routing_filtered_out_total", `,policy=`+strconv.Quote(pol)),
 		boundedLoad:  c("inferrail_routing_guards_total", `,guard="bounded_load"`),
 		kvPressure:   c("inferrail_routing_guards_total", `,guard="kv_pressure"`),
 		kvWaived:     c("inferrail_routing_guards_total", `,guard="kv_waived"`),
@@ -28,12 +32,15 @@ func newActorMetrics(set *metrics.Set, model string) *actorMetrics {
 	}
 }
 
+// summarizer is a policy that summarizes its latest decision:
+// policy.CostModel, and a scheduling profile (its cost_model plugins' part).
+type summarizer interface{ Last() policy.Decision }
+
 // count records the cost model's guards and steering for the decision just
 // made.
 func (a *routingActor) count() {
 	m := a.st.m
-	switch p := a.st.Policy.(type) {
-	case *policy.CostModel:
+	if p, ok := a.st.Policy.(summarizer); ok {
 		d := p.Last()
 		if d.BoundedLoad > 0 {
 			m.boundedLoad.Inc()

@@ -18,6 +18,7 @@ import (
 	"github.com/inferrail/inferrail/bench/harness"
 	"github.com/inferrail/inferrail/bench/sweep"
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/sched"
 	"github.com/inferrail/inferrail/sim"
 	"github.com/inferrail/inferrail/sim/workload"
 	"github.com/inferrail/inferrail/transport/tokenize"
@@ -218,7 +219,7 @@ func execute(ctx context.Context, sw *sweep.Sweep, mode string, sf sweepFlags, s
 
 func benchCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inferrail bench compare", flag.ContinueOnError)
-	policies := fs.String("policies", "round_robin,random,least_request,p2c,prefix_hash,kv_aware,cost_model", "comma-separated policies")
+	policies := fs.String("policies", strings.Join(sched.Policies(), ","), "comma-separated policies")
 	replicas := fs.Int("replicas", 3, "simulated engines per fleet")
 	rate := fs.Float64("rate", 3, "mean requests per second")
 	dur := fs.Duration("duration", 2*time.Minute, "requests are due from 0 to this")

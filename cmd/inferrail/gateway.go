@@ -68,6 +68,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", *path)
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(stdout, "  warning: %s\n", w)
+	}
 	// A tokenizer that fails to load does not fail the config: its model
 	// routes without cache predictions. Say so.
 	models, statuses := tokenize.LoadAll(cfg, hubCache())
@@ -177,6 +180,7 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 		opts.TrialLog = shadowLog
 		log.Info("shadow log", "path", path)
 	}
+	logWarnings(log, cfg)
 	fl, err := fleet.Start(cfg, opts)
 	if err != nil {
 		return err
@@ -296,6 +300,14 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 		}
 	}
 	return err
+}
+
+// logWarnings logs what the config's scheduling profiles ask for that the
+// gateway routes without, and their deprecations, once per config loaded.
+func logWarnings(log *slog.Logger, cfg *config.Config) {
+	for _, w := range cfg.Warnings() {
+		log.Warn("config: scheduling profile", "warning", w)
+	}
 }
 
 // newLogger is the gateway's log as logging.level and logging.format say:

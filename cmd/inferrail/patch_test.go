@@ -211,7 +211,14 @@ func TestPatchConfigEndToEnd(t *testing.T) {
 
 func reloadNow(t *testing.T, admin string) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.Post("http://"+admin+"/admin/reload", "", nil)
+	req, _ := http.NewRequest("POST", "http://"+admin+"/admin/reload", nil)
+	return adminAnswer(t, req)
+}
+
+// adminAnswer sends an admin request and returns its status and JSON body.
+func adminAnswer(t *testing.T, req *http.Request) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -252,6 +252,7 @@ func (r *reloader) switchTo(next *config.Config, what string) admin.Reload {
 		}
 	}
 	r.log.Info("config reloaded", "from", what, "generation", gen, "changed", changed)
+	logWarnings(r.log, next)
 	return admin.Reload{Result: "applied", Generation: gen, Changed: changed}
 }
 

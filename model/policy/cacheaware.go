@@ -48,7 +48,7 @@ func (p *PrefixHash) Pick(req *Request, cands []Candidate, rng *rand.Rand) (int,
 
 // Explain returns what Pick would decide with draw, changing nothing.
 func (p *PrefixHash) Explain(req *Request, cands []Candidate, draw uint64) (Explanation, error) {
-	ex := Explanation{Policy: p.Name(), Decision: Decision{Winner: -1}}
+	ex := Explanation{Policy: p.Name(), Workings: WorkingsWeight, Decision: Decision{Winner: -1}}
 	if len(cands) == 0 {
 		return ex, ErrNoCandidate
 	}
@@ -115,7 +115,7 @@ func (p *KVAware) Pick(req *Request, cands []Candidate, rng *rand.Rand) (int, er
 
 // Explain returns what Pick would decide with draw, changing nothing.
 func (p *KVAware) Explain(req *Request, cands []Candidate, draw uint64) (Explanation, error) {
-	ex := Explanation{Policy: p.Name(), Decision: Decision{Winner: -1}}
+	ex := Explanation{Policy: p.Name(), Workings: WorkingsScore, Decision: Decision{Winner: -1}}
 	if len(cands) == 0 {
 		return ex, ErrNoCandidate
 	}

@@ -166,7 +166,7 @@ func (p *CostModel) Pick(req *Request, cands []Candidate, rng *rand.Rand) (int, 
 
 // Explain returns what Pick would decide with draw, changing nothing.
 func (p *CostModel) Explain(req *Request, cands []Candidate, draw uint64) (Explanation, error) {
-	ex := Explanation{Policy: p.Name(), Decision: Decision{Winner: -1}}
+	ex := Explanation{Policy: p.Name(), Workings: WorkingsEstimate, Decision: Decision{Winner: -1}}
 	if len(cands) == 0 {
 		return ex, ErrNoCandidate
 	}
@@ -174,6 +174,26 @@ func (p *CostModel) Explain(req *Request, cands []Candidate, draw uint64) (Expla
 	var scratch costScratch
 	ex.Decision = p.decide(req, cands, draw, &scratch, ex.Cands)
 	return ex, nil
+}
+
+// ExplainAmong is DecideAmong explained: what it decides with draw, and
+// every candidate's estimate, changing nothing. The candidates not at
+// positions in keep Guard GuardNone; the caller knows which filter set
+// them aside.
+func (p *CostModel) ExplainAmong(req *Request, cands []Candidate, in []int, draw uint64) Explanation {
+	ex := Explanation{Policy: p.Name(), Workings: WorkingsEstimate, Decision: Decision{Winner: -1}, Cands: explainBase(cands)}
+	if len(in) == 0 {
+		return ex
+	}
+	var s costScratch
+	among(&s, cands, in)
+	p.rank(req, cands, draw, &s, ex.Cands, &ex.Decision)
+	for i := range ex.Cands {
+		if ex.Cands[i].Guard == guardFiltered {
+			ex.Cands[i].Guard = GuardNone
+		}
+	}
+	return ex
 }
 
 // DecideAmong is cost_model's decision without its load guards: the
@@ -189,6 +209,14 @@ func (p *CostModel) DecideAmong(req *Request, cands []Candidate, in []int, draw 
 		return Decision{Winner: -1}
 	}
 	s := &p.scratch
+	among(s, cands, in)
+	d := Decision{Winner: -1}
+	p.rank(req, cands, draw, s, nil, &d)
+	return d
+}
+
+// among marks in s the candidates not at positions in as set aside.
+func among(s *costScratch, cands []Candidate, in []int) {
 	s.guard = s.guard[:0]
 	for range cands {
 		s.guard = append(s.guard, guardFiltered)
@@ -196,9 +224,6 @@ func (p *CostModel) DecideAmong(req *Request, cands []Candidate, in []int, draw 
 	for _, i := range in {
 		s.guard[i] = GuardNone
 	}
-	d := Decision{Winner: -1}
-	p.rank(req, cands, draw, s, nil, &d)
-	return d
 }
 
 // Commit records a decision whose winner is cands[winner]: its estimated

@@ -111,9 +111,26 @@ type Explained struct {
 // order. It is a fresh value the caller owns.
 type Explanation struct {
 	Policy string
+	// Workings names the parts of each Explained the policy filled in
+	// beyond the candidate's own fields, for a view to show.
+	Workings Workings
 	Decision
 	Cands []Explained
 }
+
+// Workings names parts of Explained that a policy's explanation fills in.
+type Workings uint8
+
+// The workings.
+const (
+	// WorkingsEstimate: Estimate, PricedTokens, Owner and Guard
+	// (cost_model).
+	WorkingsEstimate Workings = 1 << iota
+	// WorkingsScore: Score (kv_aware).
+	WorkingsScore
+	// WorkingsWeight: Weight (prefix_hash).
+	WorkingsWeight
+)
 
 // mix is the splitmix64 finalizer, a bijection on uint64.
 func mix(x uint64) uint64 {

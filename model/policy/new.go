@@ -10,30 +10,36 @@ import (
 // callers (the fleet) keep it for what they cannot wire yet.
 var ErrNotImplemented = errors.New("not implemented yet")
 
-// New returns a fresh policy for its config name (routing.default_policy, a
-// model's policy, a split's key). Every call returns a new value with its own
-// state. The cache-aware policies prefix_hash, kv_aware and cost_model get
-// the routing section's defaults; NewPrefixHash, NewKVAware and
-// NewCostModel take configured params. Unknown names are an error.
+// implementations are this package's policies, each made fresh with the
+// routing section's defaults; New finds one by its Name. The names are
+// model/sched's registry's (sched.Policies): the gateway builds its
+// policies there, as the built-in profiles that were proven to decide as
+// these implementations do. cost_model comes last, since making it
+// allocates its tables.
+var implementations = []func() Policy{
+	func() Policy { return &RoundRobin{} },
+	func() Policy { return Random{} },
+	func() Policy { return LeastRequest{} },
+	func() Policy { return P2C{} },
+	func() Policy { return NewPrefixHash(DefaultPrefixHashParams()) },
+	func() Policy { return NewKVAware(DefaultKVAwareParams()) },
+	func() Policy { return NewCostModel(DefaultCostModelParams()) },
+}
+
+// New returns a fresh policy of this package by its config name. Every
+// call returns a new value with its own state. The cache-aware policies
+// prefix_hash, kv_aware and cost_model get the routing section's defaults;
+// NewPrefixHash, NewKVAware and NewCostModel take configured params.
+// Unknown names are an error. The gateway builds its policies with
+// sched.New; New builds the implementations the built-in profiles are
+// checked against.
 func New(name string) (Policy, error) {
-	switch name {
-	case "round_robin":
-		return &RoundRobin{}, nil
-	case "random":
-		return Random{}, nil
-	case "least_request":
-		return LeastRequest{}, nil
-	case "p2c":
-		return P2C{}, nil
-	case "prefix_hash":
-		return NewPrefixHash(DefaultPrefixHashParams()), nil
-	case "kv_aware":
-		return NewKVAware(DefaultKVAwareParams()), nil
-	case "cost_model":
-		return NewCostModel(DefaultCostModelParams()), nil
-	default:
-		return nil, fmt.Errorf("policy: unknown policy %q", name)
+	for _, mk := range implementations {
+		if p := mk(); p.Name() == name {
+			return p, nil
+		}
 	}
+	return nil, fmt.Errorf("policy: unknown policy %q", name)
 }
 
 // Spec is a policy's config name with the parameters it is built from:
@@ -47,29 +53,46 @@ type Spec struct {
 	CostModel  *CostModelParams  `json:"cost_model,omitempty"`
 }
 
-// Build returns a fresh policy for s. A cache-aware policy without its
-// parameters gets New's defaults; unknown names are an error.
+// Build returns a fresh policy of this package for s: the one of s's
+// params whose policy is named s.Name, else New's. A cache-aware policy
+// without its parameters gets New's defaults; unknown names are an error.
+// (sched.New builds the same decisions as a scheduling profile.)
 func (s Spec) Build() (Policy, error) {
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	var built []Policy
+	if s.PrefixHash != nil {
+		built = append(built, NewPrefixHash(*s.PrefixHash))
+	}
+	if s.KVAware != nil {
+		built = append(built, NewKVAware(*s.KVAware))
+	}
+	if s.CostModel != nil {
+		built = append(built, NewCostModel(*s.CostModel))
+	}
+	for _, p := range built {
+		if p.Name() == s.Name {
+			return p, nil
+		}
+	}
+	return New(s.Name)
+}
+
+// Check reports a spec whose table sizes are out of bounds. A spec can
+// come from a file (the shadow log), and cost_model's tables are
+// allocated up front.
+func (s Spec) Check() error {
 	if c := s.CostModel; c != nil {
-		// A spec can come from a file (the shadow log), so its sizes are
-		// checked: the sketch is allocated up front.
 		if hp := c.HotPrefix; hp.SketchDepth > MaxSketchDepth || hp.SketchWidth > MaxSketchWidth {
-			return nil, fmt.Errorf("policy: cost_model hot-prefix sketch %d x %d: over %d x %d",
+			return fmt.Errorf("policy: cost_model hot-prefix sketch %d x %d: over %d x %d",
 				hp.SketchDepth, hp.SketchWidth, MaxSketchDepth, MaxSketchWidth)
 		}
 		if c.SessionSlots > MaxSessionSlots {
-			return nil, fmt.Errorf("policy: cost_model session slots %d: over %d", c.SessionSlots, MaxSessionSlots)
+			return fmt.Errorf("policy: cost_model session slots %d: over %d", c.SessionSlots, MaxSessionSlots)
 		}
 	}
-	switch {
-	case s.Name == "prefix_hash" && s.PrefixHash != nil:
-		return NewPrefixHash(*s.PrefixHash), nil
-	case s.Name == "kv_aware" && s.KVAware != nil:
-		return NewKVAware(*s.KVAware), nil
-	case s.Name == "cost_model" && s.CostModel != nil:
-		return NewCostModel(*s.CostModel), nil
-	}
-	return New(s.Name)
+	return nil
 }
 
 // Bounds of cost_model's table sizes in a Spec (and in the scheduling

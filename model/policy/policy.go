@@ -123,11 +123,19 @@ func Key[T ~string | ~[]byte](s T) uint64 {
 }
 
 // CacheAware reports whether the policy named name routes on the estimate
-// broadcast: predicted cache, queued prefill and the prompt's blocks.
+// broadcast: predicted cache, queued prefill and the prompt's blocks. The
+// gateway reads this from the registry of model/sched (a profile's
+// sched.SignalEstimates); this is the same for this package's
+// implementations.
 func CacheAware(name string) bool {
-	switch name {
-	case "prefix_hash", "kv_aware", "cost_model":
-		return true
-	}
-	return false
+	p, err := New(name)
+	_, ok := p.(estimating)
+	return err == nil && ok
 }
+
+// estimating marks the policies that route on the estimate broadcast.
+type estimating interface{ routesOnEstimates() }
+
+func (*PrefixHash) routesOnEstimates() {}
+func (*KVAware) routesOnEstimates()    {}
+func (*CostModel) routesOnEstimates()  {}

@@ -1,6 +1,8 @@
 package route
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -207,8 +209,12 @@ func commonBlocks(x, y []prefix.Hash) int {
 // This is where the policy is called, with the request's time set by the
 // caller (req.Now).
 func (c *Core) Choose(req *policy.Request, cands []policy.Candidate, offered int, take func(*policy.Candidate) bool) ([]policy.Candidate, int, error) {
-	for len(cands) > 0 {
+	for first := true; len(cands) > 0; first = false {
 		k, err := c.Policy.Pick(req, cands, c.Rand)
+		if err != nil && first && errors.Is(err, policy.ErrNoCandidate) {
+			// Candidates there were, and the profile's filters kept none.
+			return cands, -1, fmt.Errorf("%w: %w", ErrFilteredOut, err)
+		}
 		if err != nil || k < 0 || k >= len(cands) {
 			break
 		}

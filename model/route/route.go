@@ -21,6 +21,10 @@ var (
 	// ErrDeadline: the decision's deadline passed before a replica was
 	// chosen.
 	ErrDeadline = errors.New("routing: deadline passed")
+	// ErrFilteredOut: the scheduling profile's filters set every
+	// candidate aside (a label selector no replica matches, say). The
+	// error the core returns wraps the profile's, which names the filter.
+	ErrFilteredOut = errors.New("routing: the scheduling profile's filters set every replica aside")
 )
 
 // View is one replica as a decision sees it, built by the caller from its
@@ -45,17 +49,22 @@ type View struct {
 	// there, and of those still waiting for a response head.
 	InFlight, Pending int
 	// Fresh reports that the engine's load report is within load.max_age:
-	// Running, Waiting and KVUsage are then its running and waiting
-	// requests and KV cache use. Only read for a detailed collection.
-	Fresh            bool
-	Running, Waiting int
-	KVUsage          float64
-	// PendingTokens is the prompt tokens, less those predicted cached, of
-	// the requests routed there that still wait for a response head
-	// (policy.Candidate.PendingTokens, which token-load-scorer and
-	// prefix-cache-affinity-filter read). Only read for a detailed
+	// Running and KVUsage are then its running requests and KV cache use.
+	// Only read for a detailed collection.
+	Fresh   bool
+	Running int
+	KVUsage float64
+	// Waiting is the engine's waiting requests while Fresh. Only read for
+	// a detailed collection.
+	Waiting int
+	// PendingTokens is the replica's published count of the tokens to
+	// compute of the requests routed there that await their first byte
+	// (policy.Candidate.PendingTokens). Only read for a detailed
 	// collection.
 	PendingTokens int
+	// Labels are the replica's configured labels (llm-d.ai/role and the
+	// like), read by the label filters. Read only.
+	Labels map[string]string
 	// Ledger is the replica's published assignment numbers and prefill
 	// queue; nil for a replica that keeps none, which is then not priced.
 	Ledger Ledger
@@ -91,10 +100,12 @@ type Reply struct {
 // how many replicas qualified before the room check (0 means
 // ErrNoReplica, more ErrOverloaded, when no candidate is left).
 //
-// detail adds what the cache-aware policies read (and what prices a
-// decision for the shadow policies): each candidate's key, its running
-// requests (the engine's while its report is fresh, else those past their
-// first byte) and its KV usage.
+// Every candidate carries its replica's labels. detail adds what the
+// cache-aware policies and the scheduling profiles' load plugins read (and
+// what prices a decision for the shadow policies): each candidate's key,
+// its pending tokens, its running requests (the engine's while its report
+// is fresh, else those past their first byte), and its waiting requests
+// and KV usage.
 func Collect(dst []policy.Candidate, views []View, exclude []string, detail bool) ([]policy.Candidate, int) {
 	dst, offered, live := collect(dst, views, exclude, detail, false)
 	if live == 0 {
@@ -129,14 +140,14 @@ func collect(dst []policy.Candidate, views []View, exclude []string, detail, eje
 }
 
 func candidate(i int, v *View, detail bool) policy.Candidate {
-	c := policy.Candidate{Replica: i, InFlight: v.InFlight, Pending: v.Pending}
+	c := policy.Candidate{Replica: i, InFlight: v.InFlight, Pending: v.Pending, Labels: v.Labels}
 	if !detail {
 		return c
 	}
 	c.Key, c.PendingTokens = v.Key, v.PendingTokens
 	c.Running = max(c.InFlight-c.Pending, 0)
 	if v.Fresh {
-		c.Running, c.Waiting, c.KVUsage, c.Fresh = v.Running, v.Waiting, v.KVUsage, true
+		c.Running, c.KVUsage, c.Waiting, c.Fresh = v.Running, v.KVUsage, v.Waiting, true
 	}
 	return c
 }

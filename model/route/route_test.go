@@ -2,9 +2,11 @@ package route
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,25 +77,25 @@ func TestCollect(t *testing.T) {
 	}, nil, []int{}, 0)
 }
 
-// A detailed collection carries the key and the pending tokens, the
-// engine's running and waiting requests and KV usage while fresh, else the
-// requests past their first byte (and no waiting count).
+// A detailed collection carries the key, the pending tokens, the engine's
+// running and waiting requests and KV usage while fresh, else the requests
+// past their first byte; every collection carries the labels.
 func TestCollectDetail(t *testing.T) {
 	vs := replicas("r0", "r1")
-	vs[0].InFlight, vs[0].Pending, vs[0].PendingTokens, vs[0].Waiting = 5, 2, 900, 4 // stale: no waiting
-	vs[1].InFlight, vs[1].Fresh, vs[1].Running, vs[1].Waiting, vs[1].KVUsage = 1, true, 7, 3, 0.5
+	role := map[string]string{"llm-d.ai/role": "decode"}
+	vs[0].InFlight, vs[0].Pending, vs[0].Waiting, vs[0].PendingTokens = 5, 2, 9, 300
+	vs[1].InFlight, vs[1].Fresh, vs[1].Running, vs[1].KVUsage, vs[1].Waiting, vs[1].Labels = 1, true, 7, 0.5, 4, role
 	got, _ := Collect(nil, vs, nil, true)
 	want := []policy.Candidate{
-		{Replica: 0, InFlight: 5, Pending: 2, Key: vs[0].Key, Running: 3, PendingTokens: 900},
-		{Replica: 1, InFlight: 1, Key: vs[1].Key, Running: 7, Waiting: 3, KVUsage: 0.5, Fresh: true},
+		{Replica: 0, InFlight: 5, Pending: 2, Key: vs[0].Key, Running: 3, PendingTokens: 300},
+		{Replica: 1, InFlight: 1, Key: vs[1].Key, Running: 7, KVUsage: 0.5, Waiting: 4, Fresh: true, Labels: role},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
 	plain, _ := Collect(nil, vs, nil, false)
-	if !reflect.DeepEqual(plain[1], policy.Candidate{Replica: 1, InFlight: 1}) ||
-		!reflect.DeepEqual(plain[0], policy.Candidate{Replica: 0, InFlight: 5, Pending: 2}) {
-		t.Fatalf("a plain collection carries %+v", plain)
+	if !reflect.DeepEqual(plain[1], policy.Candidate{Replica: 1, InFlight: 1, Labels: role}) {
+		t.Fatalf("a plain collection carries %+v", plain[1])
 	}
 }
 
@@ -169,6 +171,37 @@ func TestChoose(t *testing.T) {
 	}
 	if _, _, err := c.Choose(&policy.Request{}, nil, 0, refuse()); !errors.Is(err, ErrNoReplica) {
 		t.Fatalf("nothing offered: %v, want ErrNoReplica", err)
+	}
+}
+
+// only keeps the candidates of the replicas it names, as a profile's
+// filters do, and refuses when it keeps none.
+type only []int
+
+func (only) Name() string { return "only" }
+
+func (o only) Pick(_ *policy.Request, cands []policy.Candidate, _ *rand.Rand) (int, error) {
+	for k, c := range cands {
+		if slices.Contains(o, c.Replica) {
+			return k, nil
+		}
+	}
+	return -1, fmt.Errorf("%w: only %v", policy.ErrNoCandidate, []int(o))
+}
+
+// A policy that refuses the candidates it is first offered answers
+// ErrFilteredOut with its reason; one that refuses once its picks were
+// taken away answers by the offered count, as when every pick is refused.
+func TestChooseFilteredOut(t *testing.T) {
+	c := New(Config{Policy: only{5}, Rand: rand.New(rand.NewPCG(1, 1))})
+	cands := []policy.Candidate{{Replica: 0}, {Replica: 1}}
+	_, _, err := c.Choose(&policy.Request{}, cands, 2, refuse())
+	if !errors.Is(err, ErrFilteredOut) || !errors.Is(err, policy.ErrNoCandidate) || !strings.Contains(err.Error(), "only [5]") {
+		t.Fatalf("nothing kept: %v, want ErrFilteredOut with the reason", err)
+	}
+	c = New(Config{Policy: only{1}, Rand: rand.New(rand.NewPCG(1, 1))})
+	if _, _, err := c.Choose(&policy.Request{}, slices.Clone(cands), 2, refuse(1)); !errors.Is(err, ErrOverloaded) || errors.Is(err, ErrFilteredOut) {
+		t.Fatalf("the one kept is full: %v, want ErrOverloaded", err)
 	}
 }
 

@@ -18,21 +18,25 @@ type Builtin struct {
 	// plugins are the profile's plugin entries, for the policy's params:
 	// the profile is the default one made of them in their order.
 	plugins func(s policy.Spec) []any
+	// params keeps of a spec the params the profile is made from.
+	params func(s policy.Spec) policy.Spec
 }
+
+func noParams(policy.Spec) policy.Spec { return policy.Spec{} }
 
 // builtins is every policy, in the order the docs list them. It is the only
 // place policy names are defined; it is never modified.
 var builtins = []Builtin{
-	{Name: "round_robin", Doc: "Each replica in turn.", plugins: func(policy.Spec) []any {
+	{Name: "round_robin", Doc: "Each replica in turn.", params: noParams, plugins: func(policy.Spec) []any {
 		return []any{entry(&roundRobinPicker, nil)}
 	}},
-	{Name: "random", Doc: "A replica at random.", plugins: func(policy.Spec) []any {
+	{Name: "random", Doc: "A replica at random.", params: noParams, plugins: func(policy.Spec) []any {
 		return []any{entry(&randomPicker, nil)}
 	}},
-	{Name: "least_request", Doc: "The fewest requests in flight, ties at random.", plugins: func(policy.Spec) []any {
+	{Name: "least_request", Doc: "The fewest requests in flight, ties at random.", params: noParams, plugins: func(policy.Spec) []any {
 		return []any{entry(&activeRequestScorer, nil), entry(&maxScorePicker, nil)}
 	}},
-	{Name: "p2c", Doc: "The fewer requests in flight of two replicas drawn at random.", plugins: func(policy.Spec) []any {
+	{Name: "p2c", Doc: "The fewer requests in flight of two replicas drawn at random.", params: noParams, plugins: func(policy.Spec) []any {
 		return []any{entry(&activeRequestScorer, nil), entry(&p2cPicker, nil)}
 	}},
 	{Name: "prefix_hash", Doc: "Consistent hashing of the prompt's first blocks.", plugins: func(s policy.Spec) []any {
@@ -41,15 +45,16 @@ var builtins = []Builtin{
 			p = *s.PrefixHash
 		}
 		return []any{entry(&prefixHashPicker, map[string]any{"blocks": p.Blocks})}
-	}},
+	}, params: func(s policy.Spec) policy.Spec { return policy.Spec{PrefixHash: s.PrefixHash} }},
 	{Name: "kv_aware", Doc: "The best share of the prompt cached against the load.", plugins: func(s policy.Spec) []any {
 		p := policy.DefaultKVAwareParams()
 		if s.KVAware != nil {
 			p = *s.KVAware
 		}
 		return []any{entry(&kvAwarePicker, map[string]any{"cacheWeight": p.CacheWeight, "loadWeight": p.LoadWeight})}
-	}},
-	{Name: "cost_model", Doc: "The lowest estimated time to first token within the load guards.", plugins: costModelPlugins},
+	}, params: func(s policy.Spec) policy.Spec { return policy.Spec{KVAware: s.KVAware} }},
+	{Name: "cost_model", Doc: "The lowest estimated time to first token within the load guards.", plugins: costModelPlugins,
+		params: func(s policy.Spec) policy.Spec { return policy.Spec{CostModel: s.CostModel} }},
 }
 
 // costModelPlugins are cost_model's guards and decision, with the spec's
@@ -122,6 +127,15 @@ func (b *Builtin) Config(s policy.Spec) (*Config, error) {
 		return nil, fmt.Errorf("sched: policy %s: %w", b.Name, err)
 	}
 	return c, nil
+}
+
+// Spec returns the spec of the policy with the params of s its profile is
+// made from, the others left out: what builds it again (New), and what the
+// shadow log writes down.
+func (b *Builtin) Spec(s policy.Spec) policy.Spec {
+	out := b.params(s)
+	out.Name = b.Name
+	return out
 }
 
 // Signals returns what the policy routes on.

@@ -48,6 +48,8 @@ var boundedLoadFilter = Type{
 
 type boundedLoad struct{ epsilon float64 }
 
+func (boundedLoad) guard() policy.Guard { return policy.GuardBoundedLoad }
+
 func (b boundedLoad) Filter(c *Cycle, in, out []int) []int {
 	out, c.Decision.Cap = policy.BoundedLoad(out, c.Cands, in, b.epsilon)
 	c.Decision.BoundedLoad = len(in) - len(out)
@@ -80,6 +82,8 @@ type kvPressure struct {
 	kappa float64
 	short int
 }
+
+func (kvPressure) guard() policy.Guard { return policy.GuardKVPressure }
 
 func (k kvPressure) Filter(c *Cycle, in, out []int) []int {
 	out, c.Decision.KVWaived = policy.KVPressure(out, c.Cands, in, c.Req.PromptTokens, k.kappa, k.short)
@@ -154,6 +158,15 @@ func (p *costPicker) Pick(c *Cycle, in []int, _ []float64) int {
 	d := &c.Decision
 	d.Steer, d.Term, d.Owners = p.d.Steer, p.d.Term, p.d.Owners
 	return p.d.Winner
+}
+
+// explainPick is Pick explained, with cost_model's estimate of every
+// candidate.
+func (p *costPicker) explainPick(c *Cycle, in []int, _ []float64) (int, policy.Explanation) {
+	e := p.m.ExplainAmong(c.Req, c.Cands, in, c.Rng.Uint64())
+	d := &c.Decision
+	d.Steer, d.Term, d.Owners = e.Steer, e.Term, e.Owners
+	return e.Winner, e
 }
 
 // Picked records the decision in the hot-prefix sketch and the

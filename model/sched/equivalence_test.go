@@ -95,3 +95,68 @@ func TestBuiltinsDecideAsPolicies(t *testing.T) {
 	}
 	t.Logf("%d decisions; %v", decisions, seen)
 }
+
+// TestBuiltinsExplainAsPolicies explains each decision of the same seeded
+// traffic with each cache-aware policy (policy.Explainer, given the next
+// draw of its source) and with its built-in profile (given a copy of the
+// source): the decision summary, the workings shown and every candidate's
+// workings (cost_model's estimates and guards, kv_aware's scores,
+// prefix_hash's weights) are the policy's, as the routing actor's
+// explanations and the decision log have always shown them.
+func TestBuiltinsExplainAsPolicies(t *testing.T) {
+	explained := 0
+	for seed := uint64(0); seed < 6; seed++ {
+		for _, spec := range specs(rand.New(rand.NewPCG(seed, 1))) {
+			old, err := spec.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			oe, ok := old.(policy.Explainer)
+			if !ok {
+				continue
+			}
+			s, err := New(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := newTraffic(seed)
+			src := rand.NewPCG(seed, 3)
+			rngOld, rngNew := rand.New(rand.NewPCG(seed, 3)), rand.New(src)
+			for step := range 1500 {
+				req, cands := tr.next()
+				if len(cands) == 0 {
+					continue
+				}
+				peek := *src
+				draw := rand.New(&peek).Uint64()
+				peek = *src
+				want, err := oe.Explain(req, cands, draw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ex, err := s.Explain(req, cands, rand.New(&peek))
+				if err != nil {
+					t.Fatalf("%s step %d: %v", spec.Name, step, err)
+				}
+				pe := ex.Profiles[ex.Primary]
+				if pe.Decision != want.Decision || pe.Workings != want.Workings || pe.Winner != want.Winner {
+					t.Fatalf("%s seed %d step %d: the profile explains %+v (%d), the policy %+v (%d)",
+						spec.Name, seed, step, pe.Decision, pe.Workings, want.Decision, want.Workings)
+				}
+				for i := range cands {
+					if got := pe.Replicas[i].Workings; got != want.Cands[i] {
+						t.Fatalf("%s seed %d step %d candidate %d: the profile explains %+v, the policy %+v", spec.Name, seed, step, i, got, want.Cands[i])
+					}
+				}
+				explained++
+				a, _ := old.Pick(req, cands, rngOld)
+				b, _ := s.Pick(req, cands, rngNew)
+				if a != b || a != want.Winner {
+					t.Fatalf("%s step %d: picked %d and %d, explained %d", spec.Name, step, a, b, want.Winner)
+				}
+				tr.routed(a)
+			}
+		}
+	}
+	t.Logf("%d explanations", explained)
+}

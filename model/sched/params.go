@@ -45,8 +45,17 @@ type decoding struct {
 }
 
 func (d *decoding) fail(path, format string, args ...any) {
-	d.errs = append(d.errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+	d.errs = append(d.errs, &PathError{Path: path, Message: fmt.Sprintf(format, args...)})
 }
+
+// PathError is one problem of a document, at its key path (as
+// plugins[2].parameters.blockSize), so that a caller embedding the
+// document in its own config can prefix the path with the document's key.
+type PathError struct {
+	Path, Message string
+}
+
+func (e *PathError) Error() string { return e.Path + ": " + e.Message }
 
 func (d *decoding) warn(path, format string, args ...any) {
 	d.warns = append(d.warns, Warning{Path: path, Message: fmt.Sprintf(format, args...)})

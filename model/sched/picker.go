@@ -147,6 +147,19 @@ func pick(p policy.Policy, buf *[]policy.Candidate, c *Cycle, in []int) int {
 	return in[k]
 }
 
+// explained is pick explained, for a policy whose Pick draws one
+// rng.Uint64 and decides from it alone (policy.Explainer), as prefix_hash
+// and kv_aware do; the decision's steering goes into c.Decision.
+func explained(p policy.Explainer, buf *[]policy.Candidate, c *Cycle, in []int) (int, policy.Explanation) {
+	e, err := p.Explain(c.Req, among(buf, c, in), c.Rng.Uint64())
+	if err != nil {
+		panic("BUG: sched: " + p.Name() + " has no candidate: " + err.Error())
+	}
+	e = subset(c, in, e)
+	c.Decision.Steer = e.Steer
+	return e.Winner, e
+}
+
 var roundRobinPicker = Type{
 	Name: "round-robin-picker", Kind: KindPicker, Own: true,
 	Doc: "Picks the replicas in turn, by their index, skipping those the filters set aside (the " +
@@ -190,6 +203,11 @@ type hashed struct {
 
 func (h *hashed) Pick(c *Cycle, in []int, _ []float64) int { return pick(h.p, &h.buf, c, in) }
 
+// explainPick is Pick explained, with each candidate's rendezvous weight.
+func (h *hashed) explainPick(c *Cycle, in []int, _ []float64) (int, policy.Explanation) {
+	return explained(h.p, &h.buf, c, in)
+}
+
 var kvAwarePicker = Type{
 	Name: "kv-aware-picker", Kind: KindPicker, Own: true, Signals: SignalEstimates | SignalTokens,
 	Doc: "The best cacheWeight·cached/prompt − loadWeight·in flight/busiest, ties to fewer in " +
@@ -219,6 +237,11 @@ type kvAware struct {
 }
 
 func (k *kvAware) Pick(c *Cycle, in []int, _ []float64) int { return pick(k.p, &k.buf, c, in) }
+
+// explainPick is Pick explained, with each candidate's score.
+func (k *kvAware) explainPick(c *Cycle, in []int, _ []float64) (int, policy.Explanation) {
+	return explained(k.p, &k.buf, c, in)
+}
 
 var singleProfileHandler = Type{
 	Name: "single-profile-handler", Kind: KindHandler,

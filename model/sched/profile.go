@@ -200,7 +200,7 @@ func (p *Profile) run(c *Cycle, w *work, ex *ProfileExplained) (int, error) {
 		w.sets[1-cur] = out
 		cur = 1 - cur
 		if ex != nil {
-			ex.setAside(in, out, f.name)
+			ex.setAside(in, out, f)
 		}
 		in = out
 		if len(in) == 0 {
@@ -228,16 +228,22 @@ func (p *Profile) run(c *Cycle, w *work, ex *ProfileExplained) (int, error) {
 			}
 		}
 	}
-	win := p.picker.p.Pick(c, in, totals)
+	var (
+		win int
+		pex *policy.Explanation
+	)
+	if ep, ok := p.picker.p.(explainingPicker); ok && ex != nil {
+		var e policy.Explanation
+		win, e = ep.explainPick(c, in, totals)
+		pex = &e
+	} else {
+		win = p.picker.p.Pick(c, in, totals)
+	}
 	if win < 0 || win >= len(c.Cands) {
 		panic(fmt.Sprintf("BUG: sched: picker %s picked %d of %d candidates", p.picker.name, win, len(c.Cands)))
 	}
 	if ex != nil {
-		for k, i := range in {
-			ex.Replicas[i].Total = totals[k]
-		}
-		ex.Winner = win
-		ex.Replicas[win].Picked = true
+		ex.picked(c, in, totals, win, pex)
 	}
 	return win, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/sched"
 )
 
 // The shadow log (observability.shadow_log) is JSON lines of two kinds: a
@@ -33,21 +34,47 @@ const (
 	KindDecision = "decision"
 )
 
-// Shadow is how one shadow policy was built: the policy from its spec, and
+// Shadow is how one shadow policy was built: a policy's built-in profile
+// from its spec, or a scheduling profile of the config (routing.schedulers,
+// a scheduler) from its EndpointPickerConfig document, named Spec.Name; and
 // its random source as rand.New(rand.NewPCG(Seed, Stream)).
 type Shadow struct {
 	policy.Spec
-	Seed   uint64 `json:"seed"`
-	Stream uint64 `json:"stream"`
+	// Scheduler is the profile's document, with llm-d's defaults
+	// injected (sched.Config.Document); nil for a policy.
+	Scheduler map[string]any `json:"scheduler,omitempty"`
+	Seed      uint64         `json:"seed"`
+	Stream    uint64         `json:"stream"`
 }
 
-// Build returns a fresh policy and random source for s.
+// Build returns a fresh policy and random source for s: a Scheduler of its
+// profile, as the gateway's shadows run it.
 func (s *Shadow) Build() (policy.Policy, *rand.Rand, error) {
-	p, err := s.Spec.Build()
+	var (
+		p   policy.Policy
+		err error
+	)
+	if s.Scheduler != nil {
+		p, err = buildDocument(s.Name, s.Scheduler)
+	} else if err = s.Spec.Check(); err == nil {
+		p, err = sched.New(s.Spec)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	return p, rand.New(rand.NewPCG(s.Seed, s.Stream)), nil
+	return p, s.Rand(), nil
+}
+
+// Rand returns a fresh copy of s's random source.
+func (s *Shadow) Rand() *rand.Rand { return rand.New(rand.NewPCG(s.Seed, s.Stream)) }
+
+// buildDocument builds the Scheduler of a profile's document.
+func buildDocument(name string, doc map[string]any) (policy.Policy, error) {
+	c, _, err := sched.Parse(name, doc)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler %s: %w", name, err)
+	}
+	return c.Build()
 }
 
 // Shadows is one model's shadow policies as a generation built them, in
@@ -150,6 +177,12 @@ type Replay struct {
 	// checked (agreeing or not) and Mismatched those that differed.
 	Decisions, Checked, Mismatched int
 
+	// Build, when not nil, builds each shadow in place of Shadow.Build:
+	// replaying a log through another implementation of the same
+	// policies (model/policy's, which the built-in profiles were proven
+	// against) checks that the two decide alike.
+	Build func(*Shadow) (policy.Policy, *rand.Rand, error)
+
 	built map[replayKey]*replayed
 }
 
@@ -178,8 +211,12 @@ func (r *Replay) Add(l *Line) (mismatches []string, err error) {
 	if l.Kind == KindConfig {
 		for _, m := range l.Models {
 			b := &replayed{cm: m.CostModel}
+			build := r.Build
+			if build == nil {
+				build = (*Shadow).Build
+			}
 			for i := range m.Shadows {
-				p, rng, err := m.Shadows[i].Build()
+				p, rng, err := build(&m.Shadows[i])
 				if err != nil {
 					return nil, fmt.Errorf("model %s: %w", m.Model, err)
 				}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/sched"
 )
 
 // logOf runs every policy in shadow over n random decisions, as the
@@ -105,6 +106,8 @@ func FuzzParseLine(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(`{"kind":"decision","gen":1,"model":"m","seq":1,"decision":{"Routed":5},"picks":[{"policy":"p2c"}]}`))
+	f.Add([]byte(`{"kind":"config","gen":1,"models":[{"model":"m","cost_model":{},"shadows":[{"name":"helm","seed":1,"stream":2,` +
+		`"scheduler":{"apiVersion":"llm-d.ai/v1alpha1","kind":"EndpointPickerConfig","plugins":[{"type":"queue-scorer"}]}}]}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		l, err := ParseLine(b)
 		if err != nil {
@@ -118,4 +121,39 @@ func FuzzParseLine(f *testing.F) {
 			rngs: []*rand.Rand{rand.New(rand.NewPCG(1, 1))}, cm: cost.Default()}}
 		r.Add(l)
 	})
+}
+
+// A shadow that is a scheduling profile of the config is written with its
+// document, and builds again from the config line as it ran; one whose
+// document does not decode fails to build, naming it.
+func TestProfileShadowBuilds(t *testing.T) {
+	doc := map[string]any{"apiVersion": "llm-d.ai/v1alpha1", "kind": "EndpointPickerConfig",
+		"plugins": []any{map[string]any{"type": "queue-scorer"}, map[string]any{"type": "kv-cache-utilization-scorer"}}}
+	cfg, _, err := sched.Parse("helm", doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Line{Kind: KindConfig, Gen: 1, Models: []Shadows{{Model: "m", CostModel: cost.Default(), Shadows: []Shadow{
+		{Spec: policy.Spec{Name: "helm"}, Scheduler: cfg.Document(), Seed: 3, Stream: 4},
+		{Spec: policy.Spec{Name: "p2c"}, Seed: 3, Stream: 5},
+	}}}}
+	b, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseLine(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"helm", "p2c"} {
+		p, _, err := back.Models[0].Shadows[i].Build()
+		if s, ok := p.(*sched.Scheduler); err != nil || !ok || s.Name() != want {
+			t.Fatalf("shadow %d built %T %v, %v", i, p, p, err)
+		}
+	}
+	bad := Shadow{Spec: policy.Spec{Name: "helm"}, Scheduler: map[string]any{"apiVersion": "llm-d.ai/v1alpha1", "kind": "EndpointPickerConfig",
+		"plugins": []any{map[string]any{"type": "nope"}}}}
+	if _, _, err := bad.Build(); err == nil || !strings.Contains(err.Error(), "scheduler helm: plugins[0].type") {
+		t.Fatalf("a bad document built: %v", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/inferrail/inferrail/actors/routing"
+	"github.com/inferrail/inferrail/model/policy"
 )
 
 // Decision is a routing decision explained, as JSON: what POST
@@ -19,6 +20,39 @@ type Decision struct {
 	KVWaived  bool      `json:"kv_pressure_waived,omitempty"`
 	Error     *string   `json:"error"`
 	Replicas  []Replica `json:"replicas"`
+	// Profiles are the scheduling profiles the decision ran, with each
+	// plugin's effect on each replica offered.
+	Profiles []Profile `json:"profiles,omitempty"`
+}
+
+// Profile is one scheduling profile's run: per replica offered, the filter
+// that set it aside, or each scorer's raw and weighted score and the
+// total; and the pick.
+type Profile struct {
+	Profile  string          `json:"profile"`
+	Picker   string          `json:"picker"`
+	Winner   *string         `json:"winner"`
+	Error    *string         `json:"error,omitempty"`
+	Replicas []ReplicaPlugin `json:"replicas"`
+}
+
+// ReplicaPlugin is what one profile's plugins made of one replica.
+type ReplicaPlugin struct {
+	Replica  string  `json:"replica"`
+	Filter   *string `json:"filtered_by"`
+	Scores   []Score `json:"scores,omitempty"`
+	Total    float64 `json:"total"`
+	Selected bool    `json:"picked"`
+}
+
+// Score is one scorer's score of a replica: as the scorer gave it, the
+// profile's weight for it, and its part of the total (the score clamped to
+// [0, 1] times the weight's share of the profile's weights).
+type Score struct {
+	Scorer   string  `json:"scorer"`
+	Raw      float64 `json:"raw"`
+	Weight   float64 `json:"weight"`
+	Weighted float64 `json:"weighted"`
 }
 
 // Replica is one replica of a Decision: whether it was offered and why
@@ -79,19 +113,34 @@ func View(ex *routing.Explanation) Decision {
 			v.KVUsage = &u
 		}
 		if r.Offered && ex.Err == nil {
-			switch ex.Policy {
-			case "cost_model":
+			if ex.Workings&policy.WorkingsEstimate != 0 {
 				e := r.Estimate
 				v.Estimate = &Estimate{Queue: e.Queue.Seconds(), Prefill: e.Prefill.Seconds(), Tier: e.Tier.Seconds(), TTFT: e.Total().Seconds()}
-			case "kv_aware":
+			}
+			if ex.Workings&policy.WorkingsScore != 0 {
 				sc := r.Score
 				v.KVAwareScore = &sc
-			case "prefix_hash":
+			}
+			if ex.Workings&policy.WorkingsWeight != 0 {
 				w := r.Weight
 				v.PrefixWeight = &w
 			}
 		}
 		out.Replicas = append(out.Replicas, v)
+	}
+	for _, p := range ex.Profiles {
+		pv := Profile{Profile: p.Profile, Picker: p.Picker, Winner: strPtr(p.Winner), Replicas: make([]ReplicaPlugin, 0, len(p.Replicas))}
+		if p.Err != nil {
+			pv.Error = strPtr(p.Err.Error())
+		}
+		for _, r := range p.Replicas {
+			rv := ReplicaPlugin{Replica: r.ID, Filter: strPtr(r.Filter), Total: r.Total, Selected: r.Picked}
+			for _, sc := range r.Scores {
+				rv.Scores = append(rv.Scores, Score{Scorer: sc.Scorer, Raw: sc.Raw, Weight: sc.Weight, Weighted: sc.Weighted})
+			}
+			pv.Replicas = append(pv.Replicas, rv)
+		}
+		out.Profiles = append(out.Profiles, pv)
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/route"
+	"github.com/inferrail/inferrail/model/sched"
 )
 
 // Causes a request's upstream context is cancelled with.
@@ -45,6 +46,9 @@ func routeError(err error, model string) *openai.Error {
 	case errors.Is(err, route.ErrNoReplica):
 		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
 			"No healthy replica serves `"+model+"`.", "")
+	case errors.Is(err, route.ErrFilteredOut):
+		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
+			"The scheduling profile routing `"+model+"` set every replica aside ("+filterReason(err)+"); no replica can take the request.", "")
 	case errors.Is(err, route.ErrDeadline):
 		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
 			"The gateway could not choose a replica in time; retry later.", "")
@@ -65,10 +69,21 @@ func routeReason(err error) string {
 		return "overloaded"
 	case errors.Is(err, route.ErrNoReplica):
 		return "no_replica"
+	case errors.Is(err, route.ErrFilteredOut):
+		return "filtered_out"
 	case errors.Is(err, route.ErrDeadline):
 		return "routing_deadline"
 	}
 	return "routing"
+}
+
+// filterReason names the profile and filter that left no replica.
+func filterReason(err error) string {
+	var fe *sched.FilteredError
+	if errors.As(err, &fe) {
+		return "profile " + fe.Profile + ", filter " + fe.Filter
+	}
+	return "its filters"
 }
 
 func writeError(ctx *fasthttp.RequestCtx, e *openai.Error) {

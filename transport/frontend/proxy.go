@@ -228,7 +228,7 @@ func (s *Server) pick(r *request, tried []string, attempt int) (fleet.Decision, 
 	}
 	logged := s.dlog.Sampled(r.id)
 	d, err := s.fleet.Pick(fleet.PickRequest{Model: r.model, Policy: r.policy, Exclude: tried, Deadline: dl, Log: logged})
-	if errors.Is(err, route.ErrNoReplica) && len(tried) > 0 {
+	if (errors.Is(err, route.ErrNoReplica) || errors.Is(err, route.ErrFilteredOut)) && len(tried) > 0 {
 		d, err = s.fleet.Pick(fleet.PickRequest{Model: r.model, Policy: r.policy, Deadline: dl, Log: logged})
 	}
 	if err == nil && d.Predicted {
