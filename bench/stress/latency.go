@@ -58,7 +58,12 @@ func runLatency(t *T) error {
 		t.Checkf(scrapeErrs == 0, "%d of %d scrapes of the gateway's /metrics failed", scrapeErrs, scrapes)
 	}()
 
-	for _, rate := range []float64{2000, 5000} {
+	// The short version's second rate is 3,000/s: on 2 shared cores whose
+	// speed varies from day to day (a block hash took 7.3 ns on 11-29 and
+	// 14 ns on 12-01), 5,000/s saturates the one process that runs the
+	// load, the simulators and the gateway, at the landed commit as at
+	// this one; the full suite keeps 5,000/s.
+	for _, rate := range []float64{2000, pick(t, 5000.0, 3000.0)} {
 		r, err := measureAdded(t, targets, rate, n, fmt.Sprintf("latency-%.0f", rate))
 		if err != nil {
 			return err
