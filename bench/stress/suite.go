@@ -109,7 +109,7 @@ func suite() []scenario {
 			"all complete, 0 errors, each replica within ±15% of an even share", time.Minute, runStreams},
 		{"latency", "Open loop at 2,000 and 5,000 req/s, 10,000 requests each (short: 2,000 and 3,000 req/s, 5,000 requests), through the gateway and straight to the --zero-latency simulators, metrics and load scraping on",
 			"0 errors; rate kept within 10%; added p50 ≤ 1 ms and p99 ≤ 10 ms (medians over block pairs; a pair run while other processes kept half a core busy is measured again)", 2 * time.Minute, runLatency},
-		{"decisionlog", "The decision log at full sampling: gateways with and without it at 5,000 req/s, 10,000 requests each (short: 2,000 req/s, 5,000 requests), cost_model over 3 --zero-latency simulators",
+		{"decisionlog", "The decision log at full sampling: gateways with and without it at 5,000 req/s, 10,000 requests each (short: 2,000 req/s), cost_model over 3 --zero-latency simulators",
 			"0 errors; added p50 ≤ 1 ms and p99 ≤ 10 ms; every decision on disk, none dropped", time.Minute, runDecisionLog},
 		{"control", "The running config patched every 20 ms (policies, a split, shadows, epsilon, a replica joining and leaving) under 2,000 req/s for 10 s (short: 4 s) while the admin API is read without pause",
 			"0 request errors; every patch answered 200; the generation counts the applied ones", time.Minute, runControl},
