@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/knadh/koanf/v2"
+
+	"github.com/inferrail/inferrail/model/sched"
 )
 
 // Auth configures who may use the gateway: API keys on the client port and
@@ -276,7 +278,7 @@ func ParseAPIKeys(doc []byte, inConfig []APIKey) ([]APIKey, error) {
 	}
 	top, ok := toStringMap(raw)
 	if raw != nil && !ok {
-		return nil, fmt.Errorf("the key file must be a mapping with a keys list, got %s", describe(raw))
+		return nil, fmt.Errorf("the key file must be a mapping with a keys list, got %s", sched.Describe(raw))
 	}
 	var ck checker
 	checked, _ := ck.value("", top, keyFileType, 0)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inferrail/inferrail/model/sched"
 )
 
 // checker checks parsed values against the schema (the Config types and
@@ -94,20 +96,20 @@ func (c *checker) value(path string, v any, t reflect.Type, depth int) (any, boo
 		if s, ok := v.(string); ok {
 			return s, true
 		}
-		c.failf(path, "expected a string, got %s", describe(v))
+		c.failf(path, "expected a string, got %s", sched.Describe(v))
 		return "", false
 	case reflect.Bool:
 		if b, ok := v.(bool); ok {
 			return b, true
 		}
-		c.failf(path, "expected true or false, got %s", describe(v))
+		c.failf(path, "expected true or false, got %s", sched.Describe(v))
 		return false, false
 	case reflect.Int, reflect.Int64, reflect.Uint64:
 		return c.integer(path, v, t)
 	case reflect.Float64:
-		f, ok := number(v)
+		f, ok := sched.Number(v)
 		if !ok {
-			c.failf(path, "expected a number, got %s", describe(v))
+			c.failf(path, "expected a number, got %s", sched.Describe(v))
 			return 0.0, false
 		}
 		if math.IsNaN(f) || math.IsInf(f, 0) {
@@ -130,7 +132,7 @@ func (c *checker) value(path string, v any, t reflect.Type, depth int) (any, boo
 func (c *checker) section(path string, v any, t reflect.Type, depth int) (any, bool) {
 	m, ok := toStringMap(v)
 	if !ok {
-		c.failf(path, "expected a mapping, got %s", describe(v))
+		c.failf(path, "expected a mapping, got %s", sched.Describe(v))
 		return map[string]any{}, false
 	}
 	fields := fieldsOf(t)
@@ -180,13 +182,13 @@ func (c *checker) duration(path string, v any) (any, bool) {
 		}
 		return d.String(), true
 	case int, int64, uint64, float64:
-		if f, _ := number(x); f == 0 {
+		if f, _ := sched.Number(x); f == 0 {
 			return "0s", true
 		}
 		c.failf(path, "%v is a bare number: a duration needs a unit, such as \"%vs\" or \"%vms\"", x, x, x)
 		return "0s", false
 	}
-	c.failf(path, "expected a duration such as \"250ms\", got %s", describe(v))
+	c.failf(path, "expected a duration such as \"250ms\", got %s", sched.Describe(v))
 	return "0s", false
 }
 
@@ -217,7 +219,7 @@ func (c *checker) integer(path string, v any, t reflect.Type) (any, bool) {
 		i, neg = int64(x), x < 0
 		u = uint64(i)
 	default:
-		c.failf(path, "expected a whole number, got %s", describe(v))
+		c.failf(path, "expected a whole number, got %s", sched.Describe(v))
 		return 0, false
 	}
 	if t.Kind() == reflect.Uint64 {
@@ -233,7 +235,7 @@ func (c *checker) integer(path string, v any, t reflect.Type) (any, bool) {
 func (c *checker) list(path string, v any, t reflect.Type, depth int) (any, bool) {
 	l, ok := v.([]any)
 	if !ok {
-		c.failf(path, "expected a list, got %s", describe(v))
+		c.failf(path, "expected a list, got %s", sched.Describe(v))
 		return []any{}, false
 	}
 	elem := t.Elem()
@@ -277,7 +279,7 @@ func (c *checker) list(path string, v any, t reflect.Type, depth int) (any, bool
 func (c *checker) mapping(path string, v any, t reflect.Type, depth int) (any, bool) {
 	m, ok := toStringMap(v)
 	if !ok {
-		c.failf(path, "expected a mapping, got %s", describe(v))
+		c.failf(path, "expected a mapping, got %s", sched.Describe(v))
 		return map[string]any{}, false
 	}
 	if t.Elem().Kind() != reflect.Interface && len(m) > maxMapEntries {
@@ -350,7 +352,7 @@ func (c *checker) free(path string, v any, depth int) (any, bool) {
 		}
 		return out, good
 	}
-	c.failf(path, "unsupported value %s: want null, a boolean, number, string, list or mapping", describe(v))
+	c.failf(path, "unsupported value %s: want null, a boolean, number, string, list or mapping", sched.Describe(v))
 	return nil, false
 }
 
@@ -450,43 +452,6 @@ func toStringMap(v any) (map[string]any, bool) {
 		return out, true
 	}
 	return nil, false
-}
-
-// number returns a YAML number as a float64.
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	case float64:
-		return x, true
-	}
-	return 0, false
-}
-
-// describe names a parsed value in an error.
-func describe(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "nothing"
-	case string:
-		if len(x) > 40 {
-			x = x[:40] + "…"
-		}
-		return fmt.Sprintf("the string %q", x)
-	case bool:
-		return fmt.Sprintf("%v", x)
-	case int, int64, uint64, float64:
-		return fmt.Sprintf("the number %v", x)
-	case []any:
-		return "a list"
-	case map[string]any, map[any]any:
-		return "a mapping"
-	}
-	return fmt.Sprintf("a value of type %T", v)
 }
 
 // kindName names what a schema type wants, for errors.

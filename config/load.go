@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/knadh/koanf/v2"
+
+	"github.com/inferrail/inferrail/model/sched"
 )
 
 // MaxBytes is the size of the largest config document Load and Parse accept,
@@ -129,7 +131,7 @@ func Parse(doc []byte, env []string) (*Config, error) {
 	}
 	top, ok := toStringMap(raw)
 	if raw != nil && !ok {
-		return nil, fmt.Errorf("config: the document must be a mapping of sections, got %s", describe(raw))
+		return nil, fmt.Errorf("config: the document must be a mapping of sections, got %s", sched.Describe(raw))
 	}
 
 	var ck checker

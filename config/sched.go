@@ -77,7 +77,7 @@ func (v *validator) profile(key, name string, raw any) *sched.Config {
 			return nil
 		}
 	} else if _, ok := toStringMap(raw); !ok {
-		v.add(key, "want an %s mapping or the path of a file holding one, got %s", sched.ConfigKind, describe(raw))
+		v.add(key, "want an %s mapping or the path of a file holding one, got %s", sched.ConfigKind, sched.Describe(raw))
 		return nil
 	}
 	if m, ok := toStringMap(doc); ok {

@@ -103,7 +103,7 @@ func Parse(name string, doc any) (*Config, []Warning, error) {
 	d := &decoding{}
 	top, ok := doc.(map[string]any)
 	if !ok {
-		return nil, nil, fmt.Errorf("an %s must be a mapping, got %s", ConfigKind, describe(doc))
+		return nil, nil, fmt.Errorf("an %s must be a mapping, got %s", ConfigKind, Describe(doc))
 	}
 	f := d.newFields("", top, documentParams)
 	switch v := f.String("apiVersion"); v {
@@ -127,7 +127,7 @@ func Parse(name string, doc any) (*Config, []Warning, error) {
 		case map[string]any:
 			f.Warn(key, "has no effect: %s", elsewhere[key])
 		default:
-			f.Fail(key, "want a mapping, got %s", describe(v))
+			f.Fail(key, "want a mapping, got %s", Describe(v))
 		}
 	}
 	c := &Config{name: name, handler: -1}

@@ -90,7 +90,7 @@ func (d *decoding) parameters(path string, v any, params []Param) *Fields {
 	case map[string]any:
 		return d.newFields(path, m, params)
 	default:
-		d.fail(path, "want a mapping, got %s", describe(v))
+		d.fail(path, "want a mapping, got %s", Describe(v))
 		return nil
 	}
 }
@@ -174,10 +174,10 @@ func (f *Fields) Float(name string) float64 {
 		f.Fail(name, "required")
 		return 0
 	}
-	x, ok := number(v)
+	x, ok := Number(v)
 	if !ok || math.IsNaN(x) || math.IsInf(x, 0) {
-		f.Fail(name, "want a finite number, got %s", describe(v))
-		x, _ = number(p.Default)
+		f.Fail(name, "want a finite number, got %s", Describe(v))
+		x, _ = Number(p.Default)
 	}
 	return x
 }
@@ -189,10 +189,10 @@ func (f *Fields) Int(name string) int {
 		f.Fail(name, "required")
 		return 0
 	}
-	x, ok := number(v)
+	x, ok := Number(v)
 	if !ok || x != math.Trunc(x) || math.Abs(x) > 1<<53 {
-		f.Fail(name, "want a whole number, got %s", describe(v))
-		x, _ = number(p.Default)
+		f.Fail(name, "want a whole number, got %s", Describe(v))
+		x, _ = Number(p.Default)
 	}
 	return int(x)
 }
@@ -202,7 +202,7 @@ func (f *Fields) String(name string) string {
 	v, _, p := f.lookup(name)
 	s, ok := v.(string)
 	if !ok && v != nil {
-		f.Fail(name, "want a string, got %s", describe(v))
+		f.Fail(name, "want a string, got %s", Describe(v))
 		s, _ = p.Default.(string)
 	}
 	return s
@@ -213,7 +213,7 @@ func (f *Fields) Bool(name string) bool {
 	v, _, p := f.lookup(name)
 	b, ok := v.(bool)
 	if !ok && v != nil {
-		f.Fail(name, "want true or false, got %s", describe(v))
+		f.Fail(name, "want true or false, got %s", Describe(v))
 		b, _ = p.Default.(bool)
 	}
 	return b
@@ -234,7 +234,7 @@ func (f *Fields) Duration(name string) time.Duration {
 			return d
 		}
 	}
-	f.Fail(name, "want a duration with its unit, as \"250ms\", got %s", describe(v))
+	f.Fail(name, "want a duration with its unit, as \"250ms\", got %s", Describe(v))
 	d, _ := p.Default.(time.Duration)
 	return d
 }
@@ -247,14 +247,14 @@ func (f *Fields) Strings(name string) []string {
 	}
 	l, ok := v.([]any)
 	if !ok {
-		f.Fail(name, "want a list of strings, got %s", describe(v))
+		f.Fail(name, "want a list of strings, got %s", Describe(v))
 		return nil
 	}
 	out := make([]string, 0, len(l))
 	for i, e := range l {
 		s, ok := e.(string)
 		if !ok {
-			f.d.fail(fmt.Sprintf("%s[%d]", f.key(name), i), "want a string, got %s", describe(e))
+			f.d.fail(fmt.Sprintf("%s[%d]", f.key(name), i), "want a string, got %s", Describe(e))
 			continue
 		}
 		out = append(out, s)
@@ -270,14 +270,14 @@ func (f *Fields) StringMap(name string) map[string]string {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		f.Fail(name, "want a mapping of strings, got %s", describe(v))
+		f.Fail(name, "want a mapping of strings, got %s", Describe(v))
 		return nil
 	}
 	out := make(map[string]string, len(m))
 	for k, e := range m {
 		s, ok := e.(string)
 		if !ok {
-			f.d.fail(f.key(name)+"."+k, "want a string, got %s", describe(e))
+			f.d.fail(f.key(name)+"."+k, "want a string, got %s", Describe(e))
 			continue
 		}
 		out[k] = s
@@ -291,7 +291,7 @@ func (f *Fields) Object(name string) *Fields {
 	v, _, p := f.lookup(name)
 	m, ok := v.(map[string]any)
 	if !ok && v != nil {
-		f.Fail(name, "want a mapping, got %s", describe(v))
+		f.Fail(name, "want a mapping, got %s", Describe(v))
 	}
 	return f.d.newFields(f.key(name), m, p.Fields)
 }
@@ -306,7 +306,7 @@ func (f *Fields) List(name string) []*Fields {
 	}
 	l, ok := v.([]any)
 	if !ok {
-		f.Fail(name, "want a list of mappings, got %s", describe(v))
+		f.Fail(name, "want a list of mappings, got %s", Describe(v))
 		return nil
 	}
 	out := make([]*Fields, 0, len(l))
@@ -314,7 +314,7 @@ func (f *Fields) List(name string) []*Fields {
 		path := fmt.Sprintf("%s[%d]", f.key(name), i)
 		m, ok := e.(map[string]any)
 		if !ok {
-			f.d.fail(path, "want a mapping, got %s", describe(e))
+			f.d.fail(path, "want a mapping, got %s", Describe(e))
 			continue
 		}
 		out = append(out, f.d.newFields(path, m, p.Elem))
@@ -322,8 +322,9 @@ func (f *Fields) List(name string) []*Fields {
 	return out
 }
 
-// number converts the numbers a YAML or JSON decoder yields.
-func number(v any) (float64, bool) {
+// Number converts the numbers a YAML or JSON decoder yields. config's
+// checker reads its numbers with it too.
+func Number(v any) (float64, bool) {
 	switch x := v.(type) {
 	case float64:
 		return x, true
@@ -343,8 +344,9 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
-// describe names a value for an error message, in config's words.
-func describe(v any) string {
+// Describe names a decoded value for an error message ("the string
+// \"x\"", "a list", "the number 3"); config's errors use it too.
+func Describe(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return "nothing"
@@ -355,12 +357,12 @@ func describe(v any) string {
 		return fmt.Sprintf("the string %q", x)
 	case bool:
 		return fmt.Sprint(x)
-	case map[string]any:
+	case map[string]any, map[any]any:
 		return "a mapping"
 	case []any:
 		return "a list"
 	}
-	if _, ok := number(v); ok {
+	if _, ok := Number(v); ok {
 		return fmt.Sprintf("the number %v", v)
 	}
 	return fmt.Sprintf("a value of type %T", v)

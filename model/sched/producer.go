@@ -31,7 +31,7 @@ func noEffect(f *Fields, where string, params []Param) {
 			switch v, set, _ := f.lookup(p.Name); {
 			case !set:
 			case reflect.TypeOf(v) != reflect.TypeFor[map[string]any]():
-				f.Fail(p.Name, "want a mapping, got %s", describe(v))
+				f.Fail(p.Name, "want a mapping, got %s", Describe(v))
 			default:
 				f.Warn(p.Name, "has no effect in Inferrail: %s", where)
 			}
