@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 RACE_PKGS := ./sim/... ./actors/... ./transport/... ./cmd/...
 PURE_PKGS := ./model/... ./config/... ./bench/...
 
-.PHONY: build run test test-go test-sdk test-scrapers bench bench-sim bench-gateway bench-tokenizer diff-tokenizers bench-matrix bench-realtime bench-kv-events bench-report fuzz lint tools clean stress stress-short
+.PHONY: build run test test-go test-chart test-sdk test-scrapers bench bench-sim bench-gateway bench-tokenizer diff-tokenizers bench-matrix bench-realtime bench-kv-events bench-report fuzz lint tools clean stress stress-short
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/inferrail
@@ -19,12 +19,17 @@ build:
 run: build
 	$(BIN) launch --listen 127.0.0.1:8080 --replicas 3
 
-test: test-go test-sdk test-scrapers
+test: test-go test-chart test-sdk test-scrapers
 
 test-go:
 	$(GO) vet ./...
 	$(GO) test -count=1 $(PURE_PKGS)
 	$(GO) test -count=1 -race $(RACE_PKGS)
+
+## test-chart: helm lint and helm template of deploy/helm/inferrail, every object decoded strictly
+## into its Go API type, offline (installs helm from the Go module proxy when missing)
+test-chart:
+	helm=$$(./scripts/install-helm.sh) && HELM=$$helm $(GO) test -count=1 ./deploy/...
 
 ## test-sdk: the official openai npm SDK against the simulator binary
 test-sdk: build
