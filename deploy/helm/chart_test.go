@@ -527,6 +527,7 @@ func TestEPPConfigAwaitsKeys(t *testing.T) {
 			for _, e := range unwrapAll(err) {
 				var ke *config.KeyError
 				if !errors.As(e, &ke) {
+					t.Errorf("the EPP config: %v", e)
 					continue
 				}
 				if !slices.Contains(awaitedKeys, ke.Key) {
