@@ -97,10 +97,10 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 	model, body := rs.Model, rs.Body
 	r := &request{ctx: ctx, model: model, body: body, start: start,
 		deadline: start.Add(s.cfg.Server.RequestTimeout), met: s.met.Model(model), live: s.live.Load(), span: span, who: who}
-	if id := ctx.Request.Header.Peek("X-Request-Id"); validRequestID(id) {
+	if id := ctx.Request.Header.Peek("X-Request-Id"); ValidRequestID(id) {
 		r.id = string(id)
 	} else {
-		r.id = newRequestID()
+		r.id = NewRequestID()
 	}
 	ctx.Response.Header.Set("X-Request-Id", r.id)
 	s.policyRequest(r, ctx.Path())
@@ -179,7 +179,9 @@ type runtimeRand struct{}
 
 func (runtimeRand) Uint64() uint64 { return rand.Uint64() }
 
-func newRequestID() string { return openai.RandomID(runtimeRand{}) }
+// NewRequestID is a fresh x-request-id for a request that came without a
+// valid one.
+func NewRequestID() string { return openai.RandomID(runtimeRand{}) }
 
 // failUpstream answers a request whose every attempt failed.
 func (s *Server) failUpstream(r *request, last error) {
