@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -23,21 +21,12 @@ import (
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
-func runEPP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("inferrail epp", flag.ContinueOnError)
-	path := fs.String("config", "", "config file (required)")
-	if err := parseFlags(fs, args, stderr, "inferrail epp --config FILE"); err != nil {
-		return err
-	}
-	if *path == "" {
-		fmt.Fprintln(stderr, "--config is required")
-		return errUsage
-	}
-	cfg, err := config.Load(*path, os.Environ())
+func runEPP(ctx context.Context, args []string, _, stderr io.Writer) error {
+	path, cfg, err := configFlag("epp", args, stderr)
 	if err != nil {
 		return err
 	}
-	return runGateway(ctx, true, *path, cfg, stderr, nil)
+	return runGateway(ctx, true, path, cfg, stderr, nil)
 }
 
 // front is what serves the clients' requests: the HTTP front end (serve)

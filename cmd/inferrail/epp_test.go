@@ -39,7 +39,9 @@ func TestEPP(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
-	go func() { done <- runGateway(ctx, true, "", cfg, io.Discard, func(a, b string) { ready <- [2]string{a, b} }) }()
+	go func() {
+		done <- runGateway(ctx, true, "", cfg, io.Discard, func(a, b string) { ready <- [2]string{a, b} })
+	}()
 	var addrs [2]string
 	select {
 	case addrs = <-ready:

@@ -109,20 +109,27 @@ func (e edgeTokenizer) Prepare(model string, chat bool, body []byte, _ time.Time
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("inferrail serve", flag.ContinueOnError)
-	path := fs.String("config", "", "config file (required)")
-	if err := parseFlags(fs, args, stderr, "inferrail serve --config FILE"); err != nil {
-		return err
-	}
-	if *path == "" {
-		fmt.Fprintln(stderr, "--config is required")
-		return errUsage
-	}
-	cfg, err := config.Load(*path, os.Environ())
+	path, cfg, err := configFlag("serve", args, stderr)
 	if err != nil {
 		return err
 	}
-	return serveFile(ctx, *path, cfg, stdout, stderr, nil)
+	return serveFile(ctx, path, cfg, stdout, stderr, nil)
+}
+
+// configFlag parses the flags of inferrail name, --config FILE alone, and
+// loads the file.
+func configFlag(name string, args []string, stderr io.Writer) (string, *config.Config, error) {
+	fs := flag.NewFlagSet("inferrail "+name, flag.ContinueOnError)
+	path := fs.String("config", "", "config file (required)")
+	if err := parseFlags(fs, args, stderr, "inferrail "+name+" --config FILE"); err != nil {
+		return "", nil, err
+	}
+	if *path == "" {
+		fmt.Fprintln(stderr, "--config is required")
+		return "", nil, errUsage
+	}
+	cfg, err := config.Load(*path, os.Environ())
+	return *path, cfg, err
 }
 
 // serve runs a gateway for cfg until ctx ends, then shuts it down within
