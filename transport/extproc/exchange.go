@@ -117,6 +117,11 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders, md *corev3.Metadata)
 			x.sessionID = headerValue(hv)
 		case "x-request-id":
 			x.requestID = headerValue(hv)
+		case "content-length":
+			// One buffer of the body's size, not one grown chunk by chunk.
+			if n, err := strconv.ParseInt(headerValue(hv), 10, 64); err == nil && n > 0 && n <= x.s.cfg.Server.MaxBodyBytes {
+				x.body = make([]byte, 0, n)
+			}
 		}
 	}
 	x.readHint(md)
