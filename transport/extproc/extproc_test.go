@@ -342,3 +342,35 @@ func TestCancelMidStream(t *testing.T) {
 		t.Fatalf("in flight %d, pending %d, disconnects %d", p.inFlight("r0"), p.pending("r0"), p.met.Model(model).Disconnects.Get())
 	}
 }
+
+// TestShedQueued: with flow control, a request that waited its
+// flow_control.max_wait for a full replica is shed with 429,
+// rejected-ttl-expired; one that finds a slot freed while it waits is
+// routed.
+func TestShedQueued(t *testing.T) {
+	p := startPicker(t, 1, func(c *config.Config) {
+		c.Replicas[0].MaxConcurrency = 1
+		c.FlowControl.Enabled, c.FlowControl.MaxWait = true, 100*time.Millisecond
+	})
+	hold, held := p.route(post(chat("first", 1, false), 0))
+	if held.Immediate != nil {
+		t.Fatal("the first request was refused")
+	}
+	_, routed := p.route(post(chat("second", 1, false), 0))
+	refused(t, routed, 429, DroppedTTLExpired)
+
+	queued := make(chan *envoytest.Routed, 1)
+	x := p.exchange()
+	go func() {
+		r, err := x.Request(post(chat("third", 1, false), 0))
+		if err != nil {
+			t.Error(err)
+		}
+		queued <- r
+	}()
+	waitFor(t, "the third request queued", 5*time.Second, func() bool { return p.met.Flow(model).Queued.Get() == 1 })
+	hold.Close() // the first one's client leaves: its slot frees
+	if r := <-queued; r == nil || r.Immediate != nil || len(r.Endpoints) == 0 {
+		t.Fatalf("the queued request: %+v", r)
+	}
+}
