@@ -51,7 +51,9 @@ func benchAdded(b *testing.B, size, c int) {
 		bodies[i] = bytes.Replace(chat(pre+strings.Repeat("x", max(size-len(pre)-160, 1)), 2, true),
 			[]byte(`"model":"sim"`), []byte(`"model":"`+model+`"`), 1)
 	}
-	direct := run(b, c, func(i int) time.Duration { return ttftDirect(b, hc, p.sims[i%len(p.sims)].URL(), bodies[i%len(bodies)]) })
+	direct := run(b, c, func(i int) time.Duration {
+		return ttftDirect(b, hc, p.sims[i%len(p.sims)].URL(), bodies[i%len(bodies)])
+	})
 	viaEPP := run(b, c, func(i int) time.Duration { return ttftEPP(b, p, hc, bodies[i%len(bodies)]) })
 	if b.Failed() {
 		return
