@@ -265,6 +265,11 @@ func runGateway(ctx context.Context, epp bool, path string, cfg *config.Config, 
 	}
 	var fe front
 	if epp {
+		if cfg.Auth.APIKeys.On() {
+			// Envoy sits in front and authenticates; the picker never sees
+			// a client's key it could check.
+			log.Warn("auth.api_keys is set but inferrail epp checks no API keys: authenticate clients at the gateway in front (Envoy)")
+		}
 		if fe, err = newPicker(cfg, fl, log, met, edgeTokenizer{tok}, dlog, sec.extproc, ln); err != nil {
 			ln.Close()
 			aln.Close()
