@@ -2,17 +2,23 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/transport/certs"
 	"github.com/inferrail/inferrail/transport/extproc"
 	"github.com/inferrail/inferrail/transport/extproc/envoytest"
 )
@@ -28,6 +34,89 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// startEPP runs inferrail epp's startup for cfg until the test ends, and
+// returns the ext_proc and admin addresses.
+func startEPP(t *testing.T, cfg *config.Config) [2]string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan [2]string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- runGateway(ctx, true, "", cfg, io.Discard, func(a, b string) { ready <- [2]string{a, b} })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("epp: %v", err)
+		}
+	})
+	select {
+	case addrs := <-ready:
+		return addrs
+	case err := <-done:
+		t.Fatalf("epp: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("epp did not start")
+	}
+	return [2]string{}
+}
+
+// TestEPPTLS: tls.ext_proc serves ext_proc over TLS; a client that trusts
+// the certificate's CA is routed, a plain one is not.
+func TestEPPTLS(t *testing.T) {
+	sims, opts := zeroLatencySims(t, 1)
+	cfg := gatewayConfig(sims, opts)
+	cfg.ExtProc.Listen, cfg.ExtProc.AdminListen, cfg.ExtProc.HealthListen = "127.0.0.1:0", "127.0.0.1:0", freeAddr(t)
+	files, err := certs.WriteDevFiles(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.TLS.ExtProc = config.TLSListener{CertFile: files.Cert, KeyFile: files.Key}
+	addrs := startEPP(t, cfg)
+	pem, err := os.ReadFile(files.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	route := func(creds credentials.TransportCredentials) (*envoytest.Routed, error) {
+		conn, err := grpc.NewClient("passthrough:///"+addrs[0], grpc.WithTransportCredentials(creds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		x, err := envoytest.Start(ctx, conn)
+		if err != nil {
+			return nil, err
+		}
+		defer x.Close()
+		return x.Request(envoytest.Request{Method: "GET", Path: "/v1/models"})
+	}
+	tlsCreds := credentials.NewTLS(&tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		routed, err := route(tlsCreds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if routed.Immediate == nil {
+			if len(routed.Endpoints) != 1 {
+				t.Fatalf("%+v", routed)
+			}
+			break
+		}
+		if time.Now().After(deadline) { // no replica healthy yet: 503
+			t.Fatalf("never routed: %s", routed.Immediate.Body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := route(insecure.NewCredentials()); err == nil {
+		t.Fatal("a plain-text client was served on the TLS port")
+	}
+}
+
 // TestEPP: inferrail epp's startup serves ext_proc, the three gRPC health
 // services (readiness once a replica is healthy) and the admin port, and
 // routes a streamed request as Envoy drives it; it stops cleanly.
@@ -36,26 +125,7 @@ func TestEPP(t *testing.T) {
 	cfg := gatewayConfig(sims, opts)
 	cfg.ExtProc.Listen, cfg.ExtProc.AdminListen, cfg.ExtProc.HealthListen = "127.0.0.1:0", "127.0.0.1:0", freeAddr(t)
 	cfg.Health.Interval, cfg.Health.Timeout = 100*time.Millisecond, 100*time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan [2]string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- runGateway(ctx, true, "", cfg, io.Discard, func(a, b string) { ready <- [2]string{a, b} })
-	}()
-	var addrs [2]string
-	select {
-	case addrs = <-ready:
-	case err := <-done:
-		t.Fatalf("epp: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("epp did not start")
-	}
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("epp: %v", err)
-		}
-	}()
+	addrs := startEPP(t, cfg)
 
 	hc, err := grpc.NewClient("passthrough:///"+cfg.ExtProc.HealthListen, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
