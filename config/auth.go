@@ -122,6 +122,10 @@ type TLS struct {
 	// accepted in place of auth.admin's token; without a token it is
 	// required.
 	AdminListen TLSListener `koanf:"admin_listen"`
+	// ExtProc is the endpoint picker's ext_proc port (ext_proc.listen,
+	// inferrail epp); client_ca_file requires Envoy to present a
+	// certificate signed by it.
+	ExtProc TLSListener `koanf:"ext_proc"`
 	// Upstream is how the gateway trusts https:// replicas.
 	Upstream UpstreamTLS `koanf:"upstream"`
 }
@@ -231,7 +235,7 @@ func (v *validator) tls(t *TLS) {
 	for _, l := range []struct {
 		key string
 		l   *TLSListener
-	}{{"tls.listen", &t.Listen}, {"tls.admin_listen", &t.AdminListen}} {
+	}{{"tls.listen", &t.Listen}, {"tls.admin_listen", &t.AdminListen}, {"tls.ext_proc", &t.ExtProc}} {
 		if (l.l.CertFile == "") != (l.l.KeyFile == "") {
 			v.add(l.key+".key_file", "cert_file and key_file go together")
 		}

@@ -20,6 +20,9 @@ type Config struct {
 	// Server holds the client and admin listeners and request limits.
 	// Restart only.
 	Server Server `koanf:"server"`
+	// ExtProc is the endpoint picker's listeners (inferrail epp). Restart
+	// only.
+	ExtProc ExtProc `koanf:"ext_proc"`
 	// Upstream holds how the gateway connects to engines. Restart only.
 	Upstream Upstream `koanf:"upstream"`
 	// Models lists the models the gateway serves, in the order GET /v1/models
@@ -97,6 +100,25 @@ type Server struct {
 	// and by /admin/explain; larger ones get a 413. Default 16777216 (16 MiB),
 	// room for long contexts and inline images.
 	MaxBodyBytes int64 `koanf:"max_body_bytes"`
+}
+
+// ExtProc configures `inferrail epp`, the endpoint picker (EPP) behind
+// Envoy: Envoy streams each request to it over ext_proc and forwards the
+// request to the endpoint it names, as the Gateway API Inference
+// Extension's protocol says. `inferrail serve` reads none of it. The
+// defaults are llm-d's EPP ports.
+type ExtProc struct {
+	// Listen is the ext_proc gRPC address (envoy.service.ext_proc.v3),
+	// host:port. Default ":9002". tls.ext_proc turns TLS on.
+	Listen string `koanf:"listen"`
+	// HealthListen serves the gRPC health protocol (services liveness,
+	// readiness and envoy.service.ext_proc.v3.ExternalProcessor), plain
+	// gRPC, host:port. Default ":9003".
+	HealthListen string `koanf:"health_listen"`
+	// AdminListen is the admin port in epp mode (/metrics, /admin/*), in
+	// place of server.admin_listen. Default ":9090", the port llm-d's EPP
+	// serves its metrics on.
+	AdminListen string `koanf:"admin_listen"`
 }
 
 // Upstream configures the gateway's client to the engines. It speaks
@@ -582,6 +604,7 @@ func Default() *Config {
 			ReloadInterval:    2 * time.Second,
 			MaxBodyBytes:      16 << 20,
 		},
+		ExtProc: ExtProc{Listen: ":9002", HealthListen: ":9003", AdminListen: ":9090"},
 		Upstream: Upstream{
 			DialTimeout: 2 * time.Second,
 		},

@@ -27,14 +27,14 @@ func Diff(prev, next *Config) []string {
 // the admission queues, the index, the exact mode's settings and telemetry.
 func restartSection(name string) bool {
 	switch name {
-	case "server", "upstream", "discovery", "health", "flow_control", "load", "tokenizer", "index", "kv_events", "observability", "tls":
+	case "server", "ext_proc", "upstream", "discovery", "health", "flow_control", "load", "tokenizer", "index", "kv_events", "observability", "tls":
 		return true
 	}
 	return false
 }
 
 // RestartOnly names what differs between prev and next but cannot change
-// while the gateway runs: the sections built at startup (server, upstream,
+// while the gateway runs: the sections built at startup (server, ext_proc, upstream,
 // discovery, health, flow_control, load, tokenizer, index, kv_events,
 // observability, tls),
 // the model list when a model was added, removed, renamed or moved

@@ -39,6 +39,7 @@ func (c *Config) validate(skip func(key string) bool, limit int) (errs []error, 
 func (c *Config) check(skip func(key string) bool, limit int) *validator {
 	v := &validator{skip: skip, limit: limit}
 	v.server(&c.Server)
+	v.extProc(&c.ExtProc)
 	v.positive("upstream.dial_timeout", c.Upstream.DialTimeout)
 	v.profiles = v.schedulers(&c.Routing)
 	names := routingNames{named: sortedKeys(c.Routing.Schedulers), scheduler: c.Routing.Scheduler != nil}
@@ -123,6 +124,15 @@ func (v *validator) add(key, format string, args ...any) {
 		v.more++
 	default:
 		v.errs = append(v.errs, &KeyError{Key: key, Err: fmt.Errorf(format, args...)})
+	}
+}
+
+func (v *validator) extProc(e *ExtProc) {
+	v.listen("ext_proc.listen", e.Listen)
+	v.listen("ext_proc.health_listen", e.HealthListen)
+	v.listen("ext_proc.admin_listen", e.AdminListen)
+	if e.Listen == e.HealthListen && !strings.HasSuffix(e.Listen, ":0") {
+		v.add("ext_proc.health_listen", "must differ from ext_proc.listen (%s)", e.Listen)
 	}
 }
 

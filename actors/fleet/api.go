@@ -47,6 +47,11 @@ type Decision struct {
 	// when PickRequest.Log asked for it.
 	Explanation *routing.Explanation
 
+	// Ranking is, when PickRequest.Rank asked for it, the ids of the
+	// replicas that could have taken the request, best first as the
+	// policy ranks them: Replica first. Only Replica holds a lease.
+	Ranking []string
+
 	attempt *replica.Attempt // the shadow record, when Predicted
 	pid     *actor.PID       // the replica actor, when Predicted
 }
@@ -98,4 +103,7 @@ type PickRequest struct {
 	// Log asks for the decision's explanation (Decision.Explanation), for
 	// the decision log.
 	Log bool
+	// Rank asks for the candidates' ranking (Decision.Ranking), for an
+	// endpoint picker's ordered fallback list.
+	Rank bool
 }

@@ -366,7 +366,7 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 		return Decision{}, ErrStopped
 	}
 	a := m.arm(req.Policy.Key)
-	msg := &routing.Pick{Request: req.Policy, Deadline: req.Deadline, Log: req.Log}
+	msg := &routing.Pick{Request: req.Policy, Deadline: req.Deadline, Log: req.Log, Rank: req.Rank}
 	if len(req.Exclude) > 0 {
 		// The actor may read it after Pick has given up waiting.
 		msg.Exclude = slices.Clone(req.Exclude)
@@ -390,7 +390,7 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 		}
 		return Decision{}, route.ErrDeadline
 	}
-	d := Decision{Replica: p.Replica.ID, URL: p.Replica.URL, Policy: p.Policy, Lease: p.Lease, Explanation: p.Explanation}
+	d := Decision{Replica: p.Replica.ID, URL: p.Replica.URL, Policy: p.Policy, Lease: p.Lease, Explanation: p.Explanation, Ranking: p.Ranking}
 	if p.Attempt != nil {
 		if mem, ok := f.view.Load().byID[p.Replica.ID]; ok && mem.pid != nil {
 			d.attempt, d.pid = p.Attempt, mem.pid
@@ -401,6 +401,46 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 		}
 	}
 	return d, nil
+}
+
+// Moved hands the attempt d over to replica id, which served it in d's
+// place: an endpoint picker learns so from Envoy when it fell back to a
+// later endpoint of the list (GIE's x-gateway-destination-endpoint-served).
+// d's lease goes back and its shadow record on d's replica ends as
+// cancelled, which says nothing of that replica; id gets a lease on its
+// counters whatever their caps (the request is there already), so that it
+// counts the request in flight, its first byte and its outcome, and, for a
+// prompt with blocks (req, the request the decision was made for), a
+// record in its index priced from its own prediction. The returned
+// decision replaces d: the caller calls FirstByte and Done on it, never on
+// d. It reports false, changing nothing, when id is d's replica or not a
+// member serving the model.
+func (f *Fleet) Moved(d Decision, model, id string, req policy.Request) (Decision, bool) {
+	if id == d.Replica {
+		return d, false
+	}
+	mem, ok := f.view.Load().byID[id]
+	if !ok {
+		return d, false
+	}
+	snap := mem.h.Snapshot()
+	if !snap.Serves(model) {
+		return d, false
+	}
+	if d.Lease != nil {
+		d.Lease.Release()
+	}
+	if d.attempt != nil {
+		f.sys.Root.Send(d.pid, &replica.RequestDone{Outcome: replica.OutcomeCancelled, Attempt: d.attempt})
+	}
+	moved := Decision{Replica: id, URL: snap.URL, Policy: d.Policy, Lease: snap.Counters.Acquire(), Ranking: d.Ranking}
+	if m, ok := f.table.Load().byName[model]; ok && mem.pid != nil && m.arm(req.Key).ms != nil {
+		if at := routing.Recorded(snap.Shadow, &req, m.arm(req.Key).ms.costModel); at != nil {
+			moved.attempt, moved.pid = at, mem.pid
+			f.sys.Root.Send(mem.pid, &replica.Assign{Attempt: at})
+		}
+	}
+	return moved, true
 }
 
 // FirstByte records that an attempt's response head arrived: it gives back

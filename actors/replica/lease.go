@@ -53,6 +53,16 @@ func (c *Counters) TryAcquire() (*Lease, bool) {
 	return &Lease{c: c}, true
 }
 
+// Acquire takes one in-flight slot and one pending slot whatever the caps:
+// for a request that is on the replica already, which an endpoint picker
+// learns after the fact (fleet.Fleet.Moved). The counts may then pass the
+// caps until it ends, and HasRoom turns new requests away meanwhile.
+func (c *Counters) Acquire() *Lease {
+	c.inFlight.Add(1)
+	c.pending.Add(1)
+	return &Lease{c: c}
+}
+
 // take adds one to v unless that would pass limit (0 means no limit).
 func take(v *atomic.Int64, limit int64) bool {
 	if limit == 0 {

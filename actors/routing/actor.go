@@ -146,6 +146,8 @@ type routingActor struct {
 	// req is the request being decided as the policy sees it: the Pick's,
 	// with Now set.
 	req policy.Request
+	// ranked is a decision's ranking, positions in its candidates.
+	ranked []int
 }
 
 // Receive handles one message. It never blocks.
@@ -301,6 +303,13 @@ func (a *routingActor) choose(m *Pick, cands []policy.Candidate, snaps []*replic
 	}
 	if err == nil {
 		p.Replica, p.Lease = snaps[cands[k].Replica], lease
+		if m.Rank {
+			a.ranked = a.st.core.Ranking(a.ranked[:0], cands, k)
+			p.Ranking = make([]string, len(a.ranked))
+			for j, i := range a.ranked {
+				p.Ranking[j] = snaps[cands[i].Replica].ID
+			}
+		}
 		if a.st.Estimates {
 			a.assign(p, &cands[k], req)
 		} else if a.st.Records {
@@ -331,12 +340,20 @@ func (a *routingActor) assign(p *Picked, w *policy.Candidate, req *policy.Reques
 // for the replica actor to record and to price from its own prediction.
 // The decision itself predicted nothing: p.Estimated stays false.
 func (a *routingActor) record(p *Picked, req *policy.Request) {
-	sh := p.Replica.Shadow
+	p.Attempt = Recorded(p.Replica.Shadow, req, a.st.CostModel)
+}
+
+// Recorded is the attempt of req on the replica whose shadow is sh, to
+// record in its index and price from its own prediction with cm; nil for
+// a replica without a shadow or a prompt without blocks. Decisions made
+// without estimates record their attempt so, and so does an attempt that
+// moved to another replica (fleet.Fleet.Moved).
+func Recorded(sh *replica.Shadow, req *policy.Request, cm cost.Model) *replica.Attempt {
 	if sh == nil || len(req.Blocks) == 0 {
-		return
+		return nil
 	}
-	cm, prompt := a.st.CostModel, req.PromptTokens
-	p.Attempt = &replica.Attempt{Blocks: req.Blocks, Seq: sh.Next(), PromptTokens: prompt, BlockSize: route.BlockSize(req),
+	prompt := req.PromptTokens
+	return &replica.Attempt{Blocks: req.Blocks, Seq: sh.Next(), PromptTokens: prompt, BlockSize: route.BlockSize(req),
 		Price: func(cached int) time.Duration { return cm.Estimate(prompt, cached, 0, 0).Prefill }}
 }
 

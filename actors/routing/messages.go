@@ -64,6 +64,9 @@ type Pick struct {
 	// the decision log: the policy explains its choice before making it,
 	// with the same draw, which costs a second evaluation.
 	Log bool
+	// Rank asks for the ranking of the candidates (Picked.Ranking), for
+	// an endpoint picker's ordered fallback list.
+	Rank bool
 
 	// Answered, when not nil, receives one value once the actor has
 	// answered (capacity 1, so the actor never blocks). An asker that waits
@@ -132,6 +135,11 @@ type Picked struct {
 	// Explanation is the decision explained, when the Pick asked to Log
 	// it: every replica as the policy saw it, and the one chosen.
 	Explanation *Explanation
+
+	// Ranking is, when the Pick asked to Rank, the ids of the replicas
+	// that could have taken the request, best first as the policy ranks
+	// them (route.Core.Ranking): Replica's first.
+	Ranking []string
 
 	// trial is the decision for Config.Trials, which the actor takes
 	// back before answering.

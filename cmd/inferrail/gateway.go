@@ -109,20 +109,27 @@ func (e edgeTokenizer) Prepare(model string, chat bool, body []byte, _ time.Time
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("inferrail serve", flag.ContinueOnError)
-	path := fs.String("config", "", "config file (required)")
-	if err := parseFlags(fs, args, stderr, "inferrail serve --config FILE"); err != nil {
-		return err
-	}
-	if *path == "" {
-		fmt.Fprintln(stderr, "--config is required")
-		return errUsage
-	}
-	cfg, err := config.Load(*path, os.Environ())
+	path, cfg, err := configFlag("serve", args, stderr)
 	if err != nil {
 		return err
 	}
-	return serveFile(ctx, *path, cfg, stdout, stderr, nil)
+	return serveFile(ctx, path, cfg, stdout, stderr, nil)
+}
+
+// configFlag parses the flags of inferrail name, --config FILE alone, and
+// loads the file.
+func configFlag(name string, args []string, stderr io.Writer) (string, *config.Config, error) {
+	fs := flag.NewFlagSet("inferrail "+name, flag.ContinueOnError)
+	path := fs.String("config", "", "config file (required)")
+	if err := parseFlags(fs, args, stderr, "inferrail "+name+" --config FILE"); err != nil {
+		return "", nil, err
+	}
+	if *path == "" {
+		fmt.Fprintln(stderr, "--config is required")
+		return "", nil, errUsage
+	}
+	cfg, err := config.Load(*path, os.Environ())
+	return *path, cfg, err
 }
 
 // serve runs a gateway for cfg until ctx ends, then shuts it down within
@@ -135,6 +142,13 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 // file every server.reload_interval, on SIGHUP and on POST /admin/reload,
 // and applies what may change live. An empty path reloads nothing.
 func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, stderr io.Writer, ready func(addr, adminAddr string)) error {
+	return runGateway(ctx, false, path, cfg, stderr, ready)
+}
+
+// runGateway is serveFile's startup, shared by serve and epp: the fleet,
+// tokenizers, telemetry, admin port and live reloads, in front of the
+// HTTP front end, or with epp of the endpoint picker (ext_proc).
+func runGateway(ctx context.Context, epp bool, path string, cfg *config.Config, stderr io.Writer, ready func(addr, adminAddr string)) error {
 	log := newLogger(stderr, cfg.Logging)
 	secMetrics := metrics.NewSet()
 	sec, err := newSecurity(cfg, log, secMetrics)
@@ -186,16 +200,23 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 		return err
 	}
 	defer fl.Stop()
-	ln, err := net.Listen("tcp", cfg.Server.Listen)
-	if err != nil {
-		return fmt.Errorf("server.listen: %w", err)
+	listenKey, listen, adminKey, adminListen := "server.listen", cfg.Server.Listen, "server.admin_listen", cfg.Server.AdminListen
+	if epp {
+		listenKey, listen, adminKey, adminListen = "ext_proc.listen", cfg.ExtProc.Listen, "ext_proc.admin_listen", cfg.ExtProc.AdminListen
 	}
-	aln, err := net.Listen("tcp", cfg.Server.AdminListen)
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("%s: %w", listenKey, err)
+	}
+	aln, err := net.Listen("tcp", adminListen)
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("server.admin_listen: %w", err)
+		return fmt.Errorf("%s: %w", adminKey, err)
 	}
-	ln, aln = wrap(ln, sec.client), wrap(aln, sec.admin)
+	aln = wrap(aln, sec.admin)
+	if !epp {
+		ln = wrap(ln, sec.client) // the picker's TLS is gRPC's
+	}
 	met := telemetry.New(fl)
 	for _, m := range cfg.Models {
 		arms := fl.Arms(m.Name)
@@ -242,8 +263,22 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 		tracer = tp.Tracer()
 		log.Info("traces", "otlp_endpoint", o.OTLPEndpoint, "sample_ratio", o.TraceSampleRatio)
 	}
-	fe := frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met, Tokenizer: edgeTokenizer{tok},
-		DecisionLog: dlog, Tracer: tracer, Auth: sec.guard, UpstreamTLS: sec.upstream})
+	var fe front
+	if epp {
+		if cfg.Auth.APIKeys.On() {
+			// Envoy sits in front and authenticates; the picker never sees
+			// a client's key it could check.
+			log.Warn("auth.api_keys is set but inferrail epp checks no API keys: authenticate clients at the gateway in front (Envoy)")
+		}
+		if fe, err = newPicker(cfg, fl, log, met, edgeTokenizer{tok}, dlog, sec.extproc, ln); err != nil {
+			ln.Close()
+			aln.Close()
+			return err
+		}
+	} else {
+		fe = httpFront{frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met, Tokenizer: edgeTokenizer{tok},
+			DecisionLog: dlog, Tracer: tracer, Auth: sec.guard, UpstreamTLS: sec.upstream}), ln}
+	}
 	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{Fleet: fl, Tokenizer: edgeTokenizer{tok},
 		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithTrials(fl).WithAuth(sec.guard)
 	// The key, token and engine key files are reread on their own, with or
@@ -271,16 +306,21 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 		}()
 	}
 	served := make(chan error, 1)
-	go func() { served <- fe.Serve(ln) }()
+	go func() { served <- fe.serve() }()
 	adminServed := make(chan error, 1)
 	go func() { adminServed <- ad.Serve(aln) }()
 	defer func() {
 		ad.Shutdown(context.Background())
 		<-adminServed
 	}()
-	log.Info("gateway listening", "addr", ln.Addr().String(), "admin", aln.Addr().String(),
-		"scheme", scheme(sec.client), "admin_scheme", scheme(sec.admin), "api_keys", cfg.Auth.APIKeys.On(),
-		"admin_auth", cfg.Auth.Admin.On(&cfg.TLS), "models", len(cfg.Models), "replicas", len(cfg.Replicas))
+	if epp {
+		log.Info("endpoint picker listening", "ext_proc", ln.Addr().String(), "health", cfg.ExtProc.HealthListen,
+			"admin", aln.Addr().String(), "tls", sec.extproc != nil, "models", len(cfg.Models), "replicas", len(cfg.Replicas))
+	} else {
+		log.Info("gateway listening", "addr", ln.Addr().String(), "admin", aln.Addr().String(),
+			"scheme", scheme(sec.client), "admin_scheme", scheme(sec.admin), "api_keys", cfg.Auth.APIKeys.On(),
+			"admin_auth", cfg.Auth.Admin.On(&cfg.TLS), "models", len(cfg.Models), "replicas", len(cfg.Replicas))
+	}
 	if ready != nil {
 		ready(ln.Addr().String(), aln.Addr().String())
 	}
@@ -289,7 +329,7 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 	case <-ctx.Done():
 		log.Info("shutting down", "timeout", cfg.Server.ShutdownTimeout)
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
-		err = fe.Shutdown(sctx)
+		err = fe.shutdown(sctx)
 		cancel()
 		if serr := <-served; err == nil {
 			err = serr

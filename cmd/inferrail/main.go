@@ -25,6 +25,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "run the gateway from a config file", runServe},
+		{"epp", "run as the endpoint picker behind Envoy (ext_proc, Gateway API Inference Extension)", runEPP},
 		{"launch", "run a gateway in front of simulated engines, to try Inferrail", runLaunch},
 		{"check", "validate a config file and exit", runCheck},
 		{"sim", "run a simulated vLLM engine", runSim},

@@ -23,7 +23,6 @@ import (
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/transport/admin"
 	"github.com/inferrail/inferrail/transport/auth"
-	"github.com/inferrail/inferrail/transport/frontend"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
@@ -39,7 +38,7 @@ type reloader struct {
 	path string
 	env  []string
 	fl   *fleet.Fleet
-	fe   *frontend.Server
+	fe   interface{ SetConfig(*config.Config) }
 	met  *telemetry.Registry
 	log  *slog.Logger
 	// auth, when set, gets every config put in effect, and rereads its
@@ -58,7 +57,7 @@ type reloader struct {
 	applied, unchanged, rejected *metrics.Counter
 }
 
-func newReloader(path string, cfg *config.Config, fl *fleet.Fleet, fe *frontend.Server, met *telemetry.Registry, log *slog.Logger) *reloader {
+func newReloader(path string, cfg *config.Config, fl *fleet.Fleet, fe interface{ SetConfig(*config.Config) }, met *telemetry.Registry, log *slog.Logger) *reloader {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -20,6 +20,7 @@ import (
 type security struct {
 	guard         *auth.Guard
 	client, admin *tls.Config
+	extproc       *tls.Config // the picker's ext_proc port (inferrail epp)
 	upstream      *tls.Config
 }
 
@@ -40,6 +41,10 @@ func newSecurity(cfg *config.Config, log *slog.Logger, set *metrics.Set) (*secur
 	// is asked for, and required only without one.
 	token := cfg.Auth.Admin.TokenFile != "" || cfg.Auth.Admin.TokenSHA256 != ""
 	if s.admin, err = listenerTLS("tls.admin_listen", cfg.TLS.AdminListen, min, !token, o); err != nil {
+		return nil, err
+	}
+	// Envoy presents a certificate when tls.ext_proc names a client CA.
+	if s.extproc, err = listenerTLS("tls.ext_proc", cfg.TLS.ExtProc, min, true, o); err != nil {
 		return nil, err
 	}
 	u := cfg.TLS.Upstream

@@ -228,6 +228,31 @@ func (c *Core) Choose(req *policy.Request, cands []policy.Candidate, offered int
 	return cands, -1, Unplaced(offered)
 }
 
+// ranker is a policy that ranks the candidates of its latest pick, best
+// first (sched.Scheduler.Ranked).
+type ranker interface{ Ranked(dst []int) []int }
+
+// Ranking appends to dst the positions in cands of the candidates ranked
+// best first, right after Choose returned cands and k, the pick it took:
+// k first, then the rest of the final run's candidates as the policy ranks
+// them, when it ranks them. A policy that does not rank yields k alone.
+// This is the endpoint picker's ordered fallback list.
+func (c *Core) Ranking(dst []int, cands []policy.Candidate, k int) []int {
+	start := len(dst)
+	if r, ok := c.Policy.(ranker); ok {
+		dst = r.Ranked(dst)
+		ok = len(dst) > start && dst[start] == k
+		for _, i := range dst[start:] {
+			ok = ok && i >= 0 && i < len(cands)
+		}
+		if ok {
+			return dst
+		}
+		dst = dst[:start]
+	}
+	return append(dst, k)
+}
+
 // Assignment is a winner's assignment: its number in the replica's ledger,
 // the cost model's estimate for the prompt there, and the cached tokens it
 // was predicted to hold.

@@ -1,9 +1,11 @@
 package sched
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/inferrail/inferrail/model/policy"
 )
@@ -72,6 +74,17 @@ type Scheduler struct {
 	done     []Result
 	w        work
 	last     policy.Decision
+	// rank is the latest Pick's primary profile: the candidates its
+	// filters kept and their totals, for Ranked.
+	rank ranking
+}
+
+// ranking is what Ranked orders: positions in the latest Pick's candidates
+// and their weighted totals, reused from one decision to the next.
+type ranking struct {
+	in     []int
+	totals []float64
+	winner int
 }
 
 var _ policy.Policy = (*Scheduler)(nil)
@@ -81,6 +94,8 @@ var _ policy.Policy = (*Scheduler)(nil)
 type work struct {
 	sets           [2][]int
 	scores, totals []float64
+	// kept is the last profile run's candidate set after its filters.
+	kept []int
 }
 
 // Name returns the name the Scheduler was built under: the policy's name
@@ -106,11 +121,47 @@ func (s *Scheduler) Last() policy.Decision { return s.last }
 func (s *Scheduler) Pick(req *policy.Request, cands []policy.Candidate, rng *rand.Rand) (int, error) {
 	if len(cands) == 0 {
 		s.last = policy.Decision{Winner: -1}
+		s.rank.winner = -1
 		return -1, policy.ErrNoCandidate
 	}
 	r := s.run(req, cands, rng, nil)
 	s.last = r.Decision
 	return r.Winner, r.Err
+}
+
+// Ranked appends to dst the positions in the latest Pick's candidates of
+// every candidate its primary profile's filters kept, best first: the pick,
+// then the others by their weighted total score, highest first, ties to
+// the fewer requests in flight, then to the earlier candidate. It is the
+// ordered fallback list an endpoint picker hands Envoy (GIE's
+// x-gateway-destination-endpoint), so that a retry goes where the scorers
+// would have sent the request next. A picker that decides on something
+// other than the scores (cost_model's estimate, a hash ring) still leads
+// with its pick; with no scorers every total is 0 and the load breaks the
+// ties. After a Pick that failed it appends nothing. It changes no state.
+func (s *Scheduler) Ranked(dst []int) []int {
+	rk := &s.rank
+	if rk.winner < 0 {
+		return dst
+	}
+	dst = append(dst, rk.winner)
+	start := len(dst)
+	for k, i := range rk.in {
+		if i != rk.winner {
+			dst = append(dst, k) // positions in rk.in for now
+		}
+	}
+	rest, cands := dst[start:], s.cycle.Cands
+	slices.SortStableFunc(rest, func(a, b int) int {
+		if c := cmp.Compare(rk.totals[b], rk.totals[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(cands[rk.in[a]].InFlight, cands[rk.in[b]].InFlight)
+	})
+	for j, k := range rest {
+		rest[j] = rk.in[k]
+	}
+	return dst
 }
 
 // Explain returns what Pick would decide, per profile and per candidate,
@@ -163,6 +214,9 @@ func (s *Scheduler) run(req *policy.Request, cands []policy.Candidate, rng *rand
 			s.done = append(s.done, Result{Profile: p.name, Winner: w, Err: err})
 			if len(s.done) == 1 {
 				primary.Decision = c.Decision
+				if ex == nil {
+					s.keepRanking(w, err)
+				}
 			}
 		}
 	}
@@ -181,6 +235,19 @@ func (s *Scheduler) run(req *policy.Request, cands []policy.Candidate, rng *rand
 		primary.Decision = policy.Decision{Winner: primary.Winner}
 	}
 	return primary
+}
+
+// keepRanking keeps the primary profile's kept candidates and totals of the
+// Pick that won w (or failed with err), for Ranked.
+func (s *Scheduler) keepRanking(w int, err error) {
+	rk := &s.rank
+	rk.winner = w
+	if err != nil {
+		rk.winner = -1
+		return
+	}
+	rk.in = append(rk.in[:0], s.w.kept...)
+	rk.totals = append(rk.totals[:0], s.w.totals[:len(s.w.kept)]...)
 }
 
 // run is one profile over c: filters, scorers, picker. It returns the
@@ -211,6 +278,7 @@ func (p *Profile) run(c *Cycle, w *work, ex *ProfileExplained) (int, error) {
 			return -1, err
 		}
 	}
+	w.kept = in
 	totals := grow(&w.totals, len(in))
 	clear(totals)
 	if len(p.scorers) > 0 {

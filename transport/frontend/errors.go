@@ -28,14 +28,14 @@ func apiError(status int, typ, msg, param string) *openai.Error {
 	return &openai.Error{Status: status, Type: typ, Message: msg, Param: param}
 }
 
-// routeError maps a fleet error to the client's answer. It is the one place
+// RouteError maps a fleet error to the client's answer. It is the one place
 // the front end picks status codes for routing failures.
-func routeError(err error, model string) *openai.Error {
+func RouteError(err error, model string) *openai.Error {
 	switch {
-	case errors.Is(err, errFlowFull):
+	case errors.Is(err, ErrFlowFull):
 		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
 			"Every replica serving `"+model+"` is at its concurrency limit and the gateway's queue for it is full; retry later.", "")
-	case errors.Is(err, errFlowTimeout):
+	case errors.Is(err, ErrFlowTimeout):
 		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
 			"Every replica serving `"+model+"` stayed at its concurrency limit while the request waited in the gateway's queue (flow_control.max_wait); retry later.", "")
 	case errors.Is(err, fleet.ErrUnknownModel):
@@ -56,12 +56,12 @@ func routeError(err error, model string) *openai.Error {
 	return apiError(fasthttp.StatusBadGateway, "BadGatewayError", "Routing failed.", "")
 }
 
-// routeReason names a fleet error in inferrail_request_errors_total.
-func routeReason(err error) string {
+// RouteReason names a fleet error in inferrail_request_errors_total.
+func RouteReason(err error) string {
 	switch {
-	case errors.Is(err, errFlowFull):
+	case errors.Is(err, ErrFlowFull):
 		return "flow_full"
-	case errors.Is(err, errFlowTimeout):
+	case errors.Is(err, ErrFlowTimeout):
 		return "flow_timeout"
 	case errors.Is(err, fleet.ErrUnknownModel):
 		return "unknown_model"

@@ -24,13 +24,15 @@ const flowPoll = 50 * time.Millisecond
 
 // Why a queued request was not admitted.
 var (
-	errFlowFull    = errors.New("flow control: the model's queue is full")
-	errFlowTimeout = errors.New("flow control: flow_control.max_wait passed")
+	ErrFlowFull    = errors.New("flow control: the model's queue is full")
+	ErrFlowTimeout = errors.New("flow control: flow_control.max_wait passed")
 )
 
-// gate holds requests back while every replica of their model is full
-// (flow_control). Nil when flow control is off.
-type gate struct {
+// Gate holds requests back while every replica of their model is full
+// (flow_control): the gateway's admission, which the endpoint picker
+// (transport/extproc) shares. Nil when flow control is off; a nil Gate's
+// methods are safe to call. Safe for concurrent use.
+type Gate struct {
 	maxWait time.Duration
 	models  map[string]*flowQueue // by configured model name; fixed at New
 }
@@ -50,20 +52,23 @@ type waiter struct {
 	wake chan struct{} // capacity 1: wake-ups coalesce
 }
 
-func newGate(c *config.Config, met *telemetry.Registry) *gate {
+// NewGate returns the admission gate of c's flow_control section, nil
+// when it is off. met counts its queues.
+func NewGate(c *config.Config, met *telemetry.Registry) *Gate {
 	fc := c.FlowControl
 	if !fc.Enabled {
 		return nil
 	}
-	g := &gate{maxWait: fc.MaxWait, models: make(map[string]*flowQueue, len(c.Models))}
+	g := &Gate{maxWait: fc.MaxWait, models: make(map[string]*flowQueue, len(c.Models))}
 	for _, m := range c.Models {
 		g.models[m.Name] = &flowQueue{met: met.Flow(m.Name), q: flow.New[*waiter](fc.MaxQueued, fc.Fair)}
 	}
 	return g
 }
 
-// wake tells the head of model's queue that a slot may have freed.
-func (g *gate) wake(model string) {
+// Wake tells the head of model's queue that a slot may have freed: call
+// it after fleet.Done and fleet.FirstByte.
+func (g *Gate) Wake(model string) {
 	if g == nil {
 		return
 	}
@@ -94,16 +99,33 @@ func (fq *flowQueue) head(w *waiter) bool {
 }
 
 // admit queues r, which found every replica full, until a pick succeeds
-// or fails for another reason, flow_control.max_wait or the request's
-// deadline passes (errFlowTimeout), the client leaves (errClientGone) or
-// the gateway shuts down (errShutdown). A full queue fails at once with
-// errFlowFull.
+// (Gate.Admit); the client leaving ends the wait with errClientGone.
 func (s *Server) admit(r *request, tried []string, attempt int) (fleet.Decision, error) {
-	fq := s.gate.models[r.model]
+	// The watch cancels ctx when the client leaves; the next attempt's
+	// arm replaces it.
+	ctx, cancel := context.WithCancelCause(s.base)
+	defer cancel(nil)
+	r.w.arm("", cancel)
+	return s.gate.Admit(ctx, r.model, r.policy.SessionKey, r.deadline, func() (fleet.Decision, error) {
+		return s.pick(r, tried, attempt)
+	})
+}
+
+// Admit queues a request for model with conversation key, which found
+// every replica full, until pick (asked again whenever the request heads
+// the queue and may find room) succeeds or fails for another reason,
+// flow_control.max_wait or deadline passes (ErrFlowTimeout), or ctx ends
+// (its cause). A full queue fails at once with ErrFlowFull. A model the
+// gate does not know fails with route.ErrOverloaded.
+func (g *Gate) Admit(ctx context.Context, model string, key uint64, deadline time.Time, pick func() (fleet.Decision, error)) (fleet.Decision, error) {
+	if g == nil {
+		return fleet.Decision{}, route.ErrOverloaded
+	}
+	fq := g.models[model]
 	if fq == nil {
 		return fleet.Decision{}, route.ErrOverloaded
 	}
-	w := &waiter{key: r.policy.SessionKey, wake: make(chan struct{}, 1)}
+	w := &waiter{key: key, wake: make(chan struct{}, 1)}
 	fq.mu.Lock()
 	ok := fq.q.Push(w.key, w)
 	if ok {
@@ -112,7 +134,7 @@ func (s *Server) admit(r *request, tried []string, attempt int) (fleet.Decision,
 	fq.mu.Unlock()
 	if !ok {
 		fq.met.Full.Inc()
-		return fleet.Decision{}, errFlowFull
+		return fleet.Decision{}, ErrFlowFull
 	}
 	fq.met.Queued.Inc()
 	start := time.Now()
@@ -127,19 +149,14 @@ func (s *Server) admit(r *request, tried []string, attempt int) (fleet.Decision,
 		fq.met.Wait.Update(time.Since(start).Seconds())
 	}()
 
-	// The watch cancels ctx when the client leaves; the next attempt's
-	// arm replaces it.
-	ctx, cancel := context.WithCancelCause(s.base)
-	defer cancel(nil)
-	r.w.arm("", cancel)
-	limit := time.NewTimer(min(s.gate.maxWait, time.Until(r.deadline)))
+	limit := time.NewTimer(min(g.maxWait, time.Until(deadline)))
 	defer limit.Stop()
 	poll := time.NewTimer(flowPoll)
 	defer poll.Stop()
 	for {
 		var pollC <-chan time.Time
 		if fq.head(w) {
-			d, err := s.pick(r, tried, attempt)
+			d, err := pick()
 			if !errors.Is(err, route.ErrOverloaded) {
 				return d, err
 			}
@@ -151,7 +168,7 @@ func (s *Server) admit(r *request, tried []string, attempt int) (fleet.Decision,
 		case <-pollC:
 		case <-limit.C:
 			fq.met.TimedOut.Inc()
-			return fleet.Decision{}, errFlowTimeout
+			return fleet.Decision{}, ErrFlowTimeout
 		case <-ctx.Done():
 			return fleet.Decision{}, context.Cause(ctx)
 		}

@@ -69,10 +69,10 @@ func copyResponseHeaders(dst *fasthttp.ResponseHeader, src *fasthttp.ResponseHea
 	}
 }
 
-// validRequestID reports whether a client's x-request-id can be passed on
+// ValidRequestID reports whether a client's x-request-id can be passed on
 // as it is: 1 to 128 characters that are safe in a header, a log line and a
 // response id.
-func validRequestID(id []byte) bool {
+func ValidRequestID(id []byte) bool {
 	if len(id) == 0 || len(id) > 128 {
 		return false
 	}

@@ -2,8 +2,10 @@ package frontend
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
@@ -32,15 +34,21 @@ func tokenizerDisagrees(checked, mismatched uint64) bool {
 }
 
 // checkPrompt compares the engine's usage.prompt_tokens for r, served by
-// replicaID, with the gateway's own count of the prompt, counts the
-// comparison on series.Prompt, and when the rule says the tokenizer
-// disagrees raises WarnTokenizerMismatch on the replica once, with both
-// numbers; and WarnCapacityUnits too when the replica's index is sized by
-// the engine's reported capacity, which is in the engine's tokens.
+// replicaID, with the gateway's own count (CheckPrompt).
 func (s *Server) checkPrompt(r *request, replicaID string, series *telemetry.Series, engine int) {
+	CheckPrompt(s.fleet, s.log, r.model, replicaID, series, r.policy.PromptTokens, engine)
+}
+
+// CheckPrompt compares engine, the engine's usage.prompt_tokens for a
+// request to model served by replicaID, with gateway, the gateway's own
+// count of the prompt, counts the comparison on series.Prompt, and when the
+// rule says the tokenizer disagrees raises WarnTokenizerMismatch on the
+// replica once, with both numbers; and WarnCapacityUnits too when the
+// replica's index is sized by the engine's reported capacity, which is in
+// the engine's tokens. The gateway and the endpoint picker check so.
+func CheckPrompt(fl *fleet.Fleet, log *slog.Logger, model, replicaID string, series *telemetry.Series, gateway, engine int) {
 	pc := series.Prompt
 	pc.Checked.Inc()
-	gateway := r.policy.PromptTokens
 	if engine == gateway {
 		return
 	}
@@ -49,7 +57,7 @@ func (s *Server) checkPrompt(r *request, replicaID string, series *telemetry.Ser
 	if !tokenizerDisagrees(checked, mismatched) {
 		return
 	}
-	snap, ok := s.fleet.Snapshot(replicaID)
+	snap, ok := fl.Snapshot(replicaID)
 	if !ok || snap.Warnings.Active(replica.WarnTokenizerMismatch) {
 		return // told already; skip building the message
 	}
@@ -57,8 +65,8 @@ func (s *Server) checkPrompt(r *request, replicaID string, series *telemetry.Ser
 	msg := fmt.Sprintf("model %s: the engine counted %d prompt tokens where the gateway's tokenizer counted %d; "+
 		"%d of %d prompts checked on this replica disagree, so its cache predictions are wrong: "+
 		"check models[].tokenizer and chat_template against the model the engine serves",
-		r.model, engine, gateway, mismatched, checked)
-	if !snap.Warnings.RaiseNew(s.log, now, replica.WarnTokenizerMismatch, msg, "replica", replicaID, "model", r.model,
+		model, engine, gateway, mismatched, checked)
+	if !snap.Warnings.RaiseNew(log, now, replica.WarnTokenizerMismatch, msg, "replica", replicaID, "model", model,
 		"engine_prompt_tokens", engine, "gateway_prompt_tokens", gateway) {
 		return // another request raised it first
 	}
@@ -67,6 +75,6 @@ func (s *Server) checkPrompt(r *request, replicaID string, series *telemetry.Ser
 		msg := fmt.Sprintf("the index capacity (%d blocks) comes from the engine's metrics, counted in the engine's tokens, "+
 			"which the gateway's tokenizer counts differently (%d against %d for one prompt): the index may be mis-sized; "+
 			"fix the tokenizer, or set replicas[].kv_capacity_blocks", capacity, engine, gateway)
-		snap.Warnings.RaiseNew(s.log, now, replica.WarnCapacityUnits, msg, "replica", replicaID, "model", r.model)
+		snap.Warnings.RaiseNew(log, now, replica.WarnCapacityUnits, msg, "replica", replicaID, "model", model)
 	}
 }

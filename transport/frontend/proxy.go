@@ -78,38 +78,29 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 	start := time.Now()
 	span := s.tracer.Request(spanName(ctx.Path()), fasthttp.MethodPost, ctx.Path(),
 		requestCarrier{&ctx.Request.Header}, start)
-	body := ctx.PostBody()
-	f, err := openai.FindModel(body)
-	if err != nil {
-		s.met.Model("").Error("bad_request")
-		writeError(ctx, apiError(fasthttp.StatusBadRequest, "", "The request body is not a JSON object.", ""))
-		span.End(ctx.Response.StatusCode(), "bad_request", nil)
+	rs := ResolveModel(s.fleet, ctx.PostBody())
+	if rs.Reason == reasonBadRequest {
+		s.met.Model("").Error(rs.Reason)
+		writeError(ctx, rs.Err)
+		span.End(ctx.Response.StatusCode(), rs.Reason, nil)
 		return
 	}
-	model, ok := s.fleet.Resolve(f.Name)
-	if s.deniedModel(ctx, span, who, f.Name, model, ok) {
+	if s.deniedModel(ctx, span, who, rs.Name, rs.Model, rs.Err == nil) {
 		return
 	}
-	if !ok {
-		s.met.Model("").Error("unknown_model")
-		if f.Name == "" {
-			writeError(ctx, apiError(fasthttp.StatusBadRequest, openai.TypeBadRequestError,
-				"The request names no model, and the gateway serves more than one.", "model"))
-		} else {
-			writeError(ctx, openai.ModelNotFound(f.Name))
-		}
-		span.End(ctx.Response.StatusCode(), "unknown_model", nil)
+	if rs.Err != nil {
+		s.met.Model("").Error(rs.Reason)
+		writeError(ctx, rs.Err)
+		span.End(ctx.Response.StatusCode(), rs.Reason, nil)
 		return
 	}
-	if !f.Found || !f.IsString || f.Name != model {
-		body = openai.SpliceModel(make([]byte, 0, len(body)+len(model)+12), body, f, model)
-	}
+	model, body := rs.Model, rs.Body
 	r := &request{ctx: ctx, model: model, body: body, start: start,
 		deadline: start.Add(s.cfg.Server.RequestTimeout), met: s.met.Model(model), live: s.live.Load(), span: span, who: who}
-	if id := ctx.Request.Header.Peek("X-Request-Id"); validRequestID(id) {
+	if id := ctx.Request.Header.Peek("X-Request-Id"); ValidRequestID(id) {
 		r.id = string(id)
 	} else {
-		r.id = newRequestID()
+		r.id = NewRequestID()
 	}
 	ctx.Response.Header.Set("X-Request-Id", r.id)
 	s.policyRequest(r, ctx.Path())
@@ -134,13 +125,63 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 	}
 }
 
+// Resolved is a request body's model, resolved on the fleet.
+type Resolved struct {
+	// Name is the model the body names, "" when none.
+	Name string
+	// Model is the configured model it resolves to; "" with Err.
+	Model string
+	// Body is the body to send: the client's, with Model spliced in where
+	// the body named an alias, no model or a model that is not a string.
+	Body []byte
+	// Err is the client's answer when the body cannot be routed, and
+	// Reason its reason in inferrail_request_errors_total:
+	// reasonBadRequest (the body is not a JSON object) or
+	// reasonUnknownModel (no such model, or none named where several are
+	// served).
+	Err    *openai.Error
+	Reason string
+}
+
+// The reasons ResolveModel fails with.
+const (
+	reasonBadRequest   = "bad_request"
+	reasonUnknownModel = "unknown_model"
+)
+
+// ResolveModel reads the model body names and resolves it on fl, as both
+// the gateway and the endpoint picker (transport/extproc) do before
+// routing.
+func ResolveModel(fl *fleet.Fleet, body []byte) Resolved {
+	f, err := openai.FindModel(body)
+	if err != nil {
+		return Resolved{Body: body, Reason: reasonBadRequest,
+			Err: apiError(fasthttp.StatusBadRequest, "", "The request body is not a JSON object.", "")}
+	}
+	model, ok := fl.Resolve(f.Name)
+	if !ok {
+		rs := Resolved{Name: f.Name, Body: body, Reason: reasonUnknownModel, Err: openai.ModelNotFound(f.Name)}
+		if f.Name == "" {
+			rs.Err = apiError(fasthttp.StatusBadRequest, openai.TypeBadRequestError,
+				"The request names no model, and the gateway serves more than one.", "model")
+		}
+		return rs
+	}
+	if !f.Found || !f.IsString || f.Name != model {
+		body = openai.SpliceModel(make([]byte, 0, len(body)+len(model)+12), body, f, model)
+	}
+	return Resolved{Name: f.Name, Model: model, Body: body}
+}
+
 // runtimeRand draws from the runtime's random source, which is safe for
 // concurrent use.
 type runtimeRand struct{}
 
 func (runtimeRand) Uint64() uint64 { return rand.Uint64() }
 
-func newRequestID() string { return openai.RandomID(runtimeRand{}) }
+// NewRequestID is a fresh x-request-id for a request that came without a
+// valid one.
+func NewRequestID() string { return openai.RandomID(runtimeRand{}) }
 
 // failUpstream answers a request whose every attempt failed.
 func (s *Server) failUpstream(r *request, last error) {
@@ -184,8 +225,8 @@ func (s *Server) route(r *request) (streaming bool) {
 			case last != nil:
 				s.failUpstream(r, last)
 			default:
-				r.fail(routeReason(err), err)
-				writeError(r.ctx, routeError(err, r.model))
+				r.fail(RouteReason(err), err)
+				writeError(r.ctx, RouteError(err, r.model))
 			}
 			return false
 		}
@@ -210,7 +251,7 @@ func (s *Server) route(r *request) (streaming bool) {
 // model's freed slot.
 func (s *Server) done(r *request, d fleet.Decision, o fleet.Outcome) {
 	s.fleet.Done(d, o)
-	s.gate.wake(r.model)
+	s.gate.Wake(r.model)
 }
 
 // pickWait bounds how long a request waits for its routing actor. A decision
@@ -226,23 +267,36 @@ func (s *Server) pick(r *request, tried []string, attempt int) (fleet.Decision, 
 	if dl.After(r.deadline) {
 		dl = r.deadline
 	}
-	logged := s.dlog.Sampled(r.id)
-	d, err := s.fleet.Pick(fleet.PickRequest{Model: r.model, Policy: r.policy, Exclude: tried, Deadline: dl, Log: logged})
+	rec := decisionlog.Record{RequestID: r.id, Model: r.model, Attempt: attempt,
+		PromptTokens: r.policy.PromptTokens, Blocks: len(r.policy.Blocks), Tokenized: r.tokenized,
+		Tenant: tenantOf(r.who), KeyID: keyIDOf(r.who)}
+	pr := fleet.PickRequest{Model: r.model, Policy: r.policy, Exclude: tried, Deadline: dl}
+	d, err := Decide(s.fleet, s.dlog, r.met, pr, rec)
 	if (errors.Is(err, route.ErrNoReplica) || errors.Is(err, route.ErrFilteredOut)) && len(tried) > 0 {
-		d, err = s.fleet.Pick(fleet.PickRequest{Model: r.model, Policy: r.policy, Deadline: dl, Log: logged})
+		pr.Exclude = nil
+		d, err = Decide(s.fleet, s.dlog, r.met, pr, rec)
 	}
+	return d, err
+}
+
+// Decide asks fl for a replica (pr), as every attempt of the gateway and
+// the endpoint picker does: it counts a priced decision's estimate on
+// met, and logs a decision dlog samples (by rec.RequestID) with rec,
+// which holds what the caller knows of the request.
+func Decide(fl *fleet.Fleet, dlog *decisionlog.Writer, met *telemetry.Model, pr fleet.PickRequest, rec decisionlog.Record) (fleet.Decision, error) {
+	pr.Log = dlog.Sampled(rec.RequestID)
+	d, err := fl.Pick(pr)
 	if err == nil && d.Predicted {
-		r.met.Estimated(d.Policy, d.Estimate)
+		met.Estimated(d.Policy, d.Estimate)
 	}
 	if err == nil && d.Explanation != nil {
-		rec := &decisionlog.Record{RequestID: r.id, Model: r.model, Attempt: attempt,
-			PromptTokens: r.policy.PromptTokens, Blocks: len(r.policy.Blocks), Tokenized: r.tokenized,
-			Tenant: tenantOf(r.who), KeyID: keyIDOf(r.who), Decision: decisionlog.View(d.Explanation)}
+		lr := rec // on the heap only when logged
+		lr.Decision = decisionlog.View(d.Explanation)
 		if d.Predicted {
 			cached, ttft := d.CachedTokens, d.Estimate.Seconds()
-			rec.PredictedCachedTokens, rec.EstimatedTTFT = &cached, &ttft
+			lr.PredictedCachedTokens, lr.EstimatedTTFT = &cached, &ttft
 		}
-		s.dlog.Log(rec)
+		dlog.Log(&lr)
 	}
 	return d, err
 }
@@ -347,7 +401,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	r.up.Event(tracing.FirstByte)
 	r.span.Served(d.Replica, n)
 	s.fleet.FirstByte(d)
-	s.gate.wake(r.model)
+	s.gate.Wake(r.model)
 	r.w.headArrived()
 	outcome := fleet.OutcomeOK
 	if status >= 500 {

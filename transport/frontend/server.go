@@ -71,7 +71,7 @@ type Server struct {
 	watcher *conncheck.Watcher
 	// gate queues requests while every replica of their model is full;
 	// nil when flow_control is off.
-	gate *gate
+	gate *Gate
 
 	poolsMu sync.RWMutex
 	pools   map[string]*upstream.Pool // by replica base URL
@@ -113,7 +113,7 @@ func New(opts Options) *Server {
 		s.met = telemetry.New(opts.Fleet)
 	}
 	s.live.Store(opts.Config)
-	s.gate = newGate(opts.Config, s.met)
+	s.gate = NewGate(opts.Config, s.met)
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
 	s.watcher = conncheck.NewWatcher(watchEvery)
 	sc := &s.cfg.Server

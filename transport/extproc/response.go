@@ -1,0 +1,162 @@
+package extproc
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+
+	"github.com/inferrail/inferrail/actors/fleet"
+	"github.com/inferrail/inferrail/model/openai"
+	"github.com/inferrail/inferrail/transport/frontend"
+	"github.com/inferrail/inferrail/transport/telemetry"
+)
+
+// responseHeaders commits the attempt: the replica Envoy says served it
+// takes the lease (a fallback of the list may have), its first byte is
+// counted, and the response gets the front end's x-inferrail headers.
+func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders, md *corev3.Metadata) error {
+	resp := &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{}}
+	out := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: resp}}
+	if !x.live {
+		return x.send(out)
+	}
+	for _, hv := range h.GetHeaders().GetHeaders() {
+		switch strings.ToLower(hv.Key) {
+		case ":status":
+			x.status, _ = strconv.Atoi(headerValue(hv))
+		case "content-type":
+			x.sse = strings.HasPrefix(headerValue(hv), "text/event-stream")
+		}
+	}
+	x.served(md)
+	s := x.s
+	s.fleet.FirstByte(x.d)
+	s.gate.Wake(x.model)
+	set := []*corev3.HeaderValueOption{header("x-request-id", x.requestID),
+		header("x-inferrail-replica", x.d.Replica), header("x-inferrail-policy", x.d.Policy)}
+	if x.tokenized {
+		set = append(set, header("x-inferrail-prompt-tokens", strconv.Itoa(x.policy.PromptTokens)))
+	}
+	if x.d.Predicted {
+		set = append(set, header("x-inferrail-cached-tokens", strconv.Itoa(x.d.CachedTokens)))
+		x.met.PromptTokens.Add(x.policy.PromptTokens)
+		x.met.PredictedCached.Add(x.d.CachedTokens)
+	}
+	resp.Response.HeaderMutation = &extprocv3.HeaderMutation{SetHeaders: set}
+	if h.EndOfStream {
+		x.finish()
+	}
+	return x.send(out)
+}
+
+// served moves the attempt to the replica Envoy reports served it, when
+// that is another one of the list than the one chosen.
+func (x *exchange) served(md *corev3.Metadata) {
+	ep, ok := Served(md)
+	if !ok || ep == Endpoint(x.d.URL) {
+		return
+	}
+	for _, snap := range x.s.fleet.Replicas() {
+		if Endpoint(snap.URL) != ep || !snap.Serves(x.model) {
+			continue
+		}
+		if d, moved := x.s.fleet.Moved(x.d, x.model, snap.ID, x.policy); moved {
+			x.d = d
+			x.series = x.s.met.Replica(d.Replica, x.model, d.Policy)
+		}
+		return
+	}
+	x.s.log.Debug("ext_proc: the served endpoint is no replica of the model; the chosen one keeps the request",
+		"served", ep, "replica", x.d.Replica, "model", x.model)
+}
+
+// responseBody relays one chunk at once, an SSE event as soon as the
+// engine sent it, and keeps what the usage is read from: the stream's tail
+// (its final usage chunk) or a JSON body.
+func (x *exchange) responseBody(b *extprocv3.HttpBody) error {
+	out := &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{
+		Response: &extprocv3.CommonResponse{BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_StreamedResponse{
+			StreamedResponse: &extprocv3.StreamedBodyResponse{Body: b.Body, EndOfStream: b.EndOfStream}}}}}}}
+	if x.live {
+		if len(b.Body) > 0 && x.firstChunk() {
+			x.series.TTFT.Update(time.Since(x.start).Seconds())
+		}
+		switch {
+		case x.sse:
+			x.tail.Write(b.Body)
+		case !x.jsonCut && len(x.json)+len(b.Body) <= maxUsageBody:
+			x.json = append(x.json, b.Body...)
+		default:
+			x.jsonCut, x.json = true, nil
+		}
+		if b.EndOfStream {
+			x.finish()
+		}
+	}
+	return x.send(out)
+}
+
+// firstChunk reports whether no body chunk was seen yet, and notes one.
+func (x *exchange) firstChunk() bool {
+	first := !x.sawBody
+	x.sawBody = true
+	return first
+}
+
+// finish ends the attempt as the engine answered: the usage's prompt
+// tokens checked against the gateway's count, fleet.Done with the
+// outcome (a 5xx failed), the request counted.
+func (x *exchange) finish() {
+	if !x.live {
+		return
+	}
+	if x.tokenized && x.status == 200 {
+		var found bool
+		var engine int
+		if x.sse {
+			u, ok := x.tail.Usage()
+			engine, found = u.PromptTokens, ok
+		} else if !x.jsonCut {
+			u, ok := openai.FindUsage(x.json)
+			engine, found = u.PromptTokens, ok
+		}
+		if found {
+			frontend.CheckPrompt(x.s.fleet, x.s.log, x.model, x.d.Replica, x.series, x.policy.PromptTokens, engine)
+		}
+	}
+	o := fleet.OutcomeOK
+	if x.status >= 500 {
+		o = fleet.OutcomeFailed
+	}
+	x.done(o, telemetry.StatusClass(x.status))
+}
+
+// done ends the lease once, with outcome o, and counts the request as
+// status.
+func (x *exchange) done(o fleet.Outcome, status string) {
+	x.live = false
+	x.s.fleet.Done(x.d, o)
+	x.s.gate.Wake(x.model)
+	x.series.Request(status)
+	x.series.Duration.Update(time.Since(x.start).Seconds())
+	x.json = nil
+}
+
+// end runs when the stream is over. An attempt still live lost its
+// client, or Envoy gave up on it: its lease goes back, exactly once. An
+// event stream whose last event ([DONE]) had gone out is complete, as the
+// front end counts it.
+func (x *exchange) end() {
+	if !x.live {
+		return
+	}
+	if x.sse && x.tail.Done() {
+		x.finish()
+		return
+	}
+	x.met.Disconnects.Inc()
+	x.done(fleet.OutcomeCancelled, telemetry.StatusCancelled)
+}
