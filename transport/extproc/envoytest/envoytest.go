@@ -262,6 +262,15 @@ func (e *Exchange) ResponseChunk(b []byte, end bool) ([]byte, error) {
 // chunk, calling chunk with what the picker sends on. It returns the
 // engine's status and the picker's response headers.
 func (e *Exchange) Forward(ctx context.Context, hc *http.Client, r Request, routed *Routed, fallback int, chunk func([]byte)) (int, map[string]string, error) {
+	return e.Relay(ctx, hc, r, routed, fallback, nil, chunk)
+}
+
+// Relay is Forward with head called once the picker has answered the
+// response headers, before the first chunk: with the engine's status and
+// content type and the headers the picker set. A proxy writes its
+// response head there.
+func (e *Exchange) Relay(ctx context.Context, hc *http.Client, r Request, routed *Routed, fallback int,
+	head func(status int, contentType string, set map[string]string), chunk func([]byte)) (int, map[string]string, error) {
 	if fallback >= len(routed.Endpoints) {
 		return 0, nil, fmt.Errorf("envoytest: no endpoint %d in %v", fallback, routed.Endpoints)
 	}
@@ -290,6 +299,9 @@ func (e *Exchange) Forward(ctx context.Context, hc *http.Client, r Request, rout
 	set, err := e.ResponseHeaders(resp.StatusCode, resp.Header.Get("Content-Type"), ep, false)
 	if err != nil {
 		return resp.StatusCode, nil, err
+	}
+	if head != nil {
+		head(resp.StatusCode, resp.Header.Get("Content-Type"), set)
 	}
 	buf := make([]byte, 32<<10)
 	for {
