@@ -42,6 +42,9 @@ type Config struct {
 	// FlowControl holds requests back while every replica of their model
 	// is full. Restart only.
 	FlowControl FlowControl `koanf:"flow_control"`
+	// RateLimits holds each tenant's requests per second and tokens per
+	// minute. Live.
+	RateLimits RateLimits `koanf:"rate_limits"`
 	// Load holds scraping of the engines' /metrics pages. Restart only.
 	Load LoadSignals `koanf:"load"`
 	// Tokenizer holds the edge tokenization worker pool. Restart only.

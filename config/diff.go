@@ -42,7 +42,7 @@ func restartSection(name string) bool {
 // ("models[1].tokenizer"), and logging.level and logging.format. A reload that finds any is refused
 // whole, naming them. Everything else, the routing section, each model's
 // policy, split, shadow, cost_model and aliases, the static replicas, retry,
-// auth and logging.log_prompts, applies live. With a nil prev nothing is running,
+// auth, rate_limits and logging.log_prompts, applies live. With a nil prev nothing is running,
 // and the result is empty.
 func RestartOnly(prev, next *Config) []string {
 	if prev == nil || next == nil {

@@ -77,6 +77,7 @@ func (c *Config) check(skip func(key string) bool, limit int) *validator {
 	v.nonNegative("retry.backoff", c.Retry.Backoff)
 	v.atLeast("flow_control.max_queued", c.FlowControl.MaxQueued, 1)
 	v.positive("flow_control.max_wait", c.FlowControl.MaxWait)
+	v.rateLimits(&c.RateLimits)
 	v.load(&c.Load)
 	v.atLeast("tokenizer.workers", c.Tokenizer.Workers, 0)
 	v.positive("tokenizer.max_wait", c.Tokenizer.MaxWait)

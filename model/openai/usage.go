@@ -188,3 +188,32 @@ func dataValue(line []byte) ([]byte, bool) {
 	}
 	return v, true
 }
+
+// FindMaxTokens reads the completion budget a request body names:
+// max_completion_tokens if it is a whole number, else max_tokens, as vLLM
+// takes them. It reports false when b is not a JSON object or names
+// neither as a non-negative integer (absent, null, or anything else, which
+// the engine will refuse or default).
+func FindMaxTokens(b []byte) (int64, bool) {
+	for _, key := range [...]string{"max_completion_tokens", "max_tokens"} {
+		f, err := FindMember(b, key)
+		if err != nil {
+			return 0, false
+		}
+		if !f.Found || f.End <= f.Start || f.End-f.Start > 18 {
+			continue
+		}
+		n, ok := int64(0), true
+		for _, c := range b[f.Start:f.End] {
+			if c < '0' || c > '9' {
+				ok = false
+				break
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if ok {
+			return n, true
+		}
+	}
+	return 0, false
+}

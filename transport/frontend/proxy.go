@@ -59,6 +59,8 @@ type request struct {
 	tokenized bool
 	// who is the API key the request came with; nil without API keys.
 	who *auth.Identity
+	// lim is the request's part in its tenant's rate limits.
+	lim limits
 
 	// span is the request's server span and up its current attempt's
 	// upstream span; both are zero when tracing is off. outcome and err
@@ -127,8 +129,14 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 		s.log.Debug("request", "id", r.id, "model", model, "tenant", tenantOf(who), "key", keyIDOf(who), "body", string(body))
 	}
 
+	if !s.admitLimits(r) {
+		span.End(ctx.Response.StatusCode(), r.outcome, nil)
+		return
+	}
+
 	r.w = s.watchConn(ctx.Conn())
 	if !s.route(r) {
+		s.settleLimits(r)
 		s.unwatch(r.w)
 		span.End(ctx.Response.StatusCode(), r.outcome, r.err)
 	}
@@ -344,6 +352,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	}
 
 	// The response is committed: nothing is retried from here on.
+	r.lim.committed = true
 	r.up.Event(tracing.FirstByte)
 	r.span.Served(d.Replica, n)
 	s.fleet.FirstByte(d)
@@ -371,6 +380,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 			defer cancel(nil)
 			o := s.relay(bw, conn, resp, actx, cancel, outcome, r, d.Replica, series)
 			s.done(r, d, o)
+			s.settleLimits(r)
 			switch o {
 			case fleet.OutcomeCancelled:
 				r.met.Disconnects.Inc()
@@ -406,9 +416,12 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		return result{done: true}
 	}
 	ctx.SetBody(body)
-	if r.tokenized && status == fasthttp.StatusOK {
+	if r.wantsUsage() && status == fasthttp.StatusOK {
 		if u, ok := openai.FindUsage(body); ok {
-			s.checkPrompt(r, d.Replica, series, u.PromptTokens)
+			r.usage(u)
+			if r.tokenized {
+				s.checkPrompt(r, d.Replica, series, u.PromptTokens)
+			}
 		}
 	}
 	s.done(r, d, outcome)
@@ -483,9 +496,12 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 			conn.Close()
 			return fleet.OutcomeFailed
 		}
-		if sse && r.tokenized && resp.StatusCode() == fasthttp.StatusOK {
+		if sse && r.wantsUsage() && resp.StatusCode() == fasthttp.StatusOK {
 			if u, found := tail.Usage(); found {
-				s.checkPrompt(r, replicaID, series, u.PromptTokens)
+				r.usage(u)
+				if r.tokenized {
+					s.checkPrompt(r, replicaID, series, u.PromptTokens)
+				}
 			}
 		}
 		return ok

@@ -1,0 +1,86 @@
+package config
+
+// RateLimits holds each tenant's rate limits, counted in the gateway: a
+// token bucket for requests per second and one for tokens per minute.
+// A tenant is an API key's tenant (auth.api_keys); without API keys every
+// request is one tenant, "". A request over a limit gets 429 with
+// code rate_limit_exceeded, Retry-After and OpenAI's x-ratelimit-*
+// headers, which answers within the limits carry too. Live: a reload
+// changes the limits of the requests that follow and keeps what each
+// tenant has used.
+//
+// Tokens are the prompt's (the gateway's tokenizer's count, else the
+// body's length / 4, OpenAI's rule of thumb) plus the request's
+// max_completion_tokens or max_tokens, reserved when the request is
+// admitted; when the response ends, the reservation is settled to the
+// engine's usage.prompt_tokens + usage.completion_tokens. A streamed
+// response carries usage only with stream_options.include_usage; without
+// it the reservation stands. A request no engine answered is refunded
+// its tokens (not its request).
+type RateLimits struct {
+	// Default are the limits of every tenant without an entry in tenants.
+	Default RateLimit `koanf:"default"`
+	// Tenants sets limits per tenant. Default none.
+	Tenants []TenantRateLimit `koanf:"tenants"`
+}
+
+// RateLimit is one tenant's limits; 0 turns a limit off.
+type RateLimit struct {
+	// RequestsPerSecond is the requests a tenant may send a second; it may
+	// burst to one second's worth after a quiet second. Default 0: no
+	// limit.
+	RequestsPerSecond float64 `koanf:"requests_per_second"`
+	// TokensPerMinute is the tokens a tenant may use a minute; it may burst
+	// to one minute's worth. A request that alone needs more is refused
+	// at once. Default 0: no limit.
+	TokensPerMinute float64 `koanf:"tokens_per_minute"`
+}
+
+// TenantRateLimit is one tenant's own limits; a limit it leaves out is
+// rate_limits.default's.
+type TenantRateLimit struct {
+	// Tenant is the tenant, as auth.api_keys names it (an API key's tenant,
+	// else its id). Required and unique.
+	Tenant string `koanf:"tenant"`
+	// RequestsPerSecond is as in rate_limits.default; 0: no limit.
+	RequestsPerSecond *float64 `koanf:"requests_per_second"`
+	// TokensPerMinute is as in rate_limits.default; 0: no limit.
+	TokensPerMinute *float64 `koanf:"tokens_per_minute"`
+}
+
+// For returns tenant's limits: its own entry's, each left out taken from
+// the default.
+func (r *RateLimits) For(tenant string) RateLimit {
+	l := r.Default
+	for i := range r.Tenants {
+		t := &r.Tenants[i]
+		if t.Tenant != tenant {
+			continue
+		}
+		if t.RequestsPerSecond != nil {
+			l.RequestsPerSecond = *t.RequestsPerSecond
+		}
+		if t.TokensPerMinute != nil {
+			l.TokensPerMinute = *t.TokensPerMinute
+		}
+		break
+	}
+	return l
+}
+
+func (v *validator) rateLimits(r *RateLimits) {
+	v.nonNegativeNumber("rate_limits.default.requests_per_second", r.Default.RequestsPerSecond)
+	v.nonNegativeNumber("rate_limits.default.tokens_per_minute", r.Default.TokensPerMinute)
+	seen := map[string]string{}
+	for i := range r.Tenants {
+		t := &r.Tenants[i]
+		p := index("rate_limits.tenants", i)
+		v.id(p+".tenant", t.Tenant, seen)
+		if t.RequestsPerSecond != nil {
+			v.nonNegativeNumber(p+".requests_per_second", *t.RequestsPerSecond)
+		}
+		if t.TokensPerMinute != nil {
+			v.nonNegativeNumber(p+".tokens_per_minute", *t.TokensPerMinute)
+		}
+	}
+}
