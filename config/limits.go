@@ -1,5 +1,7 @@
 package config
 
+import "github.com/inferrail/inferrail/model/flow"
+
 // RateLimits holds each tenant's rate limits, counted in the gateway: a
 // token bucket for requests per second and one for tokens per minute.
 // A tenant is an API key's tenant (auth.api_keys); without API keys every
@@ -66,6 +68,29 @@ func (r *RateLimits) For(tenant string) RateLimit {
 		break
 	}
 	return l
+}
+
+func (v *validator) flowControl(f *FlowControl) {
+	v.atLeast("flow_control.max_queued", f.MaxQueued, 1)
+	v.positive("flow_control.max_wait", f.MaxWait)
+	v.oneOf("flow_control.fairness", f.Fairness, flow.Fairness...)
+	v.oneOf("flow_control.ordering", f.Ordering, flow.Orderings...)
+	for _, name := range sortedKeys(f.Objectives) {
+		if name == "" {
+			v.add("flow_control.objectives", "an objective's name is empty")
+		}
+	}
+	seen := map[string]string{}
+	for _, name := range sortedKeys(f.TenantPriorities) {
+		v.id("flow_control.tenant_priorities."+name, name, seen)
+	}
+	d := &f.SaturationDetector
+	v.oneOf("flow_control.saturation_detector.type", d.Type, flow.Detectors...)
+	v.atLeast("flow_control.saturation_detector.queue_depth_threshold", d.QueueDepthThreshold, 1)
+	v.fraction("flow_control.saturation_detector.kv_cache_util_threshold", d.KVCacheUtilThreshold, false)
+	v.positive("flow_control.saturation_detector.metrics_staleness_threshold", d.MetricsStalenessThreshold)
+	v.atLeast("flow_control.saturation_detector.max_concurrency", d.MaxConcurrency, 1)
+	v.nonNegativeNumber("flow_control.saturation_detector.headroom", d.Headroom)
 }
 
 func (v *validator) rateLimits(r *RateLimits) {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +44,48 @@ func TestRateLimits(t *testing.T) {
 	prev := mustParse(t, limitsBase)
 	if d, ro := Diff(prev, next), RestartOnly(prev, next); !slices.Equal(d, []string{"rate_limits"}) || len(ro) > 0 {
 		t.Errorf("diff %q, restart-only %q", d, ro)
+	}
+}
+
+func TestFlowControl(t *testing.T) {
+	c := mustParse(t, limitsBase+`flow_control:
+  enabled: true
+  fairness: round-robin-fairness-policy
+  ordering: edf-ordering-policy
+  objectives: {premium: 10, batch: -1}
+  tenant_priorities: {team-a: 5}
+  saturation_detector: {type: concurrency-detector, max_concurrency: 110, headroom: 0.1}
+`)
+	fc := c.FlowControl
+	if fc.Objectives["batch"] != -1 || fc.TenantPriorities["team-a"] != 5 || fc.SaturationDetector.MaxConcurrency != 110 ||
+		fc.SaturationDetector.QueueDepthThreshold != 5 || fc.SaturationDetector.KVCacheUtilThreshold != 0.8 {
+		t.Errorf("parsed %+v", fc)
+	}
+	_, err := Parse([]byte(limitsBase+`flow_control:
+  max_queued: 0
+  fairness: fair
+  ordering: lifo
+  tenant_priorities: {"a b": 1}
+  saturation_detector: {type: x, queue_depth_threshold: 0, kv_cache_util_threshold: 1.5, metrics_staleness_threshold: 0s, max_concurrency: 0, headroom: -1}
+`), nil)
+	want := []string{"flow_control.fairness", "flow_control.max_queued", "flow_control.ordering",
+		"flow_control.saturation_detector.headroom", "flow_control.saturation_detector.kv_cache_util_threshold",
+		"flow_control.saturation_detector.max_concurrency", "flow_control.saturation_detector.metrics_staleness_threshold",
+		"flow_control.saturation_detector.queue_depth_threshold", "flow_control.saturation_detector.type",
+		"flow_control.tenant_priorities.a b"}
+	got := keys(t, err)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("problems at %q, want %q\n%v", got, want, err)
+	}
+	// The old key is refused with its replacement named.
+	_, err = Parse([]byte(limitsBase+"flow_control: {fair: true}\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "flow_control.fairness") {
+		t.Errorf("flow_control.fair: %v", err)
+	}
+	// Live.
+	prev := mustParse(t, limitsBase)
+	if ro := RestartOnly(prev, c); len(ro) > 0 {
+		t.Errorf("restart-only %q", ro)
 	}
 }

@@ -171,12 +171,9 @@ func (s *Server) route(r *request) (streaming bool) {
 			r.met.Retries.Inc()
 		}
 		t0 := time.Now()
-		d, err := s.pick(r, tried, attempt)
+		// Through flow control: it may wait in the model's queue.
+		d, err := s.dispatch(r, tried, attempt)
 		took := time.Since(t0)
-		if errors.Is(err, route.ErrOverloaded) && s.gate != nil {
-			// Every replica is full: wait in the model's queue.
-			d, err = s.admit(r, tried, attempt)
-		}
 		if r.span.Recording() {
 			r.span.Route(t0, traceRoute(attempt, d, err))
 		}
@@ -194,6 +191,9 @@ func (s *Server) route(r *request) (streaming bool) {
 			default:
 				r.fail(routeReason(err), err)
 				writeError(r.ctx, routeError(err, r.model))
+			}
+			if reason := s.droppedReason(err); reason != "" && last == nil {
+				r.ctx.Response.Header.Set(headerDropped, reason)
 			}
 			return false
 		}

@@ -74,8 +74,8 @@ type Server struct {
 	streamBodies bool
 	// watcher checks clients and replicas of requests in flight.
 	watcher *conncheck.Watcher
-	// gate queues requests while every replica of their model is full;
-	// nil when flow_control is off.
+	// gate queues requests while every replica of their model is full or
+	// the pool is saturated (flow_control).
 	gate *gate
 
 	poolsMu sync.RWMutex
@@ -89,12 +89,14 @@ type Server struct {
 }
 
 // SetConfig puts a reloaded config in effect for the requests that start
-// from now on: its retry section, rate_limits and logging.log_prompts.
+// from now on: its retry section, flow_control, rate_limits and
+// logging.log_prompts.
 // The sections the server was built from (server, upstream) need a
 // restart, and are read from the config New was given.
 func (s *Server) SetConfig(c *config.Config) {
 	s.live.Store(c)
 	s.limits.Apply(c)
+	s.gate.apply(c)
 }
 
 // New builds a Server. It starts the watcher goroutine; Shutdown stops it.
@@ -126,7 +128,7 @@ func New(opts Options) *Server {
 		s.limits = ratelimit.New(opts.Config, nil, nil)
 		s.met.Include(s.limits.Metrics())
 	}
-	s.gate = newGate(opts.Config, s.met)
+	s.gate = newGate(opts.Config, opts.Fleet, s.met, log)
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
 	s.watcher = conncheck.NewWatcher(watchEvery)
 	sc := &s.cfg.Server
