@@ -195,16 +195,36 @@ func dataValue(line []byte) ([]byte, bool) {
 // neither as a non-negative integer (absent, null, or anything else, which
 // the engine will refuse or default).
 func FindMaxTokens(b []byte) (int64, bool) {
-	for _, key := range [...]string{"max_completion_tokens", "max_tokens"} {
-		f, err := FindMember(b, key)
-		if err != nil {
-			return 0, false
+	r := reader{b: b}
+	r.ws()
+	if r.i >= len(r.b) || r.b[r.i] != '{' {
+		return 0, false
+	}
+	// One pass over the members; the last of each key wins, as in
+	// Python's json module.
+	var vals [2]span
+	var found [2]bool
+	r.object(func(k, v span) {
+		raw, plain := rawKey(b, k)
+		if !plain {
+			return
 		}
-		if !f.Found || f.End <= f.Start || f.End-f.Start > 18 {
+		switch string(raw) {
+		case "max_completion_tokens":
+			vals[0], found[0] = v, true
+		case "max_tokens":
+			vals[1], found[1] = v, true
+		}
+	})
+	if r.err != nil {
+		return 0, false
+	}
+	for i := range vals {
+		if !found[i] || vals[i].end <= vals[i].start || vals[i].end-vals[i].start > 18 {
 			continue
 		}
 		n, ok := int64(0), true
-		for _, c := range b[f.Start:f.End] {
+		for _, c := range b[vals[i].start:vals[i].end] {
 			if c < '0' || c > '9' {
 				ok = false
 				break

@@ -108,6 +108,22 @@ type flowQueue struct {
 	mu    sync.Mutex
 	q     *flow.Bands[*waiter]   // under mu
 	bands map[int]*metrics.Gauge // under mu: inferrail_flow_band_queued by priority
+	// verdict is the detector's last verdict on the model's pool, reused
+	// for satReuse.
+	verdict atomic.Pointer[verdict]
+}
+
+// satReuse is how long a saturation verdict is reused: the engines'
+// reports change at each scrape (load.scrape_interval, 100 ms by default),
+// and llm-d reads them every 50 ms, so a millisecond-old verdict is as
+// good as a new one, and a burst of requests reads the snapshots once.
+const satReuse = time.Millisecond
+
+// verdict is a saturation verdict and when it was reached; immutable.
+type verdict struct {
+	at                   time.Time
+	cfg                  *gateConfig
+	saturated, endpoints bool
 }
 
 type waiter struct {
@@ -214,9 +230,25 @@ func flowKey(r *request) uint64 {
 
 // saturated reports whether model's pool is saturated by gc's detector,
 // from the replicas' snapshots; endpoints is false when the model has no
-// healthy replica, which no detector judges.
+// healthy replica, which no detector judges. A verdict of the same config
+// less than satReuse old is reused.
 func (g *gate) saturated(gc *gateConfig, model string) (saturated, endpoints bool) {
 	now := time.Now()
+	fq := g.models[model]
+	if fq != nil {
+		if v := fq.verdict.Load(); v != nil && v.cfg == gc && now.Sub(v.at) < satReuse {
+			return v.saturated, v.endpoints
+		}
+	}
+	saturated, endpoints = g.judge(gc, model, now)
+	if fq != nil {
+		fq.verdict.Store(&verdict{at: now, cfg: gc, saturated: saturated, endpoints: endpoints})
+	}
+	return saturated, endpoints
+}
+
+// judge is saturated's verdict from the snapshots, at now.
+func (g *gate) judge(gc *gateConfig, model string, now time.Time) (saturated, endpoints bool) {
 	var buf [16]flow.Endpoint
 	eps := buf[:0]
 	for _, snap := range g.fleet.Replicas() {
@@ -271,22 +303,35 @@ func (s *Server) dispatch(r *request, tried []string, attempt int) (fleet.Decisi
 	if !gc.on || fq == nil {
 		return s.pick(r, tried, attempt)
 	}
-	prio := gc.priority(r)
-	if attempt == 1 {
-		sat, _ := s.gate.saturated(gc, r.model)
-		if sat && prio < 0 {
-			fq.met.Shed.Inc()
-			return fleet.Decision{}, errFlowShed
-		}
-		if sat || fq.n.Load() > 0 {
-			return s.admit(r, fq, gc, prio, tried, attempt)
-		}
+	prio, wait, err := s.hold(r, gc, fq, attempt)
+	if err != nil {
+		return fleet.Decision{}, err
+	}
+	if wait {
+		return s.admit(r, fq, gc, prio, tried, attempt)
 	}
 	d, err := s.pick(r, tried, attempt)
 	if errors.Is(err, route.ErrOverloaded) {
 		return s.admit(r, fq, gc, prio, tried, attempt)
 	}
 	return d, err
+}
+
+// hold is what flow control decides for r before any pick: its priority,
+// and whether it waits (the pool saturated, or requests waiting already),
+// or errFlowShed for a sheddable request meeting a saturated pool. Only a
+// first attempt is held.
+func (s *Server) hold(r *request, gc *gateConfig, fq *flowQueue, attempt int) (prio int, wait bool, err error) {
+	prio = gc.priority(r)
+	if attempt > 1 {
+		return prio, false, nil
+	}
+	sat, _ := s.gate.saturated(gc, r.model)
+	if sat && prio < 0 {
+		fq.met.Shed.Inc()
+		return prio, false, errFlowShed
+	}
+	return prio, sat || fq.n.Load() > 0, nil
 }
 
 // admit queues r in band prio until, at the head of the queue, the pool

@@ -30,7 +30,7 @@ func startFull(t *testing.T, fc func(*gwConfig)) *gw {
 
 // reported waits for every replica's first load report: until then the
 // utilization-detector counts the pool saturated.
-func reported(t *testing.T, g *gw) {
+func reported(t testing.TB, g *gw) {
 	t.Helper()
 	waitFor(t, "the first load reports", 2*time.Second, func() bool {
 		for _, s := range g.fl.Replicas() {

@@ -36,15 +36,22 @@ type limits struct {
 // response headers. It reports false once it has answered 429.
 func (s *Server) admitLimits(r *request) bool {
 	r.lim.used = -1
-	tokens := int64(len(r.body) / bytesPerToken)
-	if r.tokenized {
-		tokens = int64(r.policy.PromptTokens)
-	}
-	if n, ok := openai.FindMaxTokens(r.body); ok {
-		tokens += n
-	}
 	tenant := tenantOf(r.who)
-	k, v := s.limits.Admit(tenant, tokens)
+	t := s.limits.Tenant(tenant)
+	if t == nil {
+		return true
+	}
+	var tokens int64
+	if t.CountsTokens() {
+		tokens = int64(len(r.body) / bytesPerToken)
+		if r.tokenized {
+			tokens = int64(r.policy.PromptTokens)
+		}
+		if n, ok := openai.FindMaxTokens(r.body); ok {
+			tokens += n
+		}
+	}
+	k, v := t.Admit(tokens, s.limits.Now())
 	h := &r.ctx.Response.Header
 	setLimitHeaders(h, &v)
 	if v.OK {
@@ -84,24 +91,64 @@ func (r *request) wantsUsage() bool { return r.tokenized || r.lim.ticket.Limited
 // usage notes the engine's count of r's tokens.
 func (r *request) usage(u openai.Usage) { r.lim.used = int64(u.PromptTokens + u.CompletionTokens) }
 
+// The x-ratelimit-* headers, canonical, so fasthttp need not normalize
+// them per request.
+var (
+	hdrLimitRequests     = []byte("X-Ratelimit-Limit-Requests")
+	hdrRemainingRequests = []byte("X-Ratelimit-Remaining-Requests")
+	hdrResetRequests     = []byte("X-Ratelimit-Reset-Requests")
+	hdrLimitTokens       = []byte("X-Ratelimit-Limit-Tokens")
+	hdrRemainingTokens   = []byte("X-Ratelimit-Remaining-Tokens")
+	hdrResetTokens       = []byte("X-Ratelimit-Reset-Tokens")
+)
+
 // setLimitHeaders names the limits that apply, as OpenAI's headers do.
 func setLimitHeaders(h *fasthttp.ResponseHeader, v *limit.Verdict) {
+	var buf [32]byte
+	set := func(k []byte, n int64) { h.SetCanonical(k, strconv.AppendInt(buf[:0], n, 10)) }
 	if v.Requests.On {
-		h.Set("X-Ratelimit-Limit-Requests", strconv.FormatInt(v.Requests.Limit, 10))
-		h.Set("X-Ratelimit-Remaining-Requests", strconv.FormatInt(v.Requests.Remaining, 10))
-		h.Set("X-Ratelimit-Reset-Requests", resetFormat(v.Requests.Reset))
+		set(hdrLimitRequests, v.Requests.Limit)
+		set(hdrRemainingRequests, v.Requests.Remaining)
+		h.SetCanonical(hdrResetRequests, appendReset(buf[:0], v.Requests.Reset))
 	}
 	if v.Tokens.On {
-		h.Set("X-Ratelimit-Limit-Tokens", strconv.FormatInt(v.Tokens.Limit, 10))
-		h.Set("X-Ratelimit-Remaining-Tokens", strconv.FormatInt(v.Tokens.Remaining, 10))
-		h.Set("X-Ratelimit-Reset-Tokens", resetFormat(v.Tokens.Reset))
+		set(hdrLimitTokens, v.Tokens.Limit)
+		set(hdrRemainingTokens, v.Tokens.Remaining)
+		h.SetCanonical(hdrResetTokens, appendReset(buf[:0], v.Tokens.Reset))
 	}
 }
 
 // resetFormat writes a reset time as OpenAI does ("1s", "6m0s", "120ms"),
 // rounded up to the millisecond so it is never early.
-func resetFormat(d time.Duration) string {
-	return ((d + time.Millisecond - 1) / time.Millisecond * time.Millisecond).String()
+func resetFormat(d time.Duration) string { return string(appendReset(nil, d)) }
+
+// appendReset appends resetFormat(d): Go's Duration format of d rounded up
+// to the millisecond, without allocating.
+func appendReset(dst []byte, d time.Duration) []byte {
+	ms := int64((max(d, 0) + time.Millisecond - 1) / time.Millisecond)
+	switch {
+	case ms == 0:
+		return append(dst, "0s"...)
+	case ms < 1000:
+		return append(strconv.AppendInt(dst, ms, 10), "ms"...)
+	}
+	if h := ms / 3_600_000; h > 0 {
+		dst = append(strconv.AppendInt(dst, h, 10), 'h')
+	}
+	if m := ms / 60_000 % 60; m > 0 || ms >= 3_600_000 {
+		dst = append(strconv.AppendInt(dst, m, 10), 'm')
+	}
+	dst = strconv.AppendInt(dst, ms/1000%60, 10)
+	if frac := ms % 1000; frac > 0 {
+		dst = append(dst, '.')
+		digits := [3]byte{byte('0' + frac/100), byte('0' + frac/10%10), byte('0' + frac%10)}
+		n := 3
+		for digits[n-1] == '0' {
+			n--
+		}
+		dst = append(dst, digits[:n]...)
+	}
+	return append(dst, 's')
 }
 
 // rateLimitError is OpenAI's answer over a limit: 429, type the limit

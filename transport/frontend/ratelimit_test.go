@@ -287,3 +287,19 @@ func TestRateLimitTenantsAndReload(t *testing.T) {
 		}
 	}
 }
+
+// TestResetFormat: OpenAI's reset format is Go's Duration format; ours is
+// the duration rounded up to the millisecond.
+func TestResetFormat(t *testing.T) {
+	for _, d := range []time.Duration{0, 1, time.Millisecond, 999 * time.Millisecond, time.Second, 1500 * time.Millisecond,
+		6 * time.Minute, 6*time.Minute + 20*time.Millisecond, 59*time.Second + 999*time.Millisecond, time.Hour,
+		time.Hour + 2*time.Second, 25*time.Hour + 61*time.Minute + 100*time.Millisecond, 8640 * time.Millisecond} {
+		want := ((d + time.Millisecond - 1) / time.Millisecond * time.Millisecond).String()
+		if got := resetFormat(d); got != want {
+			t.Errorf("resetFormat(%v) = %q, want %q", d, got, want)
+		}
+	}
+	if got := resetFormat(-time.Second); got != "0s" {
+		t.Errorf("negative: %q", got)
+	}
+}

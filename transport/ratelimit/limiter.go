@@ -80,15 +80,30 @@ type Ticket struct {
 // Limited reports whether the request counted against a limit.
 func (k Ticket) Limited() bool { return k.t != nil }
 
-// Admit counts a request of tenant reserving tokens. A tenant without
-// limits is admitted at once, with a zero Verdict's states (no headers)
-// and a zero Ticket. A refused request is counted in MetricThrottled.
-func (l *Limiter) Admit(name string, tokens int64) (Ticket, limit.Verdict) {
+// Tenant returns name's buckets, or nil while the tenant has no limit
+// (nothing to count, no headers to send).
+func (l *Limiter) Tenant(name string) *Tenant {
 	t := l.tenant(name)
 	if t == nil {
-		return Ticket{}, limit.Verdict{OK: true}
+		return nil
 	}
-	now := l.now()
+	return (*Tenant)(t)
+}
+
+// Tenant is one tenant's buckets, as Limiter.Tenant returns them.
+type Tenant tenant
+
+// CountsTokens reports whether the tenant has a tokens limit, so that the
+// caller need not count a request's tokens for one without.
+func (t *Tenant) CountsTokens() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.b.Limits().TokensPerMinute > 0
+}
+
+// Admit counts a request of the tenant reserving tokens, at now. A
+// refused request is counted in MetricThrottled.
+func (t *Tenant) Admit(tokens int64, now time.Time) (Ticket, limit.Verdict) {
 	t.mu.Lock()
 	v := t.b.Admit(tokens, now)
 	t.mu.Unlock()
@@ -100,7 +115,21 @@ func (l *Limiter) Admit(name string, tokens int64) (Ticket, limit.Verdict) {
 		}
 		return Ticket{}, v
 	}
-	return Ticket{t: t, reserved: tokens}, v
+	return Ticket{t: (*tenant)(t), reserved: tokens}, v
+}
+
+// Now is the Limiter's clock.
+func (l *Limiter) Now() time.Time { return l.now() }
+
+// Admit counts a request of tenant reserving tokens: Tenant and its Admit
+// in one. A tenant without limits is admitted at once, with a zero
+// Verdict's states (no headers) and a zero Ticket.
+func (l *Limiter) Admit(name string, tokens int64) (Ticket, limit.Verdict) {
+	t := l.Tenant(name)
+	if t == nil {
+		return Ticket{}, limit.Verdict{OK: true}
+	}
+	return t.Admit(tokens, l.now())
 }
 
 // Settle replaces the ticket's reservation by the tokens the request
