@@ -26,7 +26,7 @@ func BenchmarkAdmission(b *testing.B) {
 			SHA256: config.HashKey(fmt.Sprintf("sk-bench-%032d", i))}
 	}
 	for _, bc := range []struct {
-		name              string
+		name             string
 		keys, limits, fc bool
 	}{
 		{"off", false, false, false},
