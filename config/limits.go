@@ -17,8 +17,8 @@ import "github.com/inferrail/inferrail/model/flow"
 // admitted; when the response ends, the reservation is settled to the
 // engine's usage.prompt_tokens + usage.completion_tokens. A streamed
 // response carries usage only with stream_options.include_usage; without
-// it the reservation stands. A request no engine answered is refunded
-// its tokens (not its request).
+// it the reservation stands. A request no engine answered, or that an
+// engine answered with an error, is refunded its tokens (not its request).
 type RateLimits struct {
 	// Default are the limits of every tenant without an entry in tenants.
 	Default RateLimit `koanf:"default"`

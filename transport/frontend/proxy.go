@@ -416,6 +416,10 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		return result{done: true}
 	}
 	ctx.SetBody(body)
+	if status >= 400 {
+		// An engine's error answer generated nothing.
+		r.lim.used = 0
+	}
 	if r.wantsUsage() && status == fasthttp.StatusOK {
 		if u, ok := openai.FindUsage(body); ok {
 			r.usage(u)

@@ -72,8 +72,9 @@ func (s *Server) admitLimits(r *request) bool {
 }
 
 // settleLimits settles r's reservation when the request ends: to the
-// engine's usage when it reported one, to nothing when no engine answered,
-// else the reservation stands.
+// engine's usage when it reported one, to nothing when no engine answered
+// or it answered an error (4xx, 5xx) whole, else (a stream without usage,
+// or one cut short) the reservation stands.
 func (s *Server) settleLimits(r *request) {
 	switch {
 	case !r.lim.ticket.Limited():

@@ -202,6 +202,16 @@ func TestRateLimitSettle(t *testing.T) {
 		return level == float64(60000-su)
 	})
 
+	// An engine's error answer generated nothing: the tokens come back.
+	g4 := startLimited(t, nil, newClock(), func(c *config.Config) { c.RateLimits.Default.TokensPerMinute = 60000 })
+	bad := `{"model":"sim","prompt":"hi","max_tokens":50,"temperature":"hot"}`
+	if resp, out := g4.post("/v1/completions", bad); resp.StatusCode != 400 {
+		t.Fatalf("a body the engine refuses: %d %s", resp.StatusCode, out)
+	}
+	if level, _ := g4.fe.limits.Tokens(""); level != 60000 {
+		t.Errorf("after the engine's 400: level %v, want the full 60000 back", level)
+	}
+
 	// No engine answers: the tokens come back.
 	g3 := startLimited(t, []string{"http://127.0.0.1:1"}, newClock(), func(c *config.Config) {
 		c.RateLimits.Default.TokensPerMinute = 60000
