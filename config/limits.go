@@ -36,6 +36,14 @@ type RateLimit struct {
 	// to one minute's worth. A request that alone needs more is refused
 	// at once. Default 0: no limit.
 	TokensPerMinute float64 `koanf:"tokens_per_minute"`
+	// RequestsBurst is how many requests a quiet tenant may send at once:
+	// the requests bucket's size. Set it below requests_per_second to keep
+	// a tenant's burst from landing on the engines all together. Default 0:
+	// one second's worth (at least 1).
+	RequestsBurst float64 `koanf:"requests_burst"`
+	// TokensBurst is the tokens bucket's size; a request needing more is
+	// refused at once. Default 0: one minute's worth.
+	TokensBurst float64 `koanf:"tokens_burst"`
 }
 
 // TenantRateLimit is one tenant's own limits; a limit it leaves out is
@@ -48,6 +56,10 @@ type TenantRateLimit struct {
 	RequestsPerSecond *float64 `koanf:"requests_per_second"`
 	// TokensPerMinute is as in rate_limits.default; 0: no limit.
 	TokensPerMinute *float64 `koanf:"tokens_per_minute"`
+	// RequestsBurst is as in rate_limits.default; 0: one second's worth.
+	RequestsBurst *float64 `koanf:"requests_burst"`
+	// TokensBurst is as in rate_limits.default; 0: one minute's worth.
+	TokensBurst *float64 `koanf:"tokens_burst"`
 }
 
 // For returns tenant's limits: its own entry's, each left out taken from
@@ -64,6 +76,12 @@ func (r *RateLimits) For(tenant string) RateLimit {
 		}
 		if t.TokensPerMinute != nil {
 			l.TokensPerMinute = *t.TokensPerMinute
+		}
+		if t.RequestsBurst != nil {
+			l.RequestsBurst = *t.RequestsBurst
+		}
+		if t.TokensBurst != nil {
+			l.TokensBurst = *t.TokensBurst
 		}
 		break
 	}
@@ -94,18 +112,26 @@ func (v *validator) flowControl(f *FlowControl) {
 }
 
 func (v *validator) rateLimits(r *RateLimits) {
-	v.nonNegativeNumber("rate_limits.default.requests_per_second", r.Default.RequestsPerSecond)
-	v.nonNegativeNumber("rate_limits.default.tokens_per_minute", r.Default.TokensPerMinute)
+	for _, k := range []struct {
+		key string
+		n   float64
+	}{{"requests_per_second", r.Default.RequestsPerSecond}, {"tokens_per_minute", r.Default.TokensPerMinute},
+		{"requests_burst", r.Default.RequestsBurst}, {"tokens_burst", r.Default.TokensBurst}} {
+		v.nonNegativeNumber("rate_limits.default."+k.key, k.n)
+	}
 	seen := map[string]string{}
 	for i := range r.Tenants {
 		t := &r.Tenants[i]
 		p := index("rate_limits.tenants", i)
 		v.id(p+".tenant", t.Tenant, seen)
-		if t.RequestsPerSecond != nil {
-			v.nonNegativeNumber(p+".requests_per_second", *t.RequestsPerSecond)
-		}
-		if t.TokensPerMinute != nil {
-			v.nonNegativeNumber(p+".tokens_per_minute", *t.TokensPerMinute)
+		for _, k := range []struct {
+			key string
+			n   *float64
+		}{{"requests_per_second", t.RequestsPerSecond}, {"tokens_per_minute", t.TokensPerMinute},
+			{"requests_burst", t.RequestsBurst}, {"tokens_burst", t.TokensBurst}} {
+			if k.n != nil {
+				v.nonNegativeNumber(p+"."+k.key, *k.n)
+			}
 		}
 	}
 }

@@ -10,10 +10,10 @@ const limitsBase = "models: [{name: m}]\nreplicas: [{id: r, url: 'http://h', mod
 
 func TestRateLimits(t *testing.T) {
 	c := mustParse(t, limitsBase+`rate_limits:
-  default: {requests_per_second: 5, tokens_per_minute: 1e5}
+  default: {requests_per_second: 5, tokens_per_minute: 1e5, requests_burst: 2}
   tenants:
-    - {tenant: a, requests_per_second: 0.5}
-    - {tenant: b, tokens_per_minute: 0}
+    - {tenant: a, requests_per_second: 0.5, tokens_burst: 10}
+    - {tenant: b, tokens_per_minute: 0, requests_burst: 0}
 `, "INFERRAIL_RATE_LIMITS__DEFAULT__REQUESTS_PER_SECOND=7")
 	f := func(tenant string, want RateLimit) {
 		t.Helper()
@@ -21,18 +21,18 @@ func TestRateLimits(t *testing.T) {
 			t.Errorf("For(%q) = %+v, want %+v", tenant, got, want)
 		}
 	}
-	f("a", RateLimit{RequestsPerSecond: 0.5, TokensPerMinute: 1e5})
+	f("a", RateLimit{RequestsPerSecond: 0.5, TokensPerMinute: 1e5, RequestsBurst: 2, TokensBurst: 10})
 	f("b", RateLimit{RequestsPerSecond: 7})
-	f("c", RateLimit{RequestsPerSecond: 7, TokensPerMinute: 1e5})
-	f("", RateLimit{RequestsPerSecond: 7, TokensPerMinute: 1e5})
+	f("c", RateLimit{RequestsPerSecond: 7, TokensPerMinute: 1e5, RequestsBurst: 2})
+	f("", RateLimit{RequestsPerSecond: 7, TokensPerMinute: 1e5, RequestsBurst: 2})
 
 	_, err := Parse([]byte(limitsBase+`rate_limits:
-  default: {requests_per_second: -1, tokens_per_minute: x}
-  tenants: [{tenant: a, tokens_per_minute: -5}, {tenant: a}, {requests_per_second: 1}, {tenant: "a b"}]
+  default: {requests_per_second: -1, tokens_per_minute: x, tokens_burst: -2}
+  tenants: [{tenant: a, tokens_per_minute: -5}, {tenant: a, requests_burst: -1}, {requests_per_second: 1}, {tenant: "a b"}]
 `), nil)
-	want := []string{"rate_limits.default.requests_per_second", "rate_limits.default.tokens_per_minute",
-		"rate_limits.tenants[0].tokens_per_minute", "rate_limits.tenants[1].tenant", "rate_limits.tenants[2].tenant",
-		"rate_limits.tenants[3].tenant"}
+	want := []string{"rate_limits.default.requests_per_second", "rate_limits.default.tokens_burst", "rate_limits.default.tokens_per_minute",
+		"rate_limits.tenants[0].tokens_per_minute", "rate_limits.tenants[1].requests_burst", "rate_limits.tenants[1].tenant",
+		"rate_limits.tenants[2].tenant", "rate_limits.tenants[3].tenant"}
 	got := keys(t, err)
 	slices.Sort(got)
 	if !slices.Equal(got, want) {

@@ -137,7 +137,7 @@ func suite() []scenario {
 			"0 errors; both replicas used; the partial page's report read and fresh (≤ load.max_age) on every read, its running count seen, no scrape unreadable; metrics_partial naming the families on that replica and no warning on the other", 30 * time.Second, runPartialPage},
 		{"tokenizer", "A gateway whose tokenizer is not the engines' (one token a character) under 500 req/s, 2,000 requests (short: 400), cost_model over 2 simulators",
 			"0 errors; both replicas used; every answer's prompt count checked and counted as a mismatch; tokenizer_mismatch and capacity_units on /admin/replicas for each replica, agreement 0", 30 * time.Second, runTokenizer},
-		{"tenants", "10 tenants with API keys and a limit of 50 req/s each: 9 at 20 req/s for 3 s without, then 3 s beside a tenant sending 500 req/s (from 1 s before, so its one-second burst is spent); 2 such pairs (short: 1); one-token completions over 3 simulators",
+		{"tenants", "10 tenants with API keys and a limit of 50 req/s each (bursts of 5): 9 at 20 req/s for 3 s without, then 3 s beside, a tenant sending 500 req/s; 2 such pairs (short: 1); one-token completions over 3 simulators",
 			"the others all served, their p99 TTFT beside the abuser ≤ 1.2× without it (median over pairs the rest of the machine left quiet); the abuser refused with 429 rate_limit_exceeded, Retry-After 1 and retry-after-ms ≤ one interval, and accepted within 5% of its limit after its first second", 30 * time.Second, runTenants},
 	}
 }

@@ -211,3 +211,28 @@ func BenchmarkAdmitSettle(b *testing.B) {
 }
 
 var Sink limit.Verdict
+
+// TestBurst: a burst size in place of one period's worth bounds what a
+// quiet tenant may send at once, and not its rate.
+func TestBurst(t *testing.T) {
+	tn := limit.NewTenant(limit.Limits{RequestsPerSecond: 50, RequestsBurst: 5}, t0)
+	n := 0
+	for tn.Admit(0, t0).OK {
+		n++
+	}
+	if n != 5 {
+		t.Errorf("admitted %d at once with a burst of 5", n)
+	}
+	n = 0
+	for now := t0; now.Before(t0.Add(10 * time.Second)); now = now.Add(time.Millisecond) {
+		if tn.Admit(0, now).OK {
+			n++
+		}
+	}
+	if n < 499 || n > 501 {
+		t.Errorf("admitted %d in 10 s at 50/s", n)
+	}
+	if v := limit.NewTenant(limit.Limits{TokensPerMinute: 6000, TokensBurst: 100}, t0).Admit(101, t0); !v.TooLarge || v.Tokens.Limit != 100 {
+		t.Errorf("101 tokens against a bucket of 100: %+v", v)
+	}
+}

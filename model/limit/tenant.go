@@ -14,6 +14,9 @@ type Limits struct {
 	// TokensPerMinute is the prompt and completion tokens admitted a
 	// minute; the bucket holds one minute's worth.
 	TokensPerMinute float64
+	// RequestsBurst and TokensBurst, when above 0, size the buckets in
+	// place of one second's and one minute's worth.
+	RequestsBurst, TokensBurst float64
 }
 
 // On reports whether either limit is set.
@@ -79,8 +82,8 @@ func (t *Tenant) Limits() Limits { return t.limits }
 // SetLimits puts new limits in effect from now on; see Bucket.Resize.
 func (t *Tenant) SetLimits(l Limits, now time.Time) {
 	t.limits = l
-	t.req.Resize(l.RequestsPerSecond, l.RequestsPerSecond, now)
-	t.tok.Resize(l.TokensPerMinute/60, l.TokensPerMinute, now)
+	t.req.Resize(l.RequestsPerSecond, or(l.RequestsBurst, l.RequestsPerSecond), now)
+	t.tok.Resize(l.TokensPerMinute/60, or(l.TokensBurst, l.TokensPerMinute), now)
 }
 
 // Admit counts one request reserving tokens at now, if both limits have
@@ -116,6 +119,14 @@ func (t *Tenant) Settle(reserved, actual int64, now time.Time) {
 // TokensLevel is the tokens bucket's level at now (negative in debt), for
 // tests and the admin view.
 func (t *Tenant) TokensLevel(now time.Time) float64 { return t.tok.Level(now) }
+
+// or is n, else (n ≤ 0) def.
+func or(n, def float64) float64 {
+	if n > 0 {
+		return n
+	}
+	return def
+}
 
 func state(b *Bucket, now time.Time) State {
 	if !b.On() {

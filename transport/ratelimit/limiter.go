@@ -67,7 +67,8 @@ func (l *Limiter) Apply(c *config.Config) {
 }
 
 func limits(r config.RateLimit) limit.Limits {
-	return limit.Limits{RequestsPerSecond: r.RequestsPerSecond, TokensPerMinute: r.TokensPerMinute}
+	return limit.Limits{RequestsPerSecond: r.RequestsPerSecond, TokensPerMinute: r.TokensPerMinute,
+		RequestsBurst: r.RequestsBurst, TokensBurst: r.TokensBurst}
 }
 
 // Ticket is an admitted request's reservation; the zero Ticket reserved
