@@ -284,3 +284,18 @@ func TestFlowStaleWarning(t *testing.T) {
 		t.Error("the warning stays")
 	}
 }
+
+// TestFlowNoEndpoints: with flow control on, a model without a healthy
+// replica is answered 503 rejected-no-endpoints at once, not queued.
+func TestFlowNoEndpoints(t *testing.T) {
+	g := startWith(t, []string{"http://127.0.0.1:1"}, func(c *config.Config) {
+		c.FlowControl.Enabled = true
+		c.Retry.MaxAttempts = 1
+	})
+	waitFor(t, "the replica down", 3*time.Second, func() bool { return !g.fl.Replicas()[0].Healthy })
+	t0 := time.Now()
+	resp, body := g.post("/v1/completions", quick)
+	if resp.StatusCode != 503 || resp.Header.Get("X-Llm-D-Request-Dropped-Reason") != "rejected-no-endpoints" || time.Since(t0) > time.Second {
+		t.Errorf("no healthy replica: %d %s %v after %v", resp.StatusCode, body, resp.Header, time.Since(t0))
+	}
+}
