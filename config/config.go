@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"github.com/inferrail/inferrail/model/flow"
 	"github.com/inferrail/inferrail/model/kvevent"
 	"github.com/inferrail/inferrail/model/sched"
 )
@@ -42,9 +43,12 @@ type Config struct {
 	Health Health `koanf:"health"`
 	// Retry holds retries before the first response byte. Live.
 	Retry Retry `koanf:"retry"`
-	// FlowControl holds requests back while every replica of their model
-	// is full. Restart only.
+	// FlowControl holds requests back, in priority bands, while every
+	// replica of their model is full or the pool is saturated. Live.
 	FlowControl FlowControl `koanf:"flow_control"`
+	// RateLimits holds each tenant's requests per second and tokens per
+	// minute. Live.
+	RateLimits RateLimits `koanf:"rate_limits"`
 	// Load holds scraping of the engines' /metrics pages. Restart only.
 	Load LoadSignals `koanf:"load"`
 	// Tokenizer holds the edge tokenization worker pool. Restart only.
@@ -479,24 +483,92 @@ type Retry struct {
 	Backoff time.Duration `koanf:"backoff"`
 }
 
-// FlowControl configures the admission queue: when enabled, a request
-// that finds every replica of its model at its max_concurrency or
-// max_pending cap waits for a slot to free instead of being answered 503 at
-// once. A request never waits while a replica has room.
+// FlowControl configures the admission queue, after llm-d's flow
+// controller. When enabled, a request waits in its model's queue while
+// every replica of the model is at its max_concurrency or max_pending
+// cap, or while the saturation detector finds the model's pool saturated;
+// a request never waits while a replica has room and the pool is not
+// saturated. Waiting requests are held in priority bands (a higher band
+// always leaves first), their flows within a band share by fairness, and
+// each flow's requests leave by ordering. A request's priority is its
+// x-llm-d-inference-objective header's in objectives, else its tenant's in
+// tenant_priorities, else default_priority; a negative priority is
+// sheddable: refused with 429 while the pool is saturated. Its flow is its
+// x-llm-d-inference-fairness-id header, else its tenant. Refusals carry
+// llm-d's x-llm-d-request-dropped-reason: 429 rejected-saturated (the
+// queue is full, or a sheddable request met a saturated pool), 429
+// rejected-ttl-expired (max_wait passed), 429 evicted-queue-pressure
+// (evicted by higher-priority work), 503 rejected-no-endpoints (no healthy
+// replica) and 503 rejected-shutting-down; each with Retry-After. Live: a
+// reload changes every key for the requests that follow, and the policies
+// of the requests waiting.
 type FlowControl struct {
 	// Enabled turns the queue on. Default false: a full fleet answers 503.
 	Enabled bool `koanf:"enabled"`
-	// MaxQueued is the most requests waiting per model; one more is
-	// answered 503 at once. At least 1. Default 1024.
+	// MaxQueued is the most requests waiting per model, across its bands;
+	// one more is answered 429 rejected-saturated, unless eviction makes
+	// room. At least 1. Default 1024.
 	MaxQueued int `koanf:"max_queued"`
-	// MaxWait is the longest a request waits for a slot before it is
-	// answered 503 (within server.request_timeout). Default 5s.
+	// MaxWait is the longest a request waits before it is answered 429
+	// rejected-ttl-expired (within server.request_timeout): llm-d's
+	// defaultRequestTTL. Default 5s.
 	MaxWait time.Duration `koanf:"max_wait"`
-	// Fair serves waiting requests round-robin across conversations (the
-	// x-session-id header, else the body's user field, as routing keys
-	// them; requests with neither share one turn), so that one tenant's
-	// burst cannot starve the others. Default false: first in, first out.
-	Fair bool `koanf:"fair"`
+	// Fairness shares a band among its flows: global-strict-fairness-policy
+	// (one queue across flows, llm-d's default) or
+	// round-robin-fairness-policy (flows take turns, so one tenant's burst
+	// cannot starve the others). Default "global-strict-fairness-policy".
+	Fairness string `koanf:"fairness"`
+	// Ordering orders a flow's requests: fcfs-ordering-policy (by arrival)
+	// or edf-ordering-policy (earliest deadline first, the deadline being
+	// when max_wait or server.request_timeout would end the wait). Default
+	// "fcfs-ordering-policy".
+	Ordering string `koanf:"ordering"`
+	// DefaultPriority is the priority of a request whose objective and
+	// tenant name none. Default 0.
+	DefaultPriority int `koanf:"default_priority"`
+	// Objectives maps x-llm-d-inference-objective values (InferenceObjective
+	// names) to priorities; an objective not listed takes the tenant's
+	// priority. Default none.
+	Objectives map[string]int `koanf:"objectives"`
+	// TenantPriorities maps tenants (auth.api_keys) to their default
+	// priority. Default none.
+	TenantPriorities map[string]int `koanf:"tenant_priorities"`
+	// Eviction lets a full queue make room for a request by evicting the
+	// newest waiting request of the lowest sheddable band below its
+	// priority, answered 429 evicted-queue-pressure. Default false, as
+	// llm-d's enableEviction.
+	Eviction bool `koanf:"eviction"`
+	// SaturationDetector says when a model's pool is saturated.
+	SaturationDetector SaturationDetector `koanf:"saturation_detector"`
+}
+
+// SaturationDetector configures the saturation detector: llm-d's
+// utilization-detector, on the engines' own reports (load), or its
+// concurrency-detector, on the gateway's counts of requests in flight.
+// The pool is saturated when the mean score of its healthy replicas is at
+// least 1 + headroom.
+type SaturationDetector struct {
+	// Type is utilization-detector or concurrency-detector. Default
+	// "utilization-detector".
+	Type string `koanf:"type"`
+	// QueueDepthThreshold is the engine's waiting queue that scores 1
+	// (utilization-detector). At least 1. Default 5, llm-d's.
+	QueueDepthThreshold int `koanf:"queue_depth_threshold"`
+	// KVCacheUtilThreshold is the KV cache use that scores 1
+	// (utilization-detector). In (0, 1]. Default 0.8, llm-d's.
+	KVCacheUtilThreshold float64 `koanf:"kv_cache_util_threshold"`
+	// MetricsStalenessThreshold is the age past which a replica's report
+	// scores 1, as does a replica without one: stale metrics count as
+	// saturated, as in llm-d (utilization-detector). Keep it above
+	// load.scrape_interval. Default 200ms, llm-d's.
+	MetricsStalenessThreshold time.Duration `koanf:"metrics_staleness_threshold"`
+	// MaxConcurrency is the requests in flight per replica that score 1
+	// (concurrency-detector); llm-d suggests about 110% of the engine's
+	// batch size. At least 1. Default 100, llm-d's.
+	MaxConcurrency int `koanf:"max_concurrency"`
+	// Headroom is the share over a score of 1 tolerated before the pool is
+	// saturated. At least 0. Default 0.
+	Headroom float64 `koanf:"headroom"`
 }
 
 // LoadSignals configures scraping the engines' Prometheus pages. (The YAML
@@ -645,6 +717,15 @@ func Default() *Config {
 		FlowControl: FlowControl{
 			MaxQueued: 1024,
 			MaxWait:   5 * time.Second,
+			Fairness:  flow.FairnessGlobalStrict,
+			Ordering:  flow.OrderingFCFS,
+			SaturationDetector: SaturationDetector{
+				Type:                      flow.DetectorUtilization,
+				QueueDepthThreshold:       5,
+				KVCacheUtilThreshold:      0.8,
+				MetricsStalenessThreshold: 200 * time.Millisecond,
+				MaxConcurrency:            100,
+			},
 		},
 		Load: LoadSignals{
 			ScrapeInterval: 100 * time.Millisecond,

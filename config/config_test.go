@@ -81,7 +81,10 @@ func TestDefaults(t *testing.T) {
 		{"routing.cost_model.prefill_pair_secs", d.Routing.CostModel.PrefillPairSecs, 3.3e-9},
 		{"routing.cost_model.prefill_fixed_secs", d.Routing.CostModel.PrefillFixedSecs, 0.005},
 		{"models[].block_size", defaultModel().BlockSize, 16},
-		{"flow_control", d.FlowControl, FlowControl{MaxQueued: 1024, MaxWait: 5 * time.Second}},
+		{"flow_control", d.FlowControl, FlowControl{MaxQueued: 1024, MaxWait: 5 * time.Second,
+			Fairness: "global-strict-fairness-policy", Ordering: "fcfs-ordering-policy",
+			SaturationDetector: SaturationDetector{Type: "utilization-detector", QueueDepthThreshold: 5,
+				KVCacheUtilThreshold: 0.8, MetricsStalenessThreshold: 200 * time.Millisecond, MaxConcurrency: 100}}},
 	} {
 		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
@@ -316,7 +319,7 @@ health:
   max_ejection_backoff: 1s
   max_ejection_percent: 0
 retry: {max_attempts: 1, backoff: 0s}
-flow_control: {enabled: true, max_queued: 8, max_wait: 250ms, fair: true}
+flow_control: {enabled: true, max_queued: 8, max_wait: 250ms, fairness: round-robin-fairness-policy}
 load: {scrape_interval: 1s, scrape_timeout: 5s, max_age: 1001ms}
 tokenizer: {workers: 8, max_wait: 1ms, cache_tokens: 0}
 index: {default_capacity_blocks: 1}

@@ -24,10 +24,10 @@ func Diff(prev, next *Config) []string {
 
 // restartSection reports whether a section is built at startup: listeners,
 // the upstream client, discovery, health checks, load scraping, tokenizers,
-// the admission queues, the index, the exact mode's settings and telemetry.
+// the index, the exact mode's settings and telemetry.
 func restartSection(name string) bool {
 	switch name {
-	case "server", "ext_proc", "upstream", "discovery", "health", "flow_control", "load", "tokenizer", "index", "kv_events", "observability", "tls":
+	case "server", "ext_proc", "upstream", "discovery", "health", "load", "tokenizer", "index", "kv_events", "observability", "tls":
 		return true
 	}
 	return false
@@ -35,14 +35,14 @@ func restartSection(name string) bool {
 
 // RestartOnly names what differs between prev and next but cannot change
 // while the gateway runs: the sections built at startup (server, ext_proc, upstream,
-// discovery, health, flow_control, load, tokenizer, index, kv_events,
+// discovery, health, load, tokenizer, index, kv_events,
 // observability, tls),
 // the model list when a model was added, removed, renamed or moved
 // ("models"), a model's tokenizer, chat template settings or block size
 // ("models[1].tokenizer"), and logging.level and logging.format. A reload that finds any is refused
 // whole, naming them. Everything else, the routing section, each model's
 // policy, split, shadow, cost_model and aliases, the static replicas, retry,
-// auth and logging.log_prompts, applies live. With a nil prev nothing is running,
+// auth, flow_control, rate_limits and logging.log_prompts, applies live. With a nil prev nothing is running,
 // and the result is empty.
 func RestartOnly(prev, next *Config) []string {
 	if prev == nil || next == nil {

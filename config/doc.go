@@ -36,8 +36,8 @@
 //
 // Which settings apply live and which need a restart is in Diff and RestartOnly;
 // the reference's rule is that routing, each model's policy, scheduler, split,
-// shadow, cost_model and aliases, the static replicas, retry and
-// logging.log_prompts change while the gateway runs, and everything built at
+// shadow, cost_model and aliases, the static replicas, retry, auth,
+// flow_control, rate_limits and logging.log_prompts change while the gateway runs, and everything built at
 // startup does not.
 //
 // Secrets stay out of the config: API keys (auth.api_keys.keys) and the

@@ -118,6 +118,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(base), "INFERRAIL_ROUTING__SPLIT={kv_aware: 40, cost_model: 60}")
 	f.Add([]byte(base), "INFERRAIL_MODELS=[{name: m, chat_template_kwargs: {x: [1, 2.5, null]}}]")
 	f.Add([]byte(base), "INFERRAIL_HEALTH__INTERVAL=5")
+	f.Add([]byte(base+"rate_limits: {default: {requests_per_second: 2}, tenants: [{tenant: a, tokens_per_minute: 1e4}]}\n"), "INFERRAIL_RATE_LIMITS__TENANTS=[{tenant: b}]")
 	f.Add([]byte(base+"routing: {cost_model: {prefill_token_secs: 1e-300}}"), "INFERRAIL_RETRY__MAX_ATTEMPTS=0x10")
 	// Removed keys, refused with a hint: in the file, in a list entry (with
 	// brackets in odd places) and from the environment.

@@ -57,7 +57,7 @@ func schemaKeys(path string, t reflect.Type) []schemaKey {
 // accessors are config's functions that read keys on a caller's behalf;
 // their reads count as the caller's. The rest of the package reads every
 // key to parse, check, diff or print it, which is no use of it.
-var accessors = []string{"RoutingFor", "Model", "Profile"}
+var accessors = []string{"RoutingFor", "Model", "Profile", "For"}
 
 // gatewayPackages are where the gateway's code lives, the module's
 // packages that read its config (cmd/inferrail wires it); sim/ and bench/
@@ -286,7 +286,7 @@ var keyMention = regexp.MustCompile(`\b[a-z][a-z0-9_]*(\[[0-9]*\])?(\.[a-z][a-z0
 var listIndex = regexp.MustCompile(`\[[0-9]*\]`)
 
 // notKeys are mentions that look like key paths and are not: a file name.
-var notKeys = []string{"tokenizer.json"}
+var notKeys = []string{"tokenizer.json", "default.yaml"}
 
 // docFiles are where keys are documented for the operator: the README and
 // docs/ (their config reference and prose), the example and local configs

@@ -10,6 +10,8 @@ import (
 // refused, as any unknown key is, with this hint beside the key's path.
 // Paths write list entries as [], as in replicas[].engine.
 var removedKeys = map[string]string{
+	"flow_control.fair": "replaced by flow_control.fairness: round-robin-fairness-policy takes flows in turns, " +
+		"a flow being the x-llm-d-inference-fairness-id header, else the tenant",
 	"upstream.http2": "removed, it never took effect: the gateway reaches engines over HTTP/1.1 " +
 		"keep-alive connections, which vLLM and SGLang serve (uvicorn); delete the key",
 	"replicas[].engine": "removed, it never took effect: the engine, vllm or sglang, is recognized " +

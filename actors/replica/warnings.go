@@ -49,13 +49,18 @@ const (
 	// with 401: its --api-key is not the key upstream.api_key_file or the
 	// replica's api_key_file holds, or none is configured.
 	WarnEngineUnauthorized WarningCode = "engine_unauthorized"
+	// WarnFlowStale: flow control's utilization-detector counts the replica
+	// saturated because its engine report is older than
+	// flow_control.saturation_detector.metrics_staleness_threshold (or the
+	// scrape fails): stale metrics fail closed, as in llm-d.
+	WarnFlowStale WarningCode = "flow_metrics_stale"
 )
 
 // WarningCodes lists every code, in the order the metrics page writes them.
 var WarningCodes = []WarningCode{
 	WarnEventsUnmapped, WarnEventsForeignTokens, WarnEventsBlockSize, WarnEventsSilent, WarnEventsInterrupted,
 	WarnTokenizerMismatch, WarnMetricsUnreadable, WarnMetricsPartial, WarnCapacityUnits,
-	WarnEngineUnauthorized,
+	WarnEngineUnauthorized, WarnFlowStale,
 }
 
 // Warning is one active warning of a replica, as /admin/replicas shows it.

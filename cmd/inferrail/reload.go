@@ -28,7 +28,8 @@ import (
 
 // reloader rereads the config file and applies what may change while the
 // gateway runs (see config.RestartOnly): to the fleet (routing, static
-// replicas) and the front end (retry, logging.log_prompts). It also applies
+// replicas) and the front end (retry, flow_control, rate_limits,
+// logging.log_prompts). It also applies
 // JSON merge patches to the config in effect (PATCH /admin/config), leaving
 // the file alone: the file's next edit replaces the patched config. It
 // counts every attempt, file or patch, in

@@ -1,9 +1,13 @@
-// Package flow orders the requests the gateway holds back while every
-// replica of their model is full: a bounded queue, first in first out, or
-// round-robin across keys (conversations) so that one tenant's burst
-// cannot starve the others.
+// Package flow is the pure part of the gateway's flow control, after
+// llm-d's flow controller: Bands holds the requests the gateway holds
+// back in priority bands (a higher band always first; flows within a band
+// round-robin or as one queue; within a flow first come first served or
+// earliest deadline first; a full queue may evict sheddable work for
+// higher-priority work), and the saturation detectors (utilization,
+// concurrency) say from the replicas' reports when a model's pool is
+// saturated.
 //
 // flow is pure: it starts no goroutines, does no I/O and keeps no globals.
-// transport/frontend owns a Queue per model under its own lock and does the
-// waiting.
+// transport/frontend owns a Bands per model under its own lock, does the
+// waiting, and feeds the detectors from the replicas' snapshots.
 package flow

@@ -188,3 +188,52 @@ func dataValue(line []byte) ([]byte, bool) {
 	}
 	return v, true
 }
+
+// FindMaxTokens reads the completion budget a request body names:
+// max_completion_tokens if it is a whole number, else max_tokens, as vLLM
+// takes them. It reports false when b is not a JSON object or names
+// neither as a non-negative integer (absent, null, or anything else, which
+// the engine will refuse or default).
+func FindMaxTokens(b []byte) (int64, bool) {
+	r := reader{b: b}
+	r.ws()
+	if r.i >= len(r.b) || r.b[r.i] != '{' {
+		return 0, false
+	}
+	// One pass over the members; the last of each key wins, as in
+	// Python's json module.
+	var vals [2]span
+	var found [2]bool
+	r.object(func(k, v span) {
+		raw, plain := rawKey(b, k)
+		if !plain {
+			return
+		}
+		switch string(raw) {
+		case "max_completion_tokens":
+			vals[0], found[0] = v, true
+		case "max_tokens":
+			vals[1], found[1] = v, true
+		}
+	})
+	if r.err != nil {
+		return 0, false
+	}
+	for i := range vals {
+		if !found[i] || vals[i].end <= vals[i].start || vals[i].end-vals[i].start > 18 {
+			continue
+		}
+		n, ok := int64(0), true
+		for _, c := range b[vals[i].start:vals[i].end] {
+			if c < '0' || c > '9' {
+				ok = false
+				break
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if ok {
+			return n, true
+		}
+	}
+	return 0, false
+}

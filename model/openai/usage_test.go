@@ -199,3 +199,40 @@ func FuzzStreamTail(f *testing.F) {
 		}
 	})
 }
+
+func TestFindMaxTokens(t *testing.T) {
+	f := func(body string, want int64, ok bool) {
+		t.Helper()
+		got, gotOK := FindMaxTokens([]byte(body))
+		if got != want || gotOK != ok {
+			t.Errorf("FindMaxTokens(%s) = %d, %v; want %d, %v", body, got, gotOK, want, ok)
+		}
+	}
+	f(`{"max_tokens":16}`, 16, true)
+	f(`{"max_tokens": 16 , "model":"m"}`, 16, true)
+	f(`{"max_completion_tokens":8,"max_tokens":16}`, 8, true)
+	f(`{"max_completion_tokens":null,"max_tokens":16}`, 16, true)
+	f(`{"max_completion_tokens":"8","max_tokens":16}`, 16, true)
+	f(`{"max_tokens":-1}`, 0, false)
+	f(`{"max_tokens":1.5}`, 0, false)
+	f(`{"max_tokens":1e3}`, 0, false)
+	f(`{"max_tokens":99999999999999999999}`, 0, false)
+	f(`{"max_tokens":0}`, 0, true)
+	f(`{"model":"m"}`, 0, false)
+	f(`[1]`, 0, false)
+	f(``, 0, false)
+	f(`{"messages":[{"max_tokens":5}]}`, 0, false)
+}
+
+func FuzzFindMaxTokens(f *testing.F) {
+	for _, s := range []string{`{"max_tokens":16}`, `{"max_completion_tokens":8,"max_tokens":16}`,
+		`{"max_tokens":null}`, `{"max_tokens":"x"}`, `{`, `{"max_tokens":123456789012345678}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n, ok := FindMaxTokens(b)
+		if n < 0 || !ok && n != 0 {
+			t.Fatalf("FindMaxTokens(%q) = %d, %v", b, n, ok)
+		}
+	})
+}

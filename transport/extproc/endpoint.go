@@ -27,8 +27,6 @@ const (
 	// string (as HeaderToMetadata rules make it).
 	SubsetNamespace = "envoy.lb.subset_hint"
 	SubsetKey       = "x-gateway-destination-endpoint-subset"
-	// DroppedHeader says why a request was refused (§3 of the reference).
-	DroppedHeader = "x-llm-d-request-dropped-reason"
 )
 
 // maxEndpoints bounds the endpoints read from one hint: more than any

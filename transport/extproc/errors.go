@@ -9,18 +9,10 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 
 	"github.com/inferrail/inferrail/actors/fleet"
+	"github.com/inferrail/inferrail/model/flow"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/route"
 	"github.com/inferrail/inferrail/transport/frontend"
-)
-
-// The values of DroppedHeader, as llm-d's EPP sends them
-// (pkg/common/error/error.go).
-const (
-	DroppedSaturated    = "rejected-saturated"
-	DroppedTTLExpired   = "rejected-ttl-expired"
-	DroppedNoEndpoints  = "rejected-no-endpoints"
-	DroppedShuttingDown = "rejected-shutting-down"
 )
 
 // Why a request is answered at once without the fleet's routing.
@@ -48,23 +40,26 @@ func refuse(err error, model string) refusal {
 	e := frontend.RouteError(err, model)
 	r := refusal{e: e, reason: frontend.RouteReason(err)}
 	switch {
-	case errors.Is(err, frontend.ErrFlowFull), errors.Is(err, route.ErrOverloaded):
-		r.dropped = DroppedSaturated
+	case errors.Is(err, route.ErrOverloaded):
+		r.dropped = flow.DroppedSaturated
 		e.Status, e.Type = 429, "RateLimitError"
-	case errors.Is(err, frontend.ErrFlowTimeout):
-		r.dropped = DroppedTTLExpired
-		e.Status, e.Type = 429, "RateLimitError"
+	case errors.Is(err, frontend.ErrFlowNoEndpoints):
+		r.dropped = flow.DroppedNoEndpoints
+	case frontend.FlowDropped(err) != "":
+		// 429, as RouteError answers a full queue, a wait passed, a
+		// sheddable request shed or evicted.
+		r.dropped = frontend.FlowDropped(err)
 	case errors.Is(err, route.ErrNoReplica), errors.Is(err, route.ErrFilteredOut):
-		r.dropped = DroppedNoEndpoints
+		r.dropped = flow.DroppedNoEndpoints
 	case errors.Is(err, errNoSubsetMatch):
-		r.dropped, r.reason = DroppedNoEndpoints, "no_subset_match"
+		r.dropped, r.reason = flow.DroppedNoEndpoints, "no_subset_match"
 		r.e = &openai.Error{Status: 503, Type: "ServiceUnavailableError",
 			Message: "No endpoint of the request's subset hint (" + SubsetKey + ") serves `" + model + "` and can take it."}
 	case errors.Is(err, errNoBody):
-		r.dropped, r.reason = DroppedNoEndpoints, "no_replica"
+		r.dropped, r.reason = flow.DroppedNoEndpoints, "no_replica"
 		r.e = &openai.Error{Status: 503, Type: "ServiceUnavailableError", Message: "No replica is ready."}
 	case errors.Is(err, errShutdown), errors.Is(err, fleet.ErrStopped):
-		r.dropped, r.reason = DroppedShuttingDown, "shutdown"
+		r.dropped, r.reason = flow.DroppedShuttingDown, "shutdown"
 		r.e = &openai.Error{Status: 503, Type: "ServiceUnavailableError", Message: "The endpoint picker is shutting down."}
 	}
 	return r
@@ -76,7 +71,7 @@ func refuse(err error, model string) refusal {
 func immediate(r refusal) *extprocv3.ProcessingResponse {
 	set := []*corev3.HeaderValueOption{header("content-type", "application/json")}
 	if r.dropped != "" {
-		set = append(set, header(DroppedHeader, r.dropped))
+		set = append(set, header(flow.HeaderDropped, r.dropped))
 	}
 	if r.e.Status == 429 || r.e.Status == 503 {
 		set = append(set, header("retry-after", "1"))

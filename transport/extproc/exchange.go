@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/inferrail/inferrail/actors/fleet"
+	"github.com/inferrail/inferrail/model/flow"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/route"
@@ -36,8 +37,11 @@ type exchange struct {
 	// From the request headers.
 	path, sessionID, requestID string
 	idGiven                    bool
-	subset                     []string
-	hinted                     bool // a subset hint was given
+	// The llm-d flow-control headers (flow.HeaderObjective and
+	// flow.HeaderFairnessID), empty when absent.
+	objective, fairnessID string
+	subset                []string
+	hinted                bool // a subset hint was given
 
 	body    []byte
 	headed  bool // the request headers were answered
@@ -117,6 +121,10 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders, md *corev3.Metadata)
 			x.sessionID = headerValue(hv)
 		case "x-request-id":
 			x.requestID = headerValue(hv)
+		case flow.HeaderObjective:
+			x.objective = headerValue(hv)
+		case flow.HeaderFairnessID:
+			x.fairnessID = headerValue(hv)
 		case "content-length":
 			// One buffer of the body's size, not one grown chunk by chunk.
 			if n, err := strconv.ParseInt(headerValue(hv), 10, 64); err == nil && n > 0 && n <= x.s.cfg.Server.MaxBodyBytes {
@@ -196,19 +204,28 @@ func (x *exchange) route() (bool, error) {
 	rec := decisionlog.Record{RequestID: x.requestID, Model: x.model, Attempt: 1,
 		PromptTokens: x.policy.PromptTokens, Blocks: len(x.policy.Blocks), Tokenized: x.tokenized}
 	pr := fleet.PickRequest{Model: x.model, Policy: x.policy, Exclude: exclude, Deadline: pickDeadline(deadline), Rank: true}
-	pick := func() (fleet.Decision, error) { return frontend.Decide(s.fleet, s.dlog, x.met, pr, rec) }
-	t0 := time.Now()
-	d, err := pick()
-	took := time.Since(t0)
-	if errors.Is(err, route.ErrOverloaded) && s.gate != nil {
+	var took time.Duration // the last pick's, without any wait in the queue
+	pick := func() (fleet.Decision, error) {
+		pr.Deadline = pickDeadline(deadline)
+		t0 := time.Now()
+		d, err := frontend.Decide(s.fleet, s.dlog, x.met, pr, rec)
+		took = time.Since(t0)
+		return d, err
+	}
+	var d fleet.Decision
+	var err error
+	if s.gate.On() {
+		// Flow control decides as the front end's does: priority bands,
+		// fairness, the saturation detector.
 		ctx, cancel := context.WithCancelCause(x.stream.Context())
 		stop := context.AfterFunc(s.base, func() { cancel(context.Cause(s.base)) })
-		d, err = s.gate.Admit(ctx, x.model, x.policy.SessionKey, deadline, func() (fleet.Decision, error) {
-			pr.Deadline = pickDeadline(deadline)
-			return pick()
-		})
+		t := frontend.Ticket{Model: x.model, Deadline: deadline, Attempt: 1,
+			Objective: []byte(x.objective), FairnessID: []byte(x.fairnessID)}
+		d, err = s.gate.Admit(ctx, &t, pick)
 		stop()
 		cancel(nil)
+	} else {
+		d, err = pick()
 	}
 	if err != nil {
 		if x.stream.Context().Err() != nil {

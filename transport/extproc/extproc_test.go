@@ -10,6 +10,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/flow"
 	"github.com/inferrail/inferrail/transport/extproc/envoytest"
 )
 
@@ -108,12 +109,12 @@ func refused(t *testing.T, routed *envoytest.Routed, status int, dropped string)
 	}
 	var got string
 	for _, h := range ir.Headers.GetSetHeaders() {
-		if h.Header.Key == DroppedHeader {
+		if h.Header.Key == flow.HeaderDropped {
 			got = string(h.Header.RawValue)
 		}
 	}
 	if got != dropped {
-		t.Fatalf("%s %q, want %q", DroppedHeader, got, dropped)
+		t.Fatalf("%s %q, want %q", flow.HeaderDropped, got, dropped)
 	}
 	var e struct {
 		Error struct {
@@ -134,7 +135,7 @@ func TestSubset(t *testing.T) {
 	r := post(body, 0)
 	r.Subset = []string{"10.255.255.1:1", "10.255.255.2:2"}
 	_, routed := p.route(r)
-	refused(t, routed, 503, DroppedNoEndpoints)
+	refused(t, routed, 503, flow.DroppedNoEndpoints)
 
 	r.Subset = " " + p.eps[2] + " , 10.255.255.1:1"
 	_, routed = p.route(r)
@@ -241,7 +242,7 @@ func TestShed(t *testing.T) {
 		t.Fatal("the first request was refused")
 	}
 	_, routed := p.route(post(chat("second", 1, false), 0))
-	refused(t, routed, 429, DroppedSaturated)
+	refused(t, routed, 429, flow.DroppedSaturated)
 }
 
 // TestFallbackOrder: the fallback list follows the scores; under
@@ -357,7 +358,7 @@ func TestShedQueued(t *testing.T) {
 		t.Fatal("the first request was refused")
 	}
 	_, routed := p.route(post(chat("second", 1, false), 0))
-	refused(t, routed, 429, DroppedTTLExpired)
+	refused(t, routed, 429, flow.DroppedTTLExpired)
 
 	queued := make(chan *envoytest.Routed, 1)
 	x := p.exchange()

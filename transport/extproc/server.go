@@ -46,8 +46,8 @@ type Server struct {
 	met   *telemetry.Registry
 	tok   frontend.Tokenizer
 	dlog  *decisionlog.Writer
-	// gate queues requests while every replica of their model is full,
-	// as the front end's does; nil when flow_control is off.
+	// gate is flow control, the front end's: requests wait while every
+	// replica of their model is full or the pool is saturated.
 	gate *frontend.Gate
 
 	// base is cancelled by Shutdown, ending the waits in the gate.
@@ -68,14 +68,18 @@ func New(opts Options) *Server {
 		s.met = telemetry.New(opts.Fleet)
 	}
 	s.live.Store(opts.Config)
-	s.gate = frontend.NewGate(opts.Config, s.met)
+	s.gate = frontend.NewGate(opts.Config, opts.Fleet, s.met, log)
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
 	return s
 }
 
 // SetConfig puts a reloaded config in effect for the streams that start
-// from now on (logging.log_prompts); the rest needs a restart.
-func (s *Server) SetConfig(c *config.Config) { s.live.Store(c) }
+// from now on (logging.log_prompts, flow_control); the rest needs a
+// restart.
+func (s *Server) SetConfig(c *config.Config) {
+	s.live.Store(c)
+	s.gate.Apply(c)
+}
 
 // Register serves the ext_proc service on g.
 func (s *Server) Register(g *grpc.Server) { extprocv3.RegisterExternalProcessorServer(g, s) }

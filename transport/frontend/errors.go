@@ -33,11 +33,20 @@ func apiError(status int, typ, msg, param string) *openai.Error {
 func RouteError(err error, model string) *openai.Error {
 	switch {
 	case errors.Is(err, ErrFlowFull):
-		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
-			"Every replica serving `"+model+"` is at its concurrency limit and the gateway's queue for it is full; retry later.", "")
+		return apiError(fasthttp.StatusTooManyRequests, "",
+			"The replicas serving `"+model+"` are busy and the gateway's queue for it is full; retry later.", "")
 	case errors.Is(err, ErrFlowTimeout):
+		return apiError(fasthttp.StatusTooManyRequests, "",
+			"The replicas serving `"+model+"` stayed busy while the request waited in the gateway's queue (flow_control.max_wait); retry later.", "")
+	case errors.Is(err, ErrFlowShed):
+		return apiError(fasthttp.StatusTooManyRequests, "",
+			"The replicas serving `"+model+"` are saturated and the request is sheddable (a negative priority); retry later.", "")
+	case errors.Is(err, ErrFlowEvicted):
+		return apiError(fasthttp.StatusTooManyRequests, "",
+			"The request was evicted from the gateway's queue for `"+model+"` to make room for higher-priority work; retry later.", "")
+	case errors.Is(err, ErrFlowNoEndpoints):
 		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
-			"Every replica serving `"+model+"` stayed at its concurrency limit while the request waited in the gateway's queue (flow_control.max_wait); retry later.", "")
+			"No healthy replica served `"+model+"` while the request waited in the gateway's queue (flow_control.max_wait).", "")
 	case errors.Is(err, fleet.ErrUnknownModel):
 		return openai.ModelNotFound(model)
 	case errors.Is(err, route.ErrOverloaded):
@@ -63,6 +72,12 @@ func RouteReason(err error) string {
 		return "flow_full"
 	case errors.Is(err, ErrFlowTimeout):
 		return "flow_timeout"
+	case errors.Is(err, ErrFlowShed):
+		return "flow_shed"
+	case errors.Is(err, ErrFlowEvicted):
+		return "flow_evicted"
+	case errors.Is(err, ErrFlowNoEndpoints):
+		return "flow_no_endpoints"
 	case errors.Is(err, fleet.ErrUnknownModel):
 		return "unknown_model"
 	case errors.Is(err, route.ErrOverloaded):

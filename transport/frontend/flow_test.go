@@ -14,7 +14,7 @@ import (
 // startFull runs one slow replica with room for two requests, with
 // flow_control set by fc (nil leaves it off).
 func startFull(t *testing.T, fc func(*gwConfig)) *gw {
-	return start(t, 1, func(o *sim.Options) {
+	g := start(t, 1, func(o *sim.Options) {
 		o.Engine.Latency.Zero = false
 	}, func(c *gwConfig) {
 		c.Replicas[0].MaxConcurrency = 2
@@ -23,6 +23,22 @@ func startFull(t *testing.T, fc func(*gwConfig)) *gw {
 			c.FlowControl.Enabled = true
 			fc(c)
 		}
+	})
+	reported(t, g)
+	return g
+}
+
+// reported waits for every replica's first load report: until then the
+// utilization-detector counts the pool saturated.
+func reported(t testing.TB, g *gw) {
+	t.Helper()
+	waitFor(t, "the first load reports", 2*time.Second, func() bool {
+		for _, s := range g.fl.Replicas() {
+			if s.LoadAt.IsZero() {
+				return false
+			}
+		}
+		return true
 	})
 }
 
@@ -35,9 +51,10 @@ func (g *gw) queued() int64 {
 const slowBody = `{"prompt":"hi","max_tokens":25}`
 
 type outcome struct {
-	status int
-	body   string
-	took   time.Duration
+	status  int
+	body    string
+	took    time.Duration
+	dropped string // x-llm-d-request-dropped-reason
 }
 
 // burst sends n slow requests at once and returns their outcomes.
@@ -48,7 +65,7 @@ func burst(g *gw, n int) []outcome {
 		wg.Go(func() {
 			t0 := time.Now()
 			resp, body := g.post("/v1/completions", slowBody)
-			out[i] = outcome{resp.StatusCode, body, time.Since(t0)}
+			out[i] = outcome{resp.StatusCode, body, time.Since(t0), resp.Header.Get("X-Llm-D-Request-Dropped-Reason")}
 		})
 	}
 	wg.Wait()
@@ -65,7 +82,7 @@ func engineFinished(g *gw) int64 {
 
 func TestFlowOffRejectsAtOnce(t *testing.T) {
 	g := startFull(t, nil)
-	if g.fe.gate != nil {
+	if g.fe.gate.On() {
 		t.Fatal("flow control is on by default")
 	}
 	ok, rejected := 0, 0
@@ -136,10 +153,10 @@ func TestFlowFullQueue(t *testing.T) {
 		switch o.status {
 		case 200:
 			ok++
-		case 503:
+		case 429:
 			rejected++
-			if !strings.Contains(o.body, "queue for it is full") || o.took > 300*time.Millisecond {
-				t.Errorf("after %v: %s", o.took, o.body)
+			if !strings.Contains(o.body, "queue for it is full") || o.took > 300*time.Millisecond || o.dropped != "rejected-saturated" {
+				t.Errorf("after %v: %s (dropped reason %q)", o.took, o.body, o.dropped)
 			}
 		default:
 			t.Errorf("%d %s", o.status, o.body)
@@ -165,8 +182,9 @@ func TestFlowTimeout(t *testing.T) {
 	t0 := time.Now()
 	resp, body := g.post("/v1/completions", `{"prompt":"hi","max_tokens":1}`)
 	took := time.Since(t0)
-	if resp.StatusCode != 503 || !strings.Contains(body, "waited") {
-		t.Fatalf("%d %s", resp.StatusCode, body)
+	if resp.StatusCode != 429 || !strings.Contains(body, "waited") || resp.Header.Get("X-Llm-D-Request-Dropped-Reason") != "rejected-ttl-expired" ||
+		resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("%d %s %v", resp.StatusCode, body, resp.Header)
 	}
 	if took < maxWait || took > maxWait+300*time.Millisecond {
 		t.Errorf("answered after %v, want about %v", took, maxWait)
@@ -177,7 +195,7 @@ func TestFlowTimeout(t *testing.T) {
 	if !strings.Contains(metricsPage(g), `inferrail_flow_rejected_total{model="`+model+`",reason="timeout"} 1`) {
 		t.Error("timeout not counted")
 	}
-	t.Logf("max_wait %v: 503 after %v", maxWait, took)
+	t.Logf("max_wait %v: 429 after %v", maxWait, took)
 }
 
 func TestFlowClientLeavesQueue(t *testing.T) {

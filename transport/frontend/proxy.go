@@ -16,6 +16,7 @@ import (
 
 	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/flow"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/route"
@@ -59,6 +60,8 @@ type request struct {
 	tokenized bool
 	// who is the API key the request came with; nil without API keys.
 	who *auth.Identity
+	// lim is the request's part in its tenant's rate limits.
+	lim limits
 
 	// span is the request's server span and up its current attempt's
 	// upstream span; both are zero when tracing is off. outcome and err
@@ -118,8 +121,14 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 		s.log.Debug("request", "id", r.id, "model", model, "tenant", tenantOf(who), "key", keyIDOf(who), "body", string(body))
 	}
 
+	if !s.admitLimits(r) {
+		span.End(ctx.Response.StatusCode(), r.outcome, nil)
+		return
+	}
+
 	r.w = s.watchConn(ctx.Conn())
 	if !s.route(r) {
+		s.settleLimits(r)
 		s.unwatch(r.w)
 		span.End(ctx.Response.StatusCode(), r.outcome, r.err)
 	}
@@ -204,12 +213,9 @@ func (s *Server) route(r *request) (streaming bool) {
 			r.met.Retries.Inc()
 		}
 		t0 := time.Now()
-		d, err := s.pick(r, tried, attempt)
+		// Through flow control: it may wait in the model's queue.
+		d, err := s.dispatch(r, tried, attempt)
 		took := time.Since(t0)
-		if errors.Is(err, route.ErrOverloaded) && s.gate != nil {
-			// Every replica is full: wait in the model's queue.
-			d, err = s.admit(r, tried, attempt)
-		}
 		if r.span.Recording() {
 			r.span.Route(t0, traceRoute(attempt, d, err))
 		}
@@ -227,6 +233,9 @@ func (s *Server) route(r *request) (streaming bool) {
 			default:
 				r.fail(RouteReason(err), err)
 				writeError(r.ctx, RouteError(err, r.model))
+			}
+			if reason := s.droppedReason(err); reason != "" && last == nil {
+				r.ctx.Response.Header.Set(flow.HeaderDropped, reason)
 			}
 			return false
 		}
@@ -398,6 +407,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	}
 
 	// The response is committed: nothing is retried from here on.
+	r.lim.committed = true
 	r.up.Event(tracing.FirstByte)
 	r.span.Served(d.Replica, n)
 	s.fleet.FirstByte(d)
@@ -425,6 +435,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 			defer cancel(nil)
 			o := s.relay(bw, conn, resp, actx, cancel, outcome, r, d.Replica, series)
 			s.done(r, d, o)
+			s.settleLimits(r)
 			switch o {
 			case fleet.OutcomeCancelled:
 				r.met.Disconnects.Inc()
@@ -460,9 +471,16 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		return result{done: true}
 	}
 	ctx.SetBody(body)
-	if r.tokenized && status == fasthttp.StatusOK {
+	if status >= 400 {
+		// An engine's error answer generated nothing.
+		r.lim.used = 0
+	}
+	if r.wantsUsage() && status == fasthttp.StatusOK {
 		if u, ok := openai.FindUsage(body); ok {
-			s.checkPrompt(r, d.Replica, series, u.PromptTokens)
+			r.usage(u)
+			if r.tokenized {
+				s.checkPrompt(r, d.Replica, series, u.PromptTokens)
+			}
 		}
 	}
 	s.done(r, d, outcome)
@@ -537,9 +555,12 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 			conn.Close()
 			return fleet.OutcomeFailed
 		}
-		if sse && r.tokenized && resp.StatusCode() == fasthttp.StatusOK {
+		if sse && r.wantsUsage() && resp.StatusCode() == fasthttp.StatusOK {
 			if u, found := tail.Usage(); found {
-				s.checkPrompt(r, replicaID, series, u.PromptTokens)
+				r.usage(u)
+				if r.tokenized {
+					s.checkPrompt(r, replicaID, series, u.PromptTokens)
+				}
 			}
 		}
 		return ok

@@ -19,6 +19,7 @@ import (
 	"github.com/inferrail/inferrail/transport/auth"
 	"github.com/inferrail/inferrail/transport/conncheck"
 	"github.com/inferrail/inferrail/transport/decisionlog"
+	"github.com/inferrail/inferrail/transport/ratelimit"
 	"github.com/inferrail/inferrail/transport/telemetry"
 	"github.com/inferrail/inferrail/transport/tracing"
 	"github.com/inferrail/inferrail/transport/upstream"
@@ -45,6 +46,9 @@ type Options struct {
 	Auth *auth.Guard
 	// UpstreamTLS reaches https:// replicas; nil: the system's roots.
 	UpstreamTLS *tls.Config
+	// Limits holds the tenants' rate limits, which SetConfig reloads; nil:
+	// one of the server's own, for Config's rate_limits.
+	Limits *ratelimit.Limiter
 
 	// fasthttpBodies leaves reading request bodies to fasthttp, as the
 	// gateway did before readBody (see body.go); benchmarks compare the two.
@@ -63,14 +67,15 @@ type Server struct {
 	tracer *tracing.Tracer
 	auth   *auth.Guard
 	upTLS  *tls.Config
+	limits *ratelimit.Limiter
 	srv    *fasthttp.Server
 	// streamBodies: fasthttp streams request bodies, and readBody reads
 	// them.
 	streamBodies bool
 	// watcher checks clients and replicas of requests in flight.
 	watcher *conncheck.Watcher
-	// gate queues requests while every replica of their model is full;
-	// nil when flow_control is off.
+	// gate queues requests while every replica of their model is full or
+	// the pool is saturated (flow_control).
 	gate *Gate
 
 	poolsMu sync.RWMutex
@@ -84,10 +89,15 @@ type Server struct {
 }
 
 // SetConfig puts a reloaded config in effect for the requests that start
-// from now on: its retry section and logging.log_prompts. The sections
-// the server was built from (server, upstream) need a restart, and are
-// read from the config New was given.
-func (s *Server) SetConfig(c *config.Config) { s.live.Store(c) }
+// from now on: its retry section, flow_control, rate_limits and
+// logging.log_prompts.
+// The sections the server was built from (server, upstream) need a
+// restart, and are read from the config New was given.
+func (s *Server) SetConfig(c *config.Config) {
+	s.live.Store(c)
+	s.limits.Apply(c)
+	s.gate.Apply(c)
+}
 
 // New builds a Server. It starts the watcher goroutine; Shutdown stops it.
 func New(opts Options) *Server {
@@ -113,7 +123,12 @@ func New(opts Options) *Server {
 		s.met = telemetry.New(opts.Fleet)
 	}
 	s.live.Store(opts.Config)
-	s.gate = NewGate(opts.Config, s.met)
+	s.limits = opts.Limits
+	if s.limits == nil {
+		s.limits = ratelimit.New(opts.Config, nil, nil)
+		s.met.Include(s.limits.Metrics())
+	}
+	s.gate = NewGate(opts.Config, opts.Fleet, s.met, log)
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
 	s.watcher = conncheck.NewWatcher(watchEvery)
 	sc := &s.cfg.Server

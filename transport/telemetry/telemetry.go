@@ -511,20 +511,45 @@ func b2f(b bool) float64 {
 
 // Flow holds a model's admission queue series (flow_control).
 type Flow struct {
-	Queued   *metrics.Gauge               // inferrail_flow_queued
-	Wait     *metrics.PrometheusHistogram // inferrail_flow_wait_seconds
-	Full     *metrics.Counter             // inferrail_flow_rejected_total{reason="full"}
-	TimedOut *metrics.Counter             // inferrail_flow_rejected_total{reason="timeout"}
+	set   *metrics.Set
+	model string
+	// Queued is inferrail_flow_queued: requests waiting, every band.
+	Queued *metrics.Gauge
+	// Wait is inferrail_flow_wait_seconds: how long each waited.
+	Wait *metrics.PrometheusHistogram
+	// Dispatched is inferrail_flow_dispatched_total: waiting requests that
+	// left the queue for a replica.
+	Dispatched *metrics.Counter
+	// inferrail_flow_rejected_total{reason}: Full (the queue was full),
+	// TimedOut (max_wait passed), Shed (sheddable, the pool saturated),
+	// Evicted (evicted for higher-priority work), NoEndpoints (max_wait
+	// passed with no healthy replica).
+	Full, TimedOut, Shed, Evicted, NoEndpoints *metrics.Counter
 }
 
 // Flow returns the admission queue series of model, creating them on first
 // use.
 func (r *Registry) Flow(model string) *Flow {
 	m := `model=` + strconv.Quote(model)
-	return &Flow{
-		Queued:   r.global.GetOrCreateGauge(`inferrail_flow_queued{`+m+`}`, nil),
-		Wait:     r.global.GetOrCreatePrometheusHistogramExt(`inferrail_flow_wait_seconds{`+m+`}`, latencyBuckets),
-		Full:     r.global.GetOrCreateCounter(`inferrail_flow_rejected_total{` + m + `,reason="full"}`),
-		TimedOut: r.global.GetOrCreateCounter(`inferrail_flow_rejected_total{` + m + `,reason="timeout"}`),
+	rejected := func(reason string) *metrics.Counter {
+		return r.global.GetOrCreateCounter(`inferrail_flow_rejected_total{` + m + `,reason="` + reason + `"}`)
 	}
+	return &Flow{
+		set:         r.global,
+		model:       model,
+		Queued:      r.global.GetOrCreateGauge(`inferrail_flow_queued{`+m+`}`, nil),
+		Wait:        r.global.GetOrCreatePrometheusHistogramExt(`inferrail_flow_wait_seconds{`+m+`}`, latencyBuckets),
+		Dispatched:  r.global.GetOrCreateCounter(`inferrail_flow_dispatched_total{` + m + `}`),
+		Full:        rejected("full"),
+		TimedOut:    rejected("timeout"),
+		Shed:        rejected("shed"),
+		Evicted:     rejected("evicted"),
+		NoEndpoints: rejected("no_endpoints"),
+	}
+}
+
+// Band is inferrail_flow_band_queued{model,priority}: the requests waiting
+// in the band of priority p, created on first use.
+func (f *Flow) Band(p int) *metrics.Gauge {
+	return f.set.GetOrCreateGauge(`inferrail_flow_band_queued{model=`+strconv.Quote(f.model)+`,priority="`+strconv.Itoa(p)+`"}`, nil)
 }

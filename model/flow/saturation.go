@@ -1,0 +1,85 @@
+package flow
+
+import "time"
+
+// Endpoint is what a saturation detector reads of one replica serving the
+// model.
+type Endpoint struct {
+	// Waiting and KVUsage are the engine's own report: requests in its
+	// waiting queue, and the fraction of its KV cache in use (0 to 1).
+	Waiting, KVUsage float64
+	// ReportAge is how old the report is; HasReport is false before the
+	// first.
+	ReportAge time.Duration
+	HasReport bool
+	// InFlight is the gateway's own count of the replica's requests in
+	// flight.
+	InFlight int
+}
+
+// Detector says how saturated a model's pool is: 1 or more is saturated.
+type Detector interface {
+	Saturation(eps []Endpoint) float64
+}
+
+// Names of the detectors, as llm-d's plugin types name them.
+const (
+	DetectorUtilization = "utilization-detector"
+	DetectorConcurrency = "concurrency-detector"
+)
+
+// Detectors lists the detector names.
+var Detectors = []string{DetectorUtilization, DetectorConcurrency}
+
+// Utilization is llm-d's utilization-detector: an endpoint's score is
+// max(waiting / QueueDepthThreshold, kv / KVCacheUtilThreshold), a report
+// older than MetricsStalenessThreshold (or none) scores 1 (fail closed),
+// and the pool's saturation is the mean score over its endpoints. No
+// endpoint at all is saturated.
+type Utilization struct {
+	QueueDepthThreshold       int           // llm-d default 5
+	KVCacheUtilThreshold      float64       // llm-d default 0.8
+	MetricsStalenessThreshold time.Duration // llm-d default 200ms
+}
+
+var _ Detector = Utilization{}
+
+// Saturation implements Detector.
+func (u Utilization) Saturation(eps []Endpoint) float64 {
+	return mean(eps, func(e *Endpoint) float64 {
+		if !e.HasReport || e.ReportAge > u.MetricsStalenessThreshold {
+			return 1
+		}
+		return max(e.Waiting/float64(max(u.QueueDepthThreshold, 1)), e.KVUsage/u.KVCacheUtilThreshold)
+	})
+}
+
+// mean is the mean score over eps; 1 (saturated) for none.
+func mean(eps []Endpoint, score func(*Endpoint) float64) float64 {
+	if len(eps) == 0 {
+		return 1
+	}
+	sum := 0.0
+	for i := range eps {
+		sum += score(&eps[i])
+	}
+	return sum / float64(len(eps))
+}
+
+// Concurrency is llm-d's concurrency-detector in its requests mode: an
+// endpoint's score is its requests in flight over MaxConcurrency, and the
+// pool's saturation the mean. It needs no engine reports.
+type Concurrency struct {
+	MaxConcurrency int // llm-d default 100
+}
+
+var _ Detector = Concurrency{}
+
+// Saturation implements Detector.
+func (c Concurrency) Saturation(eps []Endpoint) float64 {
+	return mean(eps, func(e *Endpoint) float64 { return float64(e.InFlight) / float64(max(c.MaxConcurrency, 1)) })
+}
+
+// Saturated applies headroom to a saturation: a pool is saturated at
+// 1 + headroom (llm-d's headroom, default 0).
+func Saturated(saturation, headroom float64) bool { return saturation >= 1+headroom }
