@@ -8,25 +8,8 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-)
 
-// The protocol's keys (GIE docs/proposals/004-endpoint-picker-protocol;
-// llm-d-router pkg/epp/metadata/consts.go).
-const (
-	// DestinationHeader names the endpoints to forward to, best first,
-	// ip:port[,ip:port…], as a request header and under LBNamespace.
-	DestinationHeader = "x-gateway-destination-endpoint"
-	// LBNamespace is the dynamic metadata namespace of the destination and
-	// of the served endpoint.
-	LBNamespace = "envoy.lb"
-	// ServedKey is the endpoint that served the request, ip:port, in
-	// LBNamespace of the response's metadata context.
-	ServedKey = "x-gateway-destination-endpoint-served"
-	// SubsetNamespace and SubsetKey are the subset hint: the only
-	// endpoints the request may go to, a list of ip:port or one comma
-	// string (as HeaderToMetadata rules make it).
-	SubsetNamespace = "envoy.lb.subset_hint"
-	SubsetKey       = "x-gateway-destination-endpoint-subset"
+	"github.com/inferrail/inferrail/transport/extproc/protocol"
 )
 
 // maxEndpoints bounds the endpoints read from one hint: more than any
@@ -56,7 +39,7 @@ func Endpoint(rawURL string) string {
 // but names nothing (an empty list or string) is ok with no endpoints:
 // nothing is eligible.
 func SubsetHint(md *corev3.Metadata) (eps []string, ok bool) {
-	v, ok := field(md, SubsetNamespace, SubsetKey)
+	v, ok := field(md, protocol.SubsetNamespace, protocol.SubsetKey)
 	if !ok {
 		return nil, false
 	}
@@ -79,7 +62,7 @@ func SubsetHint(md *corev3.Metadata) (eps []string, ok bool) {
 // Served reads the endpoint that served the request from a response's
 // metadata context: the first of a list, as Envoy writes one address.
 func Served(md *corev3.Metadata) (string, bool) {
-	v, ok := field(md, LBNamespace, ServedKey)
+	v, ok := field(md, protocol.LBNamespace, protocol.ServedKey)
 	if !ok {
 		return "", false
 	}

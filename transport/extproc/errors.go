@@ -12,6 +12,7 @@ import (
 	"github.com/inferrail/inferrail/model/flow"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/route"
+	"github.com/inferrail/inferrail/transport/extproc/protocol"
 	"github.com/inferrail/inferrail/transport/frontend"
 )
 
@@ -54,7 +55,7 @@ func refuse(err error, model string) refusal {
 	case errors.Is(err, errNoSubsetMatch):
 		r.dropped, r.reason = flow.DroppedNoEndpoints, "no_subset_match"
 		r.e = &openai.Error{Status: 503, Type: "ServiceUnavailableError",
-			Message: "No endpoint of the request's subset hint (" + SubsetKey + ") serves `" + model + "` and can take it."}
+			Message: "No endpoint of the request's subset hint (" + protocol.SubsetKey + ") serves `" + model + "` and can take it."}
 	case errors.Is(err, errNoBody):
 		r.dropped, r.reason = flow.DroppedNoEndpoints, "no_replica"
 		r.e = &openai.Error{Status: 503, Type: "ServiceUnavailableError", Message: "No replica is ready."}

@@ -18,6 +18,7 @@ import (
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/route"
 	"github.com/inferrail/inferrail/transport/decisionlog"
+	"github.com/inferrail/inferrail/transport/extproc/protocol"
 	"github.com/inferrail/inferrail/transport/frontend"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
@@ -329,7 +330,7 @@ func (x *exchange) randomEndpoint() (string, bool) {
 // when contentLength ≥ 0, and the request id the engine is to log.
 func (x *exchange) headersResponse(eps []string, contentLength int) *extprocv3.ProcessingResponse {
 	dest := strings.Join(eps, ",")
-	set := []*corev3.HeaderValueOption{header(DestinationHeader, dest)}
+	set := []*corev3.HeaderValueOption{header(protocol.DestinationHeader, dest)}
 	if contentLength >= 0 {
 		set = append(set, header("content-length", strconv.Itoa(contentLength)))
 	}
@@ -340,8 +341,8 @@ func (x *exchange) headersResponse(eps []string, contentLength int) *extprocv3.P
 		Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{
 			Response: &extprocv3.CommonResponse{ClearRouteCache: true, HeaderMutation: &extprocv3.HeaderMutation{SetHeaders: set}}}},
 		DynamicMetadata: &structpb.Struct{Fields: map[string]*structpb.Value{
-			LBNamespace: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
-				DestinationHeader: structpb.NewStringValue(dest)}})}},
+			protocol.LBNamespace: structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+				protocol.DestinationHeader: structpb.NewStringValue(dest)}})}},
 	}
 }
 

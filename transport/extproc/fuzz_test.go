@@ -6,6 +6,8 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/inferrail/inferrail/transport/extproc/protocol"
 )
 
 // hintMetadata is a metadata context holding v under ns/key.
@@ -21,7 +23,7 @@ func FuzzSubsetHint(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		str, ok := SubsetHint(hintMetadata(SubsetNamespace, SubsetKey, structpb.NewStringValue(s)))
+		str, ok := SubsetHint(hintMetadata(protocol.SubsetNamespace, protocol.SubsetKey, structpb.NewStringValue(s)))
 		if !ok {
 			t.Fatal("a string hint was not read")
 		}
@@ -30,7 +32,7 @@ func FuzzSubsetHint(f *testing.F) {
 		for i, p := range parts {
 			vals[i] = structpb.NewStringValue(p)
 		}
-		list, ok := SubsetHint(hintMetadata(SubsetNamespace, SubsetKey, structpb.NewListValue(&structpb.ListValue{Values: vals})))
+		list, ok := SubsetHint(hintMetadata(protocol.SubsetNamespace, protocol.SubsetKey, structpb.NewListValue(&structpb.ListValue{Values: vals})))
 		if !ok {
 			t.Fatal("a list hint was not read")
 		}
@@ -59,7 +61,7 @@ func FuzzServed(f *testing.F) {
 		if !asString {
 			v = structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{v}})
 		}
-		ep, ok := Served(hintMetadata(LBNamespace, ServedKey, v))
+		ep, ok := Served(hintMetadata(protocol.LBNamespace, protocol.ServedKey, v))
 		if !asString {
 			if ok {
 				t.Fatal("a list read as the served endpoint")
@@ -79,10 +81,10 @@ func TestHintAbsent(t *testing.T) {
 	if _, ok := SubsetHint(nil); ok {
 		t.Fatal("nil metadata read as a hint")
 	}
-	if _, ok := SubsetHint(hintMetadata(LBNamespace, SubsetKey, structpb.NewStringValue("a:1"))); ok {
+	if _, ok := SubsetHint(hintMetadata(protocol.LBNamespace, protocol.SubsetKey, structpb.NewStringValue("a:1"))); ok {
 		t.Fatal("another namespace read as a hint")
 	}
-	if eps, ok := SubsetHint(hintMetadata(SubsetNamespace, SubsetKey, structpb.NewStringValue(""))); !ok || len(eps) != 0 {
+	if eps, ok := SubsetHint(hintMetadata(protocol.SubsetNamespace, protocol.SubsetKey, structpb.NewStringValue(""))); !ok || len(eps) != 0 {
 		t.Fatalf("an empty hint: %v %v", eps, ok)
 	}
 }

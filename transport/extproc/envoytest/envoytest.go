@@ -21,15 +21,8 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
-)
 
-// The protocol's keys, as Envoy's side writes and reads them.
-const (
-	destination = "x-gateway-destination-endpoint"
-	lb          = "envoy.lb"
-	served      = "x-gateway-destination-endpoint-served"
-	subsetNS    = "envoy.lb.subset_hint"
-	subsetKey   = "x-gateway-destination-endpoint-subset"
+	"github.com/inferrail/inferrail/transport/extproc/protocol"
 )
 
 // Request is one HTTP request as Envoy hands it to ext_proc.
@@ -113,13 +106,13 @@ func (e *Exchange) Request(r Request) (*Routed, error) {
 	var md *corev3.Metadata
 	switch s := r.Subset.(type) {
 	case string:
-		md = metadata(subsetNS, subsetKey, structpb.NewStringValue(s))
+		md = metadata(protocol.SubsetNamespace, protocol.SubsetKey, structpb.NewStringValue(s))
 	case []string:
 		vals := make([]*structpb.Value, len(s))
 		for i, x := range s {
 			vals[i] = structpb.NewStringValue(x)
 		}
-		md = metadata(subsetNS, subsetKey, structpb.NewListValue(&structpb.ListValue{Values: vals}))
+		md = metadata(protocol.SubsetNamespace, protocol.SubsetKey, structpb.NewListValue(&structpb.ListValue{Values: vals}))
 	}
 	noBody := r.Body == nil
 	if !noBody {
@@ -195,12 +188,12 @@ func (out *Routed) readHeaders(h *extprocv3.HeadersResponse, dm *structpb.Struct
 		}
 		out.Headers[strings.ToLower(o.GetHeader().GetKey())] = v
 	}
-	if d := out.Headers[destination]; d != "" {
+	if d := out.Headers[protocol.DestinationHeader]; d != "" {
 		out.Endpoints = strings.Split(d, ",")
 	}
-	out.Metadata = dm.GetFields()[lb].GetStructValue().GetFields()[destination].GetStringValue()
-	if out.Metadata != out.Headers[destination] {
-		return fmt.Errorf("%w: the destination header %q and envoy.lb metadata %q differ", ErrProtocol, out.Headers[destination], out.Metadata)
+	out.Metadata = dm.GetFields()[protocol.LBNamespace].GetStructValue().GetFields()[protocol.DestinationHeader].GetStringValue()
+	if out.Metadata != out.Headers[protocol.DestinationHeader] {
+		return fmt.Errorf("%w: the destination header %q and envoy.lb metadata %q differ", ErrProtocol, out.Headers[protocol.DestinationHeader], out.Metadata)
 	}
 	return nil
 }
@@ -211,7 +204,7 @@ func (out *Routed) readHeaders(h *extprocv3.HeadersResponse, dm *structpb.Struct
 func (e *Exchange) ResponseHeaders(status int, contentType, servedBy string, end bool) (map[string]string, error) {
 	var md *corev3.Metadata
 	if servedBy != "" {
-		md = metadata(lb, served, structpb.NewStringValue(servedBy))
+		md = metadata(protocol.LBNamespace, protocol.ServedKey, structpb.NewStringValue(servedBy))
 	}
 	h := map[string]string{":status": strconv.Itoa(status), "content-type": contentType}
 	if err := e.stream.Send(&extprocv3.ProcessingRequest{MetadataContext: md, Request: &extprocv3.ProcessingRequest_ResponseHeaders{
