@@ -2,7 +2,8 @@
 # Runs the official openai npm SDK against a freshly started `inferrail sim`,
 # then through `inferrail launch` (a gateway in front of three simulators),
 # then through a launch serving https with an API key, its certificates made
-# at start by the binary (--tls-dir) and trusted through NODE_EXTRA_CA_CERTS.
+# at start by the binary (--tls-dir) and trusted through NODE_EXTRA_CA_CERTS,
+# and last through inferrail epp behind a proxy that plays Envoy (a Go test).
 # Usage: scripts/sdk-test.sh path/to/inferrail
 set -euo pipefail
 bin=${1:?usage: sdk-test.sh path/to/inferrail}
@@ -64,3 +65,8 @@ NODE_EXTRA_CA_CERTS="$tlsdir/ca.pem" API_KEY="$key" BASE_URL="$tls_url" TOKENIZE
   RESPONSE_MODEL=inferrail/sim-8b GATEWAY=1 MODELS='["inferrail/sim-8b","sim"]' STREAMS=200 \
   node --test --test-reporter=spec "$here/sdk/sdk.test.mjs"
 if grep -q "$key" "$tlslog"; then echo "the API key shows in the gateway's output"; exit 1; fi
+
+# EPP mode: the same SDK through a proxy that plays Envoy (test code only)
+# in front of inferrail epp, against a gateway on the same traffic.
+echo "== openai SDK through inferrail epp behind an Envoy-playing proxy, against inferrail serve"
+(cd "$here/.." && INFERRAIL_SDK=1 go test -count=1 -run '^TestEPPMatchesStandalone$' -v ./cmd/inferrail/ | grep -E '^(=== RUN|--- |    epp_sdk|ok|FAIL|PASS)')

@@ -28,7 +28,7 @@ test('a fixed workload, streamed with usage', async () => {
   const results = [];
   for (let n = 0; n < requests; n++) {
     const tenant = (n * 5) % 6;
-    const stream = await client.chat.completions.create({
+    const { data: stream, response } = await client.chat.completions.create({
       model,
       messages: [
         { role: 'system', content: systemPrompt(tenant) },
@@ -37,7 +37,7 @@ test('a fixed workload, streamed with usage', async () => {
       max_tokens: 4,
       stream: true,
       stream_options: { include_usage: true },
-    });
+    }).withResponse();
     let usage = null, text = '';
     for await (const chunk of stream) {
       if (chunk.usage) usage = chunk.usage;
@@ -45,7 +45,10 @@ test('a fixed workload, streamed with usage', async () => {
     }
     assert.ok(usage, `request ${n}: no usage chunk`);
     assert.ok(text.length > 0, `request ${n}: no text`);
+    const predicted = response.headers.get('x-inferrail-cached-tokens');
     results.push({
+      replica: response.headers.get('x-inferrail-replica'),
+      predicted: predicted === null ? -1 : Number(predicted),
       prompt_tokens: usage.prompt_tokens,
       cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
     });

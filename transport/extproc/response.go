@@ -36,12 +36,12 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders, md *corev3.Metadata
 	s.fleet.FirstByte(x.d)
 	s.gate.Wake(x.model)
 	set := []*corev3.HeaderValueOption{header("x-request-id", x.requestID),
-		header("x-inferrail-replica", x.d.Replica), header("x-inferrail-policy", x.d.Policy)}
+		header(frontend.HeaderReplica, x.d.Replica), header(frontend.HeaderPolicy, x.d.Policy)}
 	if x.tokenized {
-		set = append(set, header("x-inferrail-prompt-tokens", strconv.Itoa(x.policy.PromptTokens)))
+		set = append(set, header(frontend.HeaderPromptTokens, strconv.Itoa(x.policy.PromptTokens)))
 	}
 	if x.d.Predicted {
-		set = append(set, header("x-inferrail-cached-tokens", strconv.Itoa(x.d.CachedTokens)))
+		set = append(set, header(frontend.HeaderCachedTokens, strconv.Itoa(x.d.CachedTokens)))
 		x.met.PromptTokens.Add(x.policy.PromptTokens)
 		x.met.PredictedCached.Add(x.d.CachedTokens)
 	}

@@ -103,3 +103,13 @@ func (c requestCarrier) Keys() []string {
 	}
 	return keys
 }
+
+// The response headers that say how a request was routed, in both modes
+// (the front end's and the endpoint picker's). Lower case, as ext_proc
+// carries headers; fasthttp writes them in its canonical case.
+const (
+	HeaderReplica      = "x-inferrail-replica"       // the replica that served
+	HeaderPolicy       = "x-inferrail-policy"        // the policy that chose it
+	HeaderPromptTokens = "x-inferrail-prompt-tokens" // the prompt's tokens, as the gateway counted them
+	HeaderCachedTokens = "x-inferrail-cached-tokens" // the cached tokens the gateway predicted there
+)

@@ -40,7 +40,7 @@ func (s *Server) policyRequest(r *request, path []byte) {
 		r.ctx.Request.Header.Peek("X-Session-Id"), r.body, r.id, r.deadline)
 	if ok {
 		r.tokenized = true
-		r.ctx.Response.Header.Set("X-Inferrail-Prompt-Tokens", strconv.Itoa(p.Tokens))
+		r.ctx.Response.Header.Set(HeaderPromptTokens, strconv.Itoa(p.Tokens))
 	}
 }
 
@@ -77,7 +77,7 @@ func keyOf[T ~string | ~[]byte](b T) uint64 { return max(policy.Key(b), 1) }
 // predicted records a decision the KV index priced, and names its
 // prediction in the response headers.
 func (r *request) predicted(ctx *fasthttp.RequestCtx, tokens, cached int) {
-	ctx.Response.Header.Set("X-Inferrail-Cached-Tokens", strconv.Itoa(cached))
+	ctx.Response.Header.Set(HeaderCachedTokens, strconv.Itoa(cached))
 	r.met.PromptTokens.Add(tokens)
 	r.met.PredictedCached.Add(cached)
 }

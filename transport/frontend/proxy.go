@@ -421,8 +421,8 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	ctx.SetStatusCode(status)
 	copyResponseHeaders(&ctx.Response.Header, resp.Header)
 	ctx.Response.Header.Set("X-Request-Id", r.id)
-	ctx.Response.Header.Set("X-Inferrail-Replica", d.Replica)
-	ctx.Response.Header.Set("X-Inferrail-Policy", d.Policy)
+	ctx.Response.Header.Set(HeaderReplica, d.Replica)
+	ctx.Response.Header.Set(HeaderPolicy, d.Policy)
 	if d.Predicted {
 		r.predicted(ctx, r.policy.PromptTokens, d.CachedTokens)
 	}
