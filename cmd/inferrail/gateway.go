@@ -111,18 +111,27 @@ func (e edgeTokenizer) Prepare(model string, chat bool, body []byte, _ time.Time
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inferrail serve", flag.ContinueOnError)
 	path := fs.String("config", "", "config file (required)")
-	if err := parseFlags(fs, args, stderr, "inferrail serve --config FILE"); err != nil {
+	pool := addPoolFlags(fs)
+	if err := parseFlags(fs, args, stderr, "inferrail serve --config FILE [--pool-name NAME | --endpoint-selector K=V,... --endpoint-target-ports P,...]"); err != nil {
 		return err
 	}
 	if *path == "" {
 		fmt.Fprintln(stderr, "--config is required")
 		return errUsage
 	}
-	cfg, err := config.Load(*path, os.Environ())
+	flagEnv, err := pool.env()
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return errUsage
+	}
+	// The flags are laid over the file as the environment is, at every
+	// reload too.
+	env := append(os.Environ(), flagEnv...)
+	cfg, err := config.Load(*path, env)
 	if err != nil {
 		return err
 	}
-	return serveFile(ctx, *path, cfg, stdout, stderr, nil)
+	return serveEnv(ctx, *path, env, cfg, stdout, stderr, nil)
 }
 
 // serve runs a gateway for cfg until ctx ends, then shuts it down within
@@ -135,6 +144,12 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 // file every server.reload_interval, on SIGHUP and on POST /admin/reload,
 // and applies what may change live. An empty path reloads nothing.
 func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, stderr io.Writer, ready func(addr, adminAddr string)) error {
+	return serveEnv(ctx, path, os.Environ(), cfg, stdout, stderr, ready)
+}
+
+// serveEnv is serveFile with the INFERRAIL_ entries (env, flags included)
+// that every reload lays over the file.
+func serveEnv(ctx context.Context, path string, env []string, cfg *config.Config, stdout, stderr io.Writer, ready func(addr, adminAddr string)) error {
 	log := newLogger(stderr, cfg.Logging)
 	secMetrics := metrics.NewSet()
 	sec, err := newSecurity(cfg, log, secMetrics)
@@ -186,6 +201,10 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 		return err
 	}
 	defer fl.Stop()
+	// The discovery sources stop before the fleet (defers run last first).
+	discMetrics := metrics.NewSet()
+	disc := startDiscovery(cfg, fl, log, discMetrics)
+	defer disc.stop()
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("server.listen: %w", err)
@@ -209,6 +228,7 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 	met.Include(routingMetrics)
 	met.Include(tokMetrics)
 	met.Include(secMetrics)
+	met.Include(discMetrics)
 	met.Include(telemetry.WriterFunc(tok.WriteCacheMetrics))
 	var dlog *decisionlog.Writer
 	if dc := cfg.Observability.DecisionLog; dc.SampleRate > 0 {
@@ -245,7 +265,7 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 	fe := frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met, Tokenizer: edgeTokenizer{tok},
 		DecisionLog: dlog, Tracer: tracer, Auth: sec.guard, UpstreamTLS: sec.upstream})
 	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{Fleet: fl, Tokenizer: edgeTokenizer{tok},
-		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithTrials(fl).WithAuth(sec.guard)
+		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithTrials(fl).WithAuth(sec.guard).WithSources(fl)
 	// The key, token and engine key files are reread on their own, with or
 	// without a config file to reload.
 	actx, stopAuth := context.WithCancel(ctx)
@@ -257,7 +277,7 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 	}()
 	if path != "" {
 		rl := newReloader(path, cfg, fl, fe, met, log)
-		rl.auth = sec.guard
+		rl.auth, rl.env = sec.guard, env
 		ad.WithConfig(rl)
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
