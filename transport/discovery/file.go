@@ -31,7 +31,7 @@ type FileEndpoint struct {
 
 // fileDoc is the file as YAML decodes it: address and port as written.
 type fileDoc struct {
-	Endpoints []struct {
+	Endpoints *[]struct {
 		Name      string            `yaml:"name"`
 		Namespace string            `yaml:"namespace"`
 		Address   string            `yaml:"address"`
@@ -45,7 +45,9 @@ type fileDoc struct {
 // an IPv4 address and port a number from 1 to 65535, written as a string
 // ("8000") or not. A name is required, made of letters, digits, '.', '_'
 // and '-' (it becomes the replica id), and unique. Keys it does not know
-// are ignored, as newer files may carry more. The first problem is the
+// are ignored, as newer files may carry more. A document without the
+// endpoints key, an empty file included, is refused: "endpoints: []" is
+// the empty set. The first problem is the
 // error, naming its entry; a document over MaxFileBytes is refused before
 // it is parsed.
 func ParseFile(b []byte) ([]FileEndpoint, error) {
@@ -56,9 +58,15 @@ func ParseFile(b []byte) ([]FileEndpoint, error) {
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("not an endpoint file: %w", err)
 	}
-	out := make([]FileEndpoint, 0, len(doc.Endpoints))
-	seen := make(map[string]int, len(doc.Endpoints))
-	for i, e := range doc.Endpoints {
+	if doc.Endpoints == nil {
+		// Most likely a file caught while it is rewritten in place,
+		// truncated: taken for an empty set it would drain every
+		// endpoint until the next look.
+		return nil, errors.New("no endpoints list (an empty file, or one read while it was being written?); write endpoints: [] for none")
+	}
+	out := make([]FileEndpoint, 0, len(*doc.Endpoints))
+	seen := make(map[string]int, len(*doc.Endpoints))
+	for i, e := range *doc.Endpoints {
 		at := fmt.Sprintf("endpoints[%d]", i)
 		if err := checkName(e.Name); err != nil {
 			return nil, fmt.Errorf("%s.name: %w", at, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -37,10 +38,8 @@ func TestParseFile(t *testing.T) {
 	if eps, err := ParseFile([]byte(`{"endpoints": [{"name": "a", "address": "10.1.1.1", "port": "80"}]}`)); err != nil || len(eps) != 1 {
 		t.Fatalf("JSON: %v %v", eps, err)
 	}
-	for _, doc := range []string{"", "endpoints: []", "# nothing\n"} {
-		if eps, err := ParseFile([]byte(doc)); err != nil || len(eps) != 0 {
-			t.Errorf("%q: %v %v", doc, eps, err)
-		}
+	if eps, err := ParseFile([]byte("endpoints: []")); err != nil || len(eps) != 0 {
+		t.Errorf("empty list: %v %v", eps, err)
 	}
 	bad := func(doc, want string) {
 		t.Helper()
@@ -49,6 +48,9 @@ func TestParseFile(t *testing.T) {
 			t.Errorf("%q: error %v, want one with %q", doc, err, want)
 		}
 	}
+	bad("", "no endpoints list")
+	bad("# nothing\n", "no endpoints list")
+	bad("endpoints:\n", "no endpoints list")
 	bad("endpoints: [", "not an endpoint file")
 	bad("endpoints: {name: a}", "not an endpoint file")
 	bad("- a\n- b", "not an endpoint file")
@@ -98,6 +100,28 @@ func (c *testClock) now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
+}
+
+// nextSet returns the next set, skipping failure reports: an in-place
+// rewrite may be read half-written, which is reported and then recovered.
+func (s *RecordingSink) nextSet(t testing.TB) Call {
+	t.Helper()
+	for {
+		if c := s.next(t); !c.Failure {
+			return c
+		}
+	}
+}
+
+// drain discards calls until none has come for d.
+func (s *RecordingSink) drain(d time.Duration) {
+	for {
+		select {
+		case <-s.Calls:
+		case <-time.After(d):
+			return
+		}
+	}
 }
 
 // endpointIDs returns "id url" for each endpoint of a set call.
@@ -167,15 +191,19 @@ func TestFileRewritten(t *testing.T) {
 	if got := endpointIDs(sink.next(t)); got != "vllm-2 http://10.0.0.23:8000" {
 		t.Fatalf("after rename: %s", got)
 	}
-	// Rewritten in place with the same size and time.
+	// Rewritten in place with the same size and time. A look may catch
+	// it truncated: reported as a failure, never passed on as an empty set.
 	write(one("vllm-3", "10.0.0.24"))
 	touch()
-	if got := endpointIDs(sink.next(t)); got != "vllm-3 http://10.0.0.24:8000" {
+	if got := endpointIDs(sink.nextSet(t)); got != "vllm-3 http://10.0.0.24:8000" {
 		t.Fatalf("after an in-place rewrite: %s", got)
 	}
+	sink.drain(50 * time.Millisecond)
+	failures := func() string { return metric(set, `inferrail_discovery_failures_total{source="file"}`) }
+	base := failures()
 
 	// A rewrite that does not parse: said once, the last set kept.
-	write("endpoints: [{name: vllm-4, address: 10.0.0.25, port: \"8000\"}")
+	rename("endpoints: [{name: vllm-4, address: 10.0.0.25, port: \"8000\"}")
 	c := sink.next(t)
 	if !c.Failure || !strings.Contains(c.Failing, "written with an error") || !strings.Contains(c.Failing, path) {
 		t.Fatalf("bad rewrite: %+v", c)
@@ -189,7 +217,7 @@ func TestFileRewritten(t *testing.T) {
 	sink.none(t, 50*time.Millisecond)
 
 	// Over 1 MiB: another failure, said once.
-	write(one("vllm-5", "10.0.0.26") + "#" + strings.Repeat("x", MaxFileBytes))
+	rename(one("vllm-5", "10.0.0.26") + "#" + strings.Repeat("x", MaxFileBytes))
 	if c := sink.next(t); !c.Failure || !strings.Contains(c.Failing, "larger than") {
 		t.Fatalf("large rewrite: %+v", c)
 	}
@@ -208,13 +236,22 @@ func TestFileRewritten(t *testing.T) {
 		t.Fatalf("restored: %+v", c)
 	}
 	sink.none(t, 50*time.Millisecond)
+	if got, want := failures(), fmt.Sprint(mustAtoi(t, base)+3); got != want {
+		t.Errorf("failures = %s, want %s (bad YAML, too large, deleted)", got, want)
+	}
 
-	// A good rewrite is followed again.
+	// A good rewrite in place is followed again.
 	write(twoEndpoints)
-	if got := endpointIDs(sink.next(t)); !strings.HasPrefix(got, "vllm-0 ") {
+	if got := endpointIDs(sink.nextSet(t)); !strings.HasPrefix(got, "vllm-0 ") {
 		t.Fatalf("after recovery: %s", got)
 	}
-	if got := metric(set, `inferrail_discovery_failures_total{source="file"}`); got != "3" {
-		t.Errorf("failures = %s, want 3 (bad YAML, too large, deleted)", got)
+}
+
+func mustAtoi(t testing.TB, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
 	}
+	return n
 }
