@@ -222,7 +222,7 @@ func (a *fleetActor) spawnReplica(ctx actor.Context, id string, e *entry) {
 	// spare it and is never ejected. The actor joins again when it starts,
 	// which changes nothing the first time and resets it after a restart.
 	s := e.h.Snapshot()
-	a.st.replicaCfg.Budget.Join(id, s.Models)
+	a.st.replicaCfg.Budget.JoinAs(id, s.Models, e.h)
 	e.pid = ctx.SpawnPrefix(replica.Props(e.h, a.st.replicaCfg), "replica-"+id+"-")
 }
 
