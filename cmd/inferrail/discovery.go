@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -79,6 +80,17 @@ func (p *poolFlags) env() ([]string, error) {
 		out = append(out, prefix+"TARGET_PORTS="+string(b))
 	}
 	return out, nil
+}
+
+// environ returns the process environment with the flags' entries after
+// it, or errUsage once it has told stderr which flag is malformed.
+func (p *poolFlags) environ(stderr io.Writer) ([]string, error) {
+	flagEnv, err := p.env()
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return nil, errUsage
+	}
+	return append(os.Environ(), flagEnv...), nil
 }
 
 // parseSelector reads key=value pairs separated by commas, as llm-d's

@@ -192,3 +192,26 @@ func TestPoolFlagsSurviveReload(t *testing.T) {
 		t.Fatalf("%d %s %s", status, replica, body)
 	}
 }
+
+// TestCheckTakesPoolFlags: check validates the config as serve would run
+// it, the pool flags laid over: a config whose only replicas are a pool's
+// passes with --pool-name and fails without.
+func TestCheckTakesPoolFlags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "inferrail.yaml")
+	if err := os.WriteFile(path, []byte("models: [{name: m}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := runCheck(t.Context(), []string{"--config", path, "--pool-name", "llama"}, &out, io.Discard); err != nil {
+		t.Fatalf("with --pool-name: %v", err)
+	}
+	if !strings.Contains(out.String(), "ok") {
+		t.Errorf("output %q", out.String())
+	}
+	if err := runCheck(t.Context(), []string{"--config", path}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "discovery.kubernetes pool") {
+		t.Fatalf("without: %v", err)
+	}
+	if err := runCheck(t.Context(), []string{"--config", path, "--endpoint-selector", "app"}, io.Discard, io.Discard); err != errUsage {
+		t.Fatalf("malformed selector: %v", err)
+	}
+}

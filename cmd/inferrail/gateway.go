@@ -52,14 +52,19 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var engineEvents stringList
 	fs.Var(&engineEvents, "kv-events-config", "the engines' --kv-events-config JSON, or ID=JSON for one replica or DNS group "+
 		"(repeatable): warn about each KV event stream whose two ends cannot meet")
-	if err := parseFlags(fs, args, stderr, "inferrail check --config FILE [--url ENGINE] [--kv-events-config [ID=]JSON]..."); err != nil {
+	pool := addPoolFlags(fs)
+	if err := parseFlags(fs, args, stderr, "inferrail check --config FILE [--url ENGINE] [--kv-events-config [ID=]JSON]... [pool flags as serve's]"); err != nil {
 		return err
 	}
 	if *path == "" {
 		fmt.Fprintln(stderr, "--config is required")
 		return errUsage
 	}
-	cfg, err := config.Load(*path, os.Environ())
+	env, err := pool.environ(stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(*path, env)
 	if err != nil {
 		return err
 	}
@@ -119,14 +124,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "--config is required")
 		return errUsage
 	}
-	flagEnv, err := pool.env()
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return errUsage
-	}
 	// The flags are laid over the file as the environment is, at every
 	// reload too.
-	env := append(os.Environ(), flagEnv...)
+	env, err := pool.environ(stderr)
+	if err != nil {
+		return err
+	}
 	cfg, err := config.Load(*path, env)
 	if err != nil {
 		return err

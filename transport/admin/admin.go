@@ -1,5 +1,6 @@
 // Package admin serves the gateway's admin port: GET /metrics for
-// Prometheus and VictoriaMetrics, GET /admin/replicas, GET /admin/index
+// Prometheus and VictoriaMetrics, GET /admin/replicas (with the discovery
+// sources, WithSources), GET /admin/index
 // (each replica's KV index and event stream) and GET /admin/shadow (each
 // shadow policy against the routing policy) for operators, and
 // POST /admin/explain/v1/chat/completions (or /v1/completions), which
