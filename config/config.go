@@ -310,11 +310,13 @@ type Kubernetes struct {
 	KVCapacityBlocks int `koanf:"kv_capacity_blocks"`
 	// KVEventsPort, when set, is the port every pod publishes its KV
 	// events on (vLLM's --kv-events-config endpoint tcp://*:PORT): each
-	// replica's stream is tcp://<pod IP>:PORT. Every rank of a pod shares
-	// it. Default 0: no KV events.
+	// replica's stream is tcp://<pod IP>:PORT, plus its rank for the
+	// ranks past the first, as vLLM offsets each data-parallel rank's
+	// port. Default 0: no KV events.
 	KVEventsPort int `koanf:"kv_events_port"`
-	// KVEventsReplayPort is the pods' replay socket port, as
-	// kv_events_replay is for a replica. Needs kv_events_port. Default 0.
+	// KVEventsReplayPort is the pods' replay socket port (plus the rank,
+	// likewise), as kv_events_replay is for a replica. Needs
+	// kv_events_port. Default 0.
 	KVEventsReplayPort int `koanf:"kv_events_replay_port"`
 	// EngineType is the pods' engine, vllm or sglang, as engine_type is for
 	// a replica. Default "vllm".

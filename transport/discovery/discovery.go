@@ -49,15 +49,19 @@ type Template struct {
 }
 
 // Endpoint returns the endpoint id of the engine at addr:port, with
-// labels (the caller's; kept).
-func (t *Template) Endpoint(id string, addr netip.Addr, port int, labels map[string]string) fleet.Endpoint {
+// labels (the caller's; kept). rank is its data-parallel rank within its
+// pod (its index in the pool's target ports; 0 for an engine alone):
+// vLLM offsets each DP rank's KV event ports by the rank (base port +
+// dp_rank, for the endpoint and the replay endpoint), so rank r's streams
+// are on KVEventsPort+r and KVEventsReplayPort+r.
+func (t *Template) Endpoint(id string, addr netip.Addr, port, rank int, labels map[string]string) fleet.Endpoint {
 	host := addr.String()
 	ep := fleet.Endpoint{ID: id, URL: t.Scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)), Models: t.Models,
 		Labels: labels, MaxConcurrency: t.MaxConcurrency, MaxPending: t.MaxPending, KVCapacityBlocks: t.KVCapacityBlocks}
 	if t.KVEventsPort != 0 {
-		ep.Events = replica.EventStream{Endpoint: "tcp://" + net.JoinHostPort(host, strconv.Itoa(t.KVEventsPort)), Engine: t.Engine}
+		ep.Events = replica.EventStream{Endpoint: "tcp://" + net.JoinHostPort(host, strconv.Itoa(t.KVEventsPort+rank)), Engine: t.Engine}
 		if t.KVEventsReplayPort != 0 {
-			ep.Events.Replay = "tcp://" + net.JoinHostPort(host, strconv.Itoa(t.KVEventsReplayPort))
+			ep.Events.Replay = "tcp://" + net.JoinHostPort(host, strconv.Itoa(t.KVEventsReplayPort+rank))
 		}
 	}
 	return ep

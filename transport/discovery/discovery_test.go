@@ -126,13 +126,13 @@ func TestReporter(t *testing.T) {
 func TestTemplate(t *testing.T) {
 	tmpl := Template{Scheme: "https", Models: []string{"m"}, MaxConcurrency: 7, KVEventsPort: 5557, KVEventsReplayPort: 5558,
 		Engine: kvevent.EngineSGLang}
-	ep := tmpl.Endpoint("p-rank-1", netip.MustParseAddr("10.0.0.9"), 8001, map[string]string{"llm-d.ai/role": "decode"})
+	ep := tmpl.Endpoint("p-rank-1", netip.MustParseAddr("10.0.0.9"), 8001, 1, map[string]string{"llm-d.ai/role": "decode"})
 	got := fmt.Sprintf("%s %s %v %d %s %s %s %v", ep.ID, ep.URL, ep.Models, ep.MaxConcurrency, ep.Events.Endpoint, ep.Events.Replay,
 		ep.Events.Engine, ep.Labels)
-	if want := "p-rank-1 https://10.0.0.9:8001 [m] 7 tcp://10.0.0.9:5557 tcp://10.0.0.9:5558 sglang map[llm-d.ai/role:decode]"; got != want {
+	if want := "p-rank-1 https://10.0.0.9:8001 [m] 7 tcp://10.0.0.9:5558 tcp://10.0.0.9:5559 sglang map[llm-d.ai/role:decode]"; got != want {
 		t.Fatalf("endpoint:\n got %s\nwant %s", got, want)
 	}
-	if ep := (&Template{Scheme: "http"}).Endpoint("x", netip.MustParseAddr("10.0.0.9"), 80, nil); ep.Events.Endpoint != "" {
+	if ep := (&Template{Scheme: "http"}).Endpoint("x", netip.MustParseAddr("10.0.0.9"), 80, 0, nil); ep.Events.Endpoint != "" {
 		t.Fatalf("no kv_events_port, stream %q", ep.Events.Endpoint)
 	}
 }

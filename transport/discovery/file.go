@@ -169,7 +169,7 @@ func (f *File) Load() bool {
 	f.last, f.good, f.ok = b, true, true
 	eps := make([]fleet.Endpoint, len(entries))
 	for i, e := range entries {
-		eps[i] = f.tmpl.Endpoint(e.Name, e.Address, e.Port, e.Labels)
+		eps[i] = f.tmpl.Endpoint(e.Name, e.Address, e.Port, 0, e.Labels)
 	}
 	f.rep.Set(eps)
 	f.rep.OK()

@@ -103,7 +103,7 @@ func (p *Pool) Endpoints(pods []*corev1.Pod, tmpl *discovery.Template) []fleet.E
 			if narrowed && !active[port] {
 				continue
 			}
-			out = append(out, tmpl.Endpoint(pod.Name+"-rank-"+strconv.Itoa(idx), addr.Unmap(), int(port), maps.Clone(pod.Labels)))
+			out = append(out, tmpl.Endpoint(pod.Name+"-rank-"+strconv.Itoa(idx), addr.Unmap(), int(port), idx, maps.Clone(pod.Labels)))
 		}
 	}
 	return out

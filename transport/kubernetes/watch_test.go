@@ -405,3 +405,19 @@ func TestCRDMissing(t *testing.T) {
 	h.start(t)
 	h.sink.failure(t, "the InferencePool CRD (inference.networking.k8s.io/v1) is not installed")
 }
+
+// TestRankEvents: each rank of a pod follows its own KV event stream, the
+// base ports plus the rank, as vLLM offsets a data-parallel rank's
+// publisher (and replay) port.
+func TestRankEvents(t *testing.T) {
+	p := Pool{Selector: vllm, TargetPorts: []int32{8000, 8001}}
+	eps := p.Endpoints([]*corev1.Pod{pod("a", "10.0.0.1", true, vllm)},
+		&discovery.Template{Scheme: "http", KVEventsPort: 5557, KVEventsReplayPort: 5600})
+	var got []string
+	for _, ep := range eps {
+		got = append(got, ep.ID+" "+ep.Events.Endpoint+" "+ep.Events.Replay)
+	}
+	if want := "[a-rank-0 tcp://10.0.0.1:5557 tcp://10.0.0.1:5600 a-rank-1 tcp://10.0.0.1:5558 tcp://10.0.0.1:5601]"; fmt.Sprint(got) != want {
+		t.Fatalf("streams %v, want %s", got, want)
+	}
+}
