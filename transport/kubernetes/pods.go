@@ -32,11 +32,14 @@ type Pool struct {
 	Selector map[string]string
 	// TargetPorts are every pod's ports, each an endpoint of its own.
 	TargetPorts []int32
+	// AppProtocol is the InferencePool's spec.appProtocol; "" for http.
+	AppProtocol inferencev1.AppProtocol
 }
 
 // poolOf returns the pool an InferencePool describes. p must be valid.
 func poolOf(p *inferencev1.InferencePool) Pool {
-	return Pool{Name: p.Name, Namespace: p.Namespace, Selector: maps.Clone(p.Spec.Selector.MatchLabels), TargetPorts: p.Spec.Ports()}
+	return Pool{Name: p.Name, Namespace: p.Namespace, Selector: maps.Clone(p.Spec.Selector.MatchLabels), TargetPorts: p.Spec.Ports(),
+		AppProtocol: p.Spec.AppProtocol}
 }
 
 // Counts reports whether pod is one of the pool's live pods: its labels

@@ -110,6 +110,12 @@ func (w *Watcher) Run(ctx context.Context) {
 			if pool == nil || !maps.Equal(next.Selector, pool.Selector) || !slices.Equal(next.TargetPorts, pool.TargetPorts) {
 				w.log.Info("discovery: pool", "pool", next.Namespace+"/"+next.Name, "selector", next.Selector, "target_ports", next.TargetPorts)
 			}
+			if next.AppProtocol == inferencev1.AppProtocolH2C && (pool == nil || pool.AppProtocol != next.AppProtocol) {
+				// Envoy speaks h2c to the pods in front of an endpoint
+				// picker; serve's own proxy speaks HTTP/1.1 to engines.
+				w.log.Warn("discovery: the InferencePool's appProtocol is kubernetes.io/h2c; the gateway's own proxy (serve) reaches engines over HTTP/1.1",
+					"pool", next.Namespace+"/"+next.Name)
+			}
 			pool = &next
 			w.refresh(pool, pods)
 		case <-podsChanged:

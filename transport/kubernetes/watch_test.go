@@ -3,7 +3,9 @@ package kubernetes
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -419,5 +421,41 @@ func TestRankEvents(t *testing.T) {
 	}
 	if want := "[a-rank-0 tcp://10.0.0.1:5557 tcp://10.0.0.1:5600 a-rank-1 tcp://10.0.0.1:5558 tcp://10.0.0.1:5601]"; fmt.Sprint(got) != want {
 		t.Fatalf("streams %v, want %s", got, want)
+	}
+}
+
+// logLines collects log output, for concurrent writes.
+type logLines struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestPoolH2C: a pool whose appProtocol is h2c is followed, with a warning
+// that serve's own proxy speaks HTTP/1.1 to engines.
+func TestPoolH2C(t *testing.T) {
+	u := poolObject("llama", vllm, 8000)
+	if err := unstructured.SetNestedField(u.Object, string(inferencev1.AppProtocolH2C), "spec", "appProtocol"); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(Pool{Name: "llama"}, []*corev1.Pod{pod("a", "10.0.0.1", true, vllm)}, u)
+	logs := &logLines{}
+	h.w = New(h.cs, h.dyn, Options{Pool: Pool{Name: "llama", Namespace: ns}, Template: discovery.Template{Scheme: "http"},
+		Reporter: discovery.NewReporter("kubernetes", h.sink, nil, h.set), Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	h.start(t)
+	h.sink.set(t, "[a-rank-0 http://10.0.0.1:8000]")
+	if !strings.Contains(logs.String(), "kubernetes.io/h2c") {
+		t.Errorf("no h2c warning:\n%s", logs.String())
 	}
 }
