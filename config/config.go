@@ -35,7 +35,8 @@ type Config struct {
 	// Replicas lists the static engine replicas. Live: a replica that keeps
 	// its id keeps its health, counters and cache predictions.
 	Replicas []Replica `koanf:"replicas"`
-	// Discovery adds replicas found in DNS. Restart only.
+	// Discovery adds replicas found in DNS, in Kubernetes (an
+	// InferencePool's pods) and in an endpoint file. Restart only.
 	Discovery Discovery `koanf:"discovery"`
 	// Routing holds the fleet-wide routing settings. Live.
 	Routing Routing `koanf:"routing"`
@@ -265,11 +266,130 @@ type Replica struct {
 	EngineType string `koanf:"engine_type"`
 }
 
-// Discovery configures replicas found at run time.
+// Discovery configures replicas found at run time. Every way may be used
+// with the others and with static replicas; a replica id another already
+// holds is skipped with a warning.
 type Discovery struct {
 	// DNS lists groups whose DNS name resolves to the replicas' addresses.
 	// Default none.
 	DNS []DNSGroup `koanf:"dns"`
+	// Kubernetes watches an InferencePool's pods (or pods a selector
+	// picks) through the Kubernetes API. Default off.
+	Kubernetes Kubernetes `koanf:"kubernetes"`
+	// File watches an endpoint file in llm-d's file-discovery format.
+	// Default off.
+	File EndpointFile `koanf:"file"`
+}
+
+// Kubernetes discovers replicas as llm-d's endpoint picker does: the
+// Ready pods (with a pod IP and no deletion timestamp) that an
+// InferencePool's spec.selector.matchLabels picks in its namespace, one
+// replica per target port, named <pod>-rank-<index>, at
+// <scheme>://<pod IP>:<port>. The pod annotation llm-d.ai/active-ports
+// (or the older inference.networking.k8s.io/active-ports), a comma list
+// of ports, narrows which target ports of a pod are live. Pod labels
+// become replica labels, so decode-filter and prefill-filter see
+// llm-d.ai/role. A pod that stops counting is drained. The gateway needs
+// RBAC to get, list and watch pods (and inferencepools when pool_name
+// names one) in the namespace. While the API cannot be reached the last
+// endpoints stay. On when pool_name or endpoint_selector is set. The
+// flags --pool-name, --pool-namespace, --endpoint-selector and
+// --endpoint-target-ports set these keys, as llm-d's flags do.
+type Kubernetes struct {
+	// PoolName is the InferencePool (inference.networking.k8s.io/v1)
+	// whose selector and targetPorts are watched, and followed when they
+	// change; an invalid edit is refused with a warning and the last valid
+	// pool kept. With endpoint_selector set no InferencePool is read and it
+	// only names the pool. Default "".
+	PoolName string `koanf:"pool_name"`
+	// PoolNamespace is the namespace of the pool and its pods. Default "":
+	// the gateway pod's own namespace (from its service account), else
+	// "default".
+	PoolNamespace string `koanf:"pool_namespace"`
+	// EndpointSelector, when set, makes the pool from config without the
+	// InferencePool CRD: the pods whose labels match every entry (as
+	// matchLabels), on target_ports. Default none.
+	EndpointSelector map[string]string `koanf:"endpoint_selector"`
+	// TargetPorts are the ports of every pod, 1 to 8, each a replica of
+	// its own (data-parallel ranks), with endpoint_selector. Without it
+	// the InferencePool's spec.targetPorts are used and this must be
+	// empty. Default none.
+	TargetPorts []int `koanf:"target_ports"`
+	// Kubeconfig is a kubeconfig file to reach the API with. Default "":
+	// the in-cluster service account, else $KUBECONFIG.
+	Kubeconfig string `koanf:"kubeconfig"`
+	// Scheme is how the engines are reached, http or https. Default
+	// "http".
+	Scheme string `koanf:"scheme"`
+	// Models lists the configured model names every pod serves. Default
+	// none: every configured model.
+	Models []string `koanf:"models"`
+	// MaxConcurrency caps each replica's requests in flight, as for a
+	// replica. Default 1024.
+	MaxConcurrency int `koanf:"max_concurrency"`
+	// MaxPending caps each replica's requests waiting for a response head,
+	// as for a replica. Default 0: no cap beyond max_concurrency.
+	MaxPending int `koanf:"max_pending"`
+	// KVCapacityBlocks sizes each replica's cache prediction, as for a
+	// replica. Default 0: reported by the engine, else
+	// index.default_capacity_blocks.
+	KVCapacityBlocks int `koanf:"kv_capacity_blocks"`
+	// KVEventsPort, when set, is the port every pod publishes its KV
+	// events on (vLLM's --kv-events-config endpoint tcp://*:PORT): each
+	// replica's stream is tcp://<pod IP>:PORT, plus its rank for the
+	// ranks past the first, as vLLM offsets each data-parallel rank's
+	// port. Default 0: no KV events.
+	KVEventsPort int `koanf:"kv_events_port"`
+	// KVEventsReplayPort is the pods' replay socket port (plus the rank,
+	// likewise), as kv_events_replay is for a replica. Needs
+	// kv_events_port. Default 0.
+	KVEventsReplayPort int `koanf:"kv_events_replay_port"`
+	// EngineType is the pods' engine, vllm or sglang, as engine_type is for
+	// a replica. Default "vllm".
+	EngineType string `koanf:"engine_type"`
+}
+
+// On reports whether Kubernetes discovery is configured.
+func (k *Kubernetes) On() bool { return k.PoolName != "" || len(k.EndpointSelector) > 0 }
+
+// EndpointFile discovers replicas from a file in llm-d's file-discovery
+// format, without Kubernetes: a YAML (or JSON) document
+// endpoints: [{name, namespace, address, port, labels}], where address is
+// an IPv4 address and port a string such as "8000", at most 1 MiB. Each
+// entry is a replica named by its name, at <scheme>://address:port, with
+// its labels as replica labels. A rewrite that cannot be read (a parse
+// error, over 1 MiB) keeps the last good set, with a warning.
+type EndpointFile struct {
+	// Path is the file. Default "": off.
+	Path string `koanf:"path"`
+	// Watch rereads the file when it changes (an edit in place or a new
+	// file renamed over it); false reads it once at startup. Default true.
+	Watch bool `koanf:"watch"`
+	// Scheme is how the engines are reached, http or https. Default
+	// "http".
+	Scheme string `koanf:"scheme"`
+	// Models lists the configured model names every endpoint serves.
+	// Default none: every configured model.
+	Models []string `koanf:"models"`
+	// MaxConcurrency caps each replica's requests in flight, as for a
+	// replica. Default 1024.
+	MaxConcurrency int `koanf:"max_concurrency"`
+	// MaxPending caps each replica's requests waiting for a response head,
+	// as for a replica. Default 0: no cap beyond max_concurrency.
+	MaxPending int `koanf:"max_pending"`
+	// KVCapacityBlocks sizes each replica's cache prediction, as for a
+	// replica. Default 0: reported by the engine, else
+	// index.default_capacity_blocks.
+	KVCapacityBlocks int `koanf:"kv_capacity_blocks"`
+	// KVEventsPort, when set, is the port every endpoint publishes its KV
+	// events on: each replica's stream is tcp://<address>:PORT. Default 0:
+	// no KV events.
+	KVEventsPort int `koanf:"kv_events_port"`
+	// KVEventsReplayPort is the endpoints' replay socket port. Needs
+	// kv_events_port. Default 0.
+	KVEventsReplayPort int `koanf:"kv_events_replay_port"`
+	// EngineType is the endpoints' engine, vllm or sglang. Default "vllm".
+	EngineType string `koanf:"engine_type"`
 }
 
 // DNSGroup is a DNS name whose addresses are each a replica, named
@@ -679,6 +799,10 @@ func Default() *Config {
 		ExtProc: ExtProc{Listen: ":9002", HealthListen: ":9003", AdminListen: ":9090"},
 		Upstream: Upstream{
 			DialTimeout: 2 * time.Second,
+		},
+		Discovery: Discovery{
+			Kubernetes: Kubernetes{Scheme: "http", MaxConcurrency: 1024, EngineType: string(kvevent.EngineVLLM)},
+			File:       EndpointFile{Watch: true, Scheme: "http", MaxConcurrency: 1024, EngineType: string(kvevent.EngineVLLM)},
 		},
 		Routing: Routing{
 			DefaultPolicy:     "least_request",

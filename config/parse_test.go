@@ -27,6 +27,17 @@ discovery: {dns: [{name: g, url: "http://svc:8000", models: [m]}]}
 `, func(c *Config) bool {
 			return c.Discovery.DNS[0].Refresh == 5*time.Second && c.Discovery.DNS[0].MaxConcurrency == 1024
 		}},
+		{"kubernetes pool only", "models: [{name: m}]\ndiscovery: {kubernetes: {pool_name: vllm-llama}}\n", func(c *Config) bool {
+			k := c.Discovery.Kubernetes
+			return k.On() && k.Scheme == "http" && k.MaxConcurrency == 1024 && k.EngineType == "vllm" && len(k.Models) == 0
+		}},
+		{"kubernetes selector only", "models: [{name: m}]\ndiscovery: {kubernetes: {endpoint_selector: {llm-d.ai/role: decode}, target_ports: [8000, 8001]}}\n",
+			func(c *Config) bool {
+				return c.Discovery.Kubernetes.On() && len(c.Discovery.Kubernetes.TargetPorts) == 2
+			}},
+		{"endpoint file only", "models: [{name: m}]\ndiscovery: {file: {path: /etc/eps.yaml, models: [m]}}\n", func(c *Config) bool {
+			return c.Discovery.File.Watch && c.Discovery.File.Path == "/etc/eps.yaml"
+		}},
 		{"empty values keep defaults", base + "server:\nhealth: ~\nrouting: {cost_model: }\n", func(c *Config) bool {
 			return c.Server.Listen == "127.0.0.1:8080" && c.Health.Interval == time.Second
 		}},
@@ -228,6 +239,19 @@ func TestParseInvalid(t *testing.T) {
 			nil, []string{"discovery.dns[1].name"}, ""},
 		{"dns kv event ports", "models: [{name: m}]\ndiscovery: {dns: [{name: g, url: 'http://s', models: [m], kv_events_port: 70000}, {name: h, url: 'http://t', models: [m], kv_events_replay_port: 5558}]}",
 			nil, []string{"discovery.dns[0].kv_events_port", "discovery.dns[1].kv_events_replay_port"}, ""},
+		{"kubernetes pool", "models: [{name: m}]\ndiscovery: {kubernetes: {pool_name: My_Pool, pool_namespace: a.b, target_ports: [8000], models: [x], scheme: grpc, kv_events_replay_port: 5558}}",
+			nil, []string{"discovery.kubernetes.pool_name", "discovery.kubernetes.pool_namespace", "discovery.kubernetes.target_ports",
+				"discovery.kubernetes.scheme", "discovery.kubernetes.models[0]", "discovery.kubernetes.kv_events_replay_port"}, ""},
+		{"kubernetes selector ports", "models: [{name: m}]\ndiscovery: {kubernetes: {endpoint_selector: {'-bad': x}, target_ports: [8000, 8000, 0]}}",
+			nil, []string{"discovery.kubernetes.endpoint_selector.-bad", "discovery.kubernetes.target_ports[1]", "discovery.kubernetes.target_ports[2]"}, ""},
+		{"kubernetes selector without ports", "models: [{name: m}]\ndiscovery: {kubernetes: {endpoint_selector: {app: vllm}}}",
+			nil, []string{"discovery.kubernetes.target_ports"}, "needs 1 to 8 target ports"},
+		{"kubernetes nine ports", "models: [{name: m}]\ndiscovery: {kubernetes: {endpoint_selector: {app: vllm}, target_ports: [1, 2, 3, 4, 5, 6, 7, 8, 9]}}",
+			nil, []string{"discovery.kubernetes.target_ports"}, ""},
+		{"kubernetes off with keys", base + "discovery: {kubernetes: {target_ports: [8000]}}", nil, []string{"discovery.kubernetes"}, "set pool_name or endpoint_selector"},
+		{"endpoint file", "models: [{name: m}]\ndiscovery: {file: {path: eps.yaml, models: [m, m], max_concurrency: 0, engine_type: tgi}}",
+			nil, []string{"discovery.file.models[1]", "discovery.file.max_concurrency", "discovery.file.engine_type"}, ""},
+		{"endpoint file off with keys", base + "discovery: {file: {models: [m]}}", nil, []string{"discovery.file"}, "set path"},
 
 		// Sections.
 		{"listen", base + "server: {listen: localhost, admin_listen: ':99999'}", nil, []string{"server.listen", "server.admin_listen"}, "want host:port"},

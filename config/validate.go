@@ -44,8 +44,8 @@ func (c *Config) check(skip func(key string) bool, limit int) *validator {
 	v.profiles = v.schedulers(&c.Routing)
 	names := routingNames{named: sortedKeys(c.Routing.Schedulers), scheduler: c.Routing.Scheduler != nil}
 	models := v.models(c.Models, names)
-	if len(c.Replicas) == 0 && len(c.Discovery.DNS) == 0 {
-		v.add("replicas", "at least one replica or discovery.dns group is required")
+	if len(c.Replicas) == 0 && len(c.Discovery.DNS) == 0 && !c.Discovery.Kubernetes.On() && c.Discovery.File.Path == "" {
+		v.add("replicas", "at least one replica, discovery.dns group, discovery.kubernetes pool or discovery.file is required")
 	}
 	ids, streams := map[string]string{}, map[string]string{}
 	for i := range c.Replicas {
@@ -69,9 +69,11 @@ func (c *Config) check(skip func(key string) bool, limit int) *validator {
 		v.labels(p+".labels", g.Labels)
 		v.positive(p+".refresh", g.Refresh)
 		v.limits(p, g.MaxConcurrency, g.MaxPending, g.KVCapacityBlocks)
-		v.eventPorts(p, g)
+		v.eventPorts(p, g.KVEventsPort, g.KVEventsReplayPort)
 		v.engineType(p+".engine_type", g.EngineType)
 	}
+	v.kubernetes(&c.Discovery.Kubernetes, models)
+	v.endpointFile(&c.Discovery.File, models)
 	v.routing(&c.Routing, names)
 	v.health(&c.Health)
 	v.atLeast("retry.max_attempts", c.Retry.MaxAttempts, 1)
@@ -347,18 +349,86 @@ func (v *validator) kvEvents(p string, r *Replica, seen map[string]string) {
 	}
 }
 
-// eventPorts checks a DNS group's KV event ports.
-func (v *validator) eventPorts(p string, g *DNSGroup) {
+// eventPorts checks the KV event ports of a DNS group or discovery
+// source, under p.
+func (v *validator) eventPorts(p string, port, replay int) {
 	for _, x := range []struct {
 		key  string
 		port int
-	}{{".kv_events_port", g.KVEventsPort}, {".kv_events_replay_port", g.KVEventsReplayPort}} {
+	}{{".kv_events_port", port}, {".kv_events_replay_port", replay}} {
 		if x.port < 0 || x.port > 65535 {
 			v.add(p+x.key, "%d: want a port from 1 to 65535, or 0 for none", x.port)
 		}
 	}
-	if g.KVEventsReplayPort != 0 && g.KVEventsPort == 0 {
+	if replay != 0 && port == 0 {
 		v.add(p+".kv_events_replay_port", "needs kv_events_port")
+	}
+}
+
+// MaxTargetPorts is how many target ports a pool may have, as the
+// InferencePool CRD allows (and llm-d's --endpoint-target-ports).
+const MaxTargetPorts = 8
+
+// kubernetes checks discovery.kubernetes.
+func (v *validator) kubernetes(k *Kubernetes, models map[string]string) {
+	const p = "discovery.kubernetes"
+	if !k.On() {
+		if len(k.TargetPorts) > 0 || k.PoolNamespace != "" || k.Kubeconfig != "" || len(k.Models) > 0 {
+			v.add(p, "set pool_name or endpoint_selector to turn it on")
+		}
+		return
+	}
+	if k.PoolName != "" && (len(k.PoolName) > 253 || !labelPrefix(k.PoolName)) {
+		v.add(p+".pool_name", "%q: an InferencePool name is a DNS subdomain: lower-case letters, digits, '-' and '.'", k.PoolName)
+	}
+	if k.PoolNamespace != "" && (len(k.PoolNamespace) > 63 || strings.Contains(k.PoolNamespace, ".") || !labelPrefix(k.PoolNamespace)) {
+		v.add(p+".pool_namespace", "%q: a namespace is a DNS label: lower-case letters, digits and '-'", k.PoolNamespace)
+	}
+	v.labels(p+".endpoint_selector", k.EndpointSelector)
+	switch {
+	case len(k.EndpointSelector) == 0 && len(k.TargetPorts) > 0:
+		v.add(p+".target_ports", "the InferencePool's spec.targetPorts are used; set endpoint_selector to make the pool from config")
+	case len(k.EndpointSelector) > 0 && (len(k.TargetPorts) < 1 || len(k.TargetPorts) > MaxTargetPorts):
+		v.add(p+".target_ports", "endpoint_selector needs 1 to %d target ports, got %d", MaxTargetPorts, len(k.TargetPorts))
+	}
+	seen := map[int]bool{}
+	for i, port := range k.TargetPorts {
+		switch {
+		case port < 1 || port > 65535:
+			v.add(index(p+".target_ports", i), "%d: want a port from 1 to 65535", port)
+		case seen[port]:
+			v.add(index(p+".target_ports", i), "port %d is listed twice", port)
+		}
+		seen[port] = true
+	}
+	v.oneOf(p+".scheme", k.Scheme, "http", "https")
+	v.discoveredModels(p+".models", k.Models, models)
+	v.limits(p, k.MaxConcurrency, k.MaxPending, k.KVCapacityBlocks)
+	v.eventPorts(p, k.KVEventsPort, k.KVEventsReplayPort)
+	v.engineType(p+".engine_type", k.EngineType)
+}
+
+// endpointFile checks discovery.file.
+func (v *validator) endpointFile(f *EndpointFile, models map[string]string) {
+	const p = "discovery.file"
+	if f.Path == "" {
+		if len(f.Models) > 0 {
+			v.add(p, "set path to turn it on")
+		}
+		return
+	}
+	v.oneOf(p+".scheme", f.Scheme, "http", "https")
+	v.discoveredModels(p+".models", f.Models, models)
+	v.limits(p, f.MaxConcurrency, f.MaxPending, f.KVCapacityBlocks)
+	v.eventPorts(p, f.KVEventsPort, f.KVEventsReplayPort)
+	v.engineType(p+".engine_type", f.EngineType)
+}
+
+// discoveredModels checks the models a discovery source's replicas serve:
+// none means every configured model.
+func (v *validator) discoveredModels(key string, names []string, refs map[string]string) {
+	if len(names) > 0 {
+		v.servedModels(key, names, refs)
 	}
 }
 

@@ -15,9 +15,7 @@ import (
 
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/actors/routing"
-	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/cost"
-	"github.com/inferrail/inferrail/model/kvevent"
 	"github.com/inferrail/inferrail/model/policy"
 )
 
@@ -36,26 +34,15 @@ func (m *member) PID() *actor.PID { return m.pid }
 // view is the fleet's membership as published: immutable once stored.
 type view struct {
 	byID  map[string]*member
-	order []*member // static replicas in config order, then each DNS group's members in address order
+	order []*member // static replicas in config order, each DNS group's members in address order, each source's
 }
 
 // entry is the fleet actor's own record of a member.
 type entry struct {
 	h     *replica.Handle
-	pid   *actor.PID     // the member's actor; nil until spawned
-	group int            // index in discovery.dns; -1 for a static replica
-	cfg   config.Replica // a static replica's config; a reload that changes it replaces the member
-}
-
-// newStatic returns the entry of static replica r, without an actor yet.
-func newStatic(r config.Replica) *entry {
-	c := replica.NewCounters(r.MaxConcurrency, r.MaxPending)
-	h := replica.NewHandle(r.ID, r.URL, r.Models, c)
-	h.SetLabels(r.Labels)
-	h.Shadow().SetConfiguredCapacity(r.KVCapacityBlocks)
-	h.SetEvents(replica.EventStream{Endpoint: r.KVEvents, Replay: r.KVEventsReplay, Bind: r.KVEventsBind,
-		Engine: kvevent.Engine(r.EngineType)})
-	return &entry{h: h, group: -1, cfg: r}
+	pid   *actor.PID // the member's actor; nil until spawned
+	owner string     // ownerStatic, ownerDNSPrefix+group, or a discovery source's name
+	ep    Endpoint   // what it was built from; a change replaces the member
 }
 
 // modelState is one routing actor as the fleet actor spawns it: one arm of
@@ -98,10 +85,12 @@ type state struct {
 	models  []*modelState
 	static  []string // static replica ids in config order
 	groups  []*group
+	sources []*source // in name order
 	entries map[string]*entry
 
-	view       *atomic.Pointer[view]
-	goroutines *sync.WaitGroup // probers and resolvers; joined by Fleet.Stop
+	view        *atomic.Pointer[view]
+	sourcesView *atomic.Pointer[[]Source] // Fleet.Sources
+	goroutines  *sync.WaitGroup           // probers and resolvers; joined by Fleet.Stop
 
 	ready   chan struct{} // closed once the first incarnation has started
 	started bool
@@ -120,6 +109,10 @@ func (a *fleetActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *resolved:
 		a.resolved(ctx, m)
+	case *setEndpoints:
+		a.setEndpoints(ctx, m)
+	case *sourceFailing:
+		a.sourceFailing(m)
 	case *actor.Terminated:
 		a.terminated(m)
 	case *actor.Started:
@@ -229,16 +222,19 @@ func (a *fleetActor) spawnReplica(ctx actor.Context, id string, e *entry) {
 	// spare it and is never ejected. The actor joins again when it starts,
 	// which changes nothing the first time and resets it after a restart.
 	s := e.h.Snapshot()
-	a.st.replicaCfg.Budget.Join(id, s.Models)
+	a.st.replicaCfg.Budget.JoinAs(id, s.Models, e.h)
 	e.pid = ctx.SpawnPrefix(replica.Props(e.h, a.st.replicaCfg), "replica-"+id+"-")
 }
 
 // order returns the member ids: static replicas in config order, then each
-// group's members.
+// group's members, then each discovery source's.
 func (a *fleetActor) order() []string {
 	ids := slices.Clone(a.st.static)
 	for _, g := range a.st.groups {
 		ids = append(ids, g.ids...)
+	}
+	for _, s := range a.st.sources {
+		ids = append(ids, s.ids...)
 	}
 	return ids
 }
@@ -270,10 +266,10 @@ func (a *fleetActor) publish(ctx actor.Context, models []string) {
 	}
 }
 
-// resolved applies one lookup of a group: members that stay keep their
-// actor and state, new ones get an actor, and those that left are stopped
-// once the routing actors no longer offer them. A failed lookup keeps the
-// last set.
+// resolved applies one lookup of a group (state.apply): members that stay
+// keep their actor and state, new ones get an actor, and those that left
+// are stopped once the routing actors no longer offer them. A failed
+// lookup keeps the last set.
 func (a *fleetActor) resolved(ctx actor.Context, m *resolved) {
 	if m.group >= len(a.resolvers) || m.run != a.resolvers[m.group] {
 		return // from a stopped resolver
@@ -292,61 +288,13 @@ func (a *fleetActor) resolved(ctx actor.Context, m *resolved) {
 		g.failing = false
 		st.log.Info("fleet: DNS lookups answer again", "group", g.cfg.Name, "host", g.host)
 	}
-	ids, joined := st.apply(m.group, m.addrs)
-	if slices.Equal(ids, g.ids) {
+	c := st.apply(ownerDNSPrefix+g.cfg.Name, g.ids, g.endpoints(st.log, m.addrs))
+	if !c.moved {
 		return
 	}
-	var left []*actor.PID
-	var leftIDs []string
-	for _, id := range g.ids {
-		if !slices.Contains(ids, id) {
-			left = append(left, st.entries[id].pid)
-			leftIDs = append(leftIDs, id)
-			delete(st.entries, id)
-		}
-	}
-	g.ids = ids
-	for _, id := range joined {
-		a.spawnReplica(ctx, id, st.entries[id])
-	}
-	a.publish(ctx, g.cfg.Models)
-	// Routing actors process ReplicasChanged before any later Pick, so the
-	// members that left get no new requests. Their running requests finish:
-	// leases only touch the shared counters.
-	for _, pid := range left {
-		ctx.Stop(pid)
-	}
-	st.log.Info("fleet: DNS group changed", "group", g.cfg.Name, "members", len(ids), "joined", joined, "left", leftIDs)
-}
-
-// apply records the members a lookup of group gi found: entries for new
-// ones (returned in joined, without actors yet), and the group's new member
-// ids in address order. Addresses that are not IPs, and ids taken by a
-// static replica or another group, are logged and skipped.
-func (st *state) apply(gi int, addrs []string) (ids, joined []string) {
-	g := st.groups[gi]
-	ms, bad := g.members(addrs)
-	if len(bad) > 0 {
-		st.log.Warn("fleet: DNS lookup returned entries that are not IP addresses", "group", g.cfg.Name, "entries", bad)
-	}
-	for _, m := range ms {
-		if e, ok := st.entries[m.id]; ok {
-			if e.group != gi {
-				st.log.Warn("fleet: DNS member id already taken; skipped", "group", g.cfg.Name, "id", m.id)
-				continue
-			}
-		} else {
-			c := replica.NewCounters(g.cfg.MaxConcurrency, g.cfg.MaxPending)
-			h := replica.NewHandle(m.id, m.url, g.cfg.Models, c)
-			h.SetLabels(g.cfg.Labels)
-			h.Shadow().SetConfiguredCapacity(g.cfg.KVCapacityBlocks)
-			h.SetEvents(g.events(m.addr))
-			st.entries[m.id] = &entry{h: h, group: gi}
-			joined = append(joined, m.id)
-		}
-		ids = append(ids, m.id)
-	}
-	return ids, joined
+	g.ids = c.ids
+	a.commit(ctx, c, g.cfg.Models)
+	st.log.Info("fleet: DNS group changed", "group", g.cfg.Name, "members", len(c.ids), "joined", c.joined, "left", c.leftIDs)
 }
 
 // terminated handles a child that stopped. Members that left and routing

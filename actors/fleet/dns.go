@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"net/url"
@@ -101,6 +102,22 @@ func (g *group) members(addrs []string) (ms []dnsMember, bad []string) {
 	}
 	slices.SortFunc(ms, func(a, b dnsMember) int { return a.addr.Compare(b.addr) })
 	return ms, bad
+}
+
+// endpoints turns a lookup's addresses into the group's members, as
+// members does, each with the group's models, labels, caps and KV event
+// stream on its address. Entries that are not IP addresses are logged.
+func (g *group) endpoints(log *slog.Logger, addrs []string) []Endpoint {
+	ms, bad := g.members(addrs)
+	if len(bad) > 0 {
+		log.Warn("fleet: DNS lookup returned entries that are not IP addresses", "group", g.cfg.Name, "entries", bad)
+	}
+	eps := make([]Endpoint, len(ms))
+	for i, m := range ms {
+		eps[i] = Endpoint{ID: m.id, URL: m.url, Models: g.cfg.Models, Labels: g.cfg.Labels, Events: g.events(m.addr),
+			MaxConcurrency: g.cfg.MaxConcurrency, MaxPending: g.cfg.MaxPending, KVCapacityBlocks: g.cfg.KVCapacityBlocks}
+	}
+	return eps
 }
 
 // lookupTimeout bounds one lookup of a group refreshed every refresh: no

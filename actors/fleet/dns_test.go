@@ -64,12 +64,7 @@ func TestDNSJoinsAndLeaves(t *testing.T) {
 	if _, ok := f.Snapshot(leave.Replica); ok {
 		t.Fatal("the member that left is still listed")
 	}
-	waitFor(t, "the member that left stopped", func() bool { return !leaving.Snapshot().Healthy })
-	leave.Lease.FirstByte()
-	f.Done(leave, OutcomeOK)
-	if c := leaving.Counters(); c.InFlight() != 0 || c.Pending() != 0 {
-		t.Fatalf("lease on the member that left: %d in flight", c.InFlight())
-	}
+	drained(t, f, leaving, leave)
 	// New picks never go to the member that left; the joiner gets traffic.
 	got := map[string]bool{}
 	for range 60 {

@@ -1,7 +1,8 @@
 // Package fleet runs the gateway's actors: one supervised replica actor per
 // engine replica, one routing actor per model (per policy of its A/B split),
-// and the fleet actor that starts and stops replica actors from the config
-// and DNS discovery.
+// and the fleet actor that starts and stops replica actors from the config,
+// DNS discovery and the discovery sources (Kubernetes, an endpoint file)
+// that transport/ runs and that report through Fleet.SetEndpoints.
 //
 // The request path talks to the fleet only through Fleet's methods: Pick
 // asks the model's routing actor for a replica under a deadline and returns
@@ -15,7 +16,11 @@
 //     for every configured replica and every address of every DNS group,
 //     resolves each group every refresh in a goroutine it owns (results come
 //     back as messages), stops the actors of members that leave and tells
-//     the routing actors of the affected models. It supervises the replica
+//     the routing actors of the affected models. Every owner of members
+//     (the static replicas, each DNS group, each discovery source) goes
+//     through one join/leave rule (members.go, state.apply): a member whose
+//     endpoint did not change keeps its actor and state, a changed one is
+//     replaced, and one that left is drained. It supervises the replica
 //     and routing actors (protoactor OneForOne: a panicking actor restarts).
 //     It publishes the membership as an immutable view through an atomic
 //     pointer, which Fleet's read methods load without messaging.

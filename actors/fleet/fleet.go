@@ -93,7 +93,7 @@ type Fleet struct {
 	// reads it once per Pick.
 	table *atomic.Pointer[table]
 	view  *atomic.Pointer[view]
-	st    *state // the fleet actor's; Fleet touches only st.closing
+	st    *state // the fleet actor's; Fleet touches only st.closing and st.sourcesView
 	seed  uint64 // the seed for routing.seed 0
 	opts  Options
 	log   *slog.Logger
@@ -218,10 +218,11 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 		unhandled: set.GetOrCreateCounter(`inferrail_actor_unhandled_messages_total{actor="fleet"}`),
 		routingCnt: set.GetOrCreateCounter(
 			`inferrail_actor_unhandled_messages_total{actor="routing"}`),
-		entries:    make(map[string]*entry),
-		view:       new(atomic.Pointer[view]),
-		goroutines: new(sync.WaitGroup),
-		ready:      make(chan struct{}),
+		entries:     make(map[string]*entry),
+		view:        new(atomic.Pointer[view]),
+		sourcesView: new(atomic.Pointer[[]Source]),
+		goroutines:  new(sync.WaitGroup),
+		ready:       make(chan struct{}),
 	}
 	st.replicaCfg = replica.Config{
 		Health:     cfg.Health,
@@ -263,7 +264,7 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 		if _, dup := st.entries[r.ID]; dup {
 			return nil, fmt.Errorf("fleet: replica id %q is used twice", r.ID)
 		}
-		st.entries[r.ID] = newStatic(r)
+		st.entries[r.ID] = newEntry(staticEndpoint(r), ownerStatic)
 		st.static = append(st.static, r.ID)
 	}
 	for i := range cfg.Discovery.DNS {
@@ -343,7 +344,7 @@ func (st *state) resolveFirst() {
 			st.log.Warn("fleet: first DNS lookup failed; the group starts empty", "group", g.cfg.Name, "host", g.host, "err", res[i].err)
 			continue
 		}
-		g.ids, _ = st.apply(i, res[i].addrs)
+		g.ids = st.apply(ownerDNSPrefix+g.cfg.Name, nil, g.endpoints(st.log, res[i].addrs)).ids
 	}
 }
 
@@ -600,7 +601,8 @@ func (f *Fleet) Snapshot(id string) (*replica.Snapshot, bool) {
 }
 
 // Replicas returns the latest snapshot of every member: static replicas in
-// config order, then each DNS group's members in address order.
+// config order, then each DNS group's members in address order, then each
+// discovery source's members in its order (sources by name).
 func (f *Fleet) Replicas() []*replica.Snapshot {
 	v := f.view.Load()
 	out := make([]*replica.Snapshot, len(v.order))

@@ -15,6 +15,19 @@ type resolved struct {
 	err   error
 }
 
+// setEndpoints makes a discovery source's members eps (Fleet.SetEndpoints).
+type setEndpoints struct {
+	source string
+	eps    []Endpoint
+}
+
+// sourceFailing records why a discovery source cannot refresh, or with an
+// empty reason that it can again (Fleet.SourceFailing).
+type sourceFailing struct {
+	source string
+	reason string
+}
+
 // reconfigure installs a reload (Fleet.Reconfigure): every routing actor
 // of the new table, those without a pid to be spawned, and the static
 // replicas. The actor answers on done (capacity 1).
@@ -34,13 +47,17 @@ type retire struct {
 // it.
 type crash struct{}
 
-func (*resolved) fleetMsg()    {}
-func (*crash) fleetMsg()       {}
-func (*reconfigure) fleetMsg() {}
-func (*retire) fleetMsg()      {}
+func (*resolved) fleetMsg()      {}
+func (*setEndpoints) fleetMsg()  {}
+func (*sourceFailing) fleetMsg() {}
+func (*crash) fleetMsg()         {}
+func (*reconfigure) fleetMsg()   {}
+func (*retire) fleetMsg()        {}
 
 var (
 	_ message = (*resolved)(nil)
+	_ message = (*setEndpoints)(nil)
+	_ message = (*sourceFailing)(nil)
 	_ message = (*crash)(nil)
 	_ message = (*reconfigure)(nil)
 	_ message = (*retire)(nil)
@@ -48,5 +65,7 @@ var (
 
 // A late lookup or retirement after the fleet stopped is expected, not
 // worth a log line.
-func (*resolved) IgnoreDeadLetterLogging() {}
-func (*retire) IgnoreDeadLetterLogging()   {}
+func (*resolved) IgnoreDeadLetterLogging()      {}
+func (*setEndpoints) IgnoreDeadLetterLogging()  {}
+func (*sourceFailing) IgnoreDeadLetterLogging() {}
+func (*retire) IgnoreDeadLetterLogging()        {}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -307,14 +306,14 @@ func (f *Fleet) Reconfigure(cfg *config.Config) error {
 
 // reconfigure installs a reload's routing actors and static replicas:
 // it spawns the new routing actors, replaces the static members that
-// changed, publishes the membership to every routing actor, and stops the
-// replica actors that left. The replaced routing actors keep running until
+// changed (state.apply), publishes the membership to every routing actor,
+// and stops the replica actors that left. The replaced routing actors keep running until
 // retire.
 func (a *fleetActor) reconfigure(ctx actor.Context, m *reconfigure) {
 	st := a.st
 	for _, r := range m.replicas {
-		if e, ok := st.entries[r.ID]; ok && e.group >= 0 {
-			m.done <- fmt.Errorf("fleet: replica id %q is a member of DNS group %s", r.ID, st.groups[e.group].cfg.Name)
+		if e, ok := st.entries[r.ID]; ok && e.owner != ownerStatic {
+			m.done <- fmt.Errorf("fleet: replica id %q is a member of %s", r.ID, e.owner)
 			return
 		}
 	}
@@ -335,43 +334,18 @@ func (a *fleetActor) reconfigure(ctx actor.Context, m *reconfigure) {
 	}
 	st.models = m.models
 
-	want := make(map[string]*config.Replica, len(m.replicas))
-	ids := make([]string, 0, len(m.replicas))
-	for i := range m.replicas {
-		want[m.replicas[i].ID] = &m.replicas[i]
-		ids = append(ids, m.replicas[i].ID)
+	eps := make([]Endpoint, len(m.replicas))
+	for i, r := range m.replicas {
+		eps[i] = staticEndpoint(r)
 	}
-	var left []*actor.PID
-	var leftIDs, joined []string
-	for _, id := range st.static {
-		e := st.entries[id]
-		if r, ok := want[id]; ok && reflect.DeepEqual(e.cfg, *r) {
-			continue
-		}
-		left, leftIDs = append(left, e.pid), append(leftIDs, id)
-		delete(st.entries, id)
-	}
-	for _, r := range m.replicas {
-		if _, ok := st.entries[r.ID]; !ok {
-			st.entries[r.ID] = newStatic(r)
-			joined = append(joined, r.ID)
-		}
-	}
-	st.static = ids
-	for _, id := range joined {
-		a.spawnReplica(ctx, id, st.entries[id])
-	}
-	a.publish(ctx, nil)
-	// As for DNS members that leave: the routing actors process
-	// ReplicasChanged before any later Pick, and requests running on a
-	// member that left finish there.
-	for _, pid := range left {
-		if pid != nil {
-			ctx.Stop(pid)
-		}
-	}
-	if len(joined) > 0 || len(leftIDs) > 0 {
-		st.log.Info("fleet: static replicas changed", "members", len(ids), "joined", joined, "left", leftIDs)
+	// As for DNS members: those that stay keep their actor, and requests
+	// running on one that left finish there. Every routing actor hears of
+	// the membership, the new ones too.
+	c := st.apply(ownerStatic, st.static, eps)
+	st.static = c.ids
+	a.commit(ctx, c, nil)
+	if len(c.joined) > 0 || len(c.leftIDs) > 0 {
+		st.log.Info("fleet: static replicas changed", "members", len(c.ids), "joined", c.joined, "left", c.leftIDs)
 	}
 	m.done <- nil
 }

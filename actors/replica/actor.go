@@ -276,7 +276,7 @@ func (a *replicaActor) started(ctx actor.Context) {
 	a.mode = IndexApproximate
 	a.est = estimate.New(a.capacity())
 	a.publishShadow()
-	a.cfg.Budget.Join(a.id, a.models)
+	a.cfg.Budget.JoinAs(a.id, a.models, a.h)
 	a.publish()
 	a.startScraper(ctx)
 	a.startEvents(ctx)
@@ -315,7 +315,7 @@ func (a *replicaActor) stopped() {
 	a.stopProber()
 	a.stopScraper()
 	a.stopEvents()
-	a.cfg.Budget.Leave(a.id)
+	a.cfg.Budget.LeaveAs(a.id, a.h)
 	a.healthy = false
 	a.publish()
 }

@@ -30,6 +30,7 @@ type Budget struct {
 
 type budgetMember struct {
 	id      string
+	owner   any // who joined it (JoinAs); LeaveAs by another leaves it
 	models  []string
 	healthy bool      // passes its health checks
 	until   time.Time // end of its current or last ejection
@@ -47,24 +48,30 @@ func NewBudget(percent int) *Budget {
 
 // Join adds replica id serving models as healthy and not ejected, replacing
 // whatever the budget knew of it: a restarted actor joins again as new.
-func (b *Budget) Join(id string, models []string) {
+func (b *Budget) Join(id string, models []string) { b.JoinAs(id, models, nil) }
+
+// JoinAs is Join on behalf of owner (a replica's Handle), whose LeaveAs
+// removes it only while no other owner has joined under the same id since:
+// a member replaced by one with its id (a relabelled pod) must not leave
+// the budget when the old one's actor stops after the new one started.
+func (b *Budget) JoinAs(id string, models []string, owner any) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if old := b.members[id]; old != nil {
 		b.unindex(old)
 	}
-	m := &budgetMember{id: id, models: slices.Clone(models), healthy: true}
+	m := &budgetMember{id: id, owner: owner, models: slices.Clone(models), healthy: true}
 	b.members[id] = m
 	for _, name := range m.models {
 		b.byModel[name] = append(b.byModel[name], m)
 	}
 }
 
-// Leave removes replica id. Its ejection no longer counts against anyone.
-func (b *Budget) Leave(id string) {
+// LeaveAs removes replica id if owner was the last to join it.
+func (b *Budget) LeaveAs(id string, owner any) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if m := b.members[id]; m != nil {
+	if m := b.members[id]; m != nil && m.owner == owner {
 		b.unindex(m)
 		delete(b.members, id)
 	}

@@ -103,7 +103,7 @@ func TestBudget(t *testing.T) {
 			t.Fatalf("a restarted, still %d ejected", e)
 		}
 		b.TryEject("a", later, now)
-		b.Leave("a")
+		b.LeaveAs("a", nil)
 		if h, e := b.Count("m", now); h != 1 || e != 0 {
 			t.Fatalf("after a left: %d healthy, %d ejected", h, e)
 		}
@@ -111,4 +111,27 @@ func TestBudget(t *testing.T) {
 			t.Fatal("ejected a replica that left")
 		}
 	})
+}
+
+// TestBudgetReplacedMember: a member replaced by one with its id (a
+// relabelled pod: the new actor joins before the old one stops) stays in
+// the budget when the old one leaves; the last owner's leave removes it.
+func TestBudgetReplacedMember(t *testing.T) {
+	now := time.Unix(1000, 0)
+	b := NewBudget(50)
+	oldOwner, newOwner := new(Handle), new(Handle)
+	b.JoinAs("a", []string{"m"}, oldOwner)
+	b.JoinAs("b", []string{"m"}, nil)
+	b.JoinAs("a", []string{"m"}, newOwner)
+	b.LeaveAs("a", oldOwner)
+	if h, _ := b.Count("m", now); h != 2 {
+		t.Fatalf("after the old a left: %d healthy, want 2", h)
+	}
+	if !b.TryEject("a", now.Add(time.Minute), now) {
+		t.Fatal("the new a cannot be ejected: it left the budget with the old one")
+	}
+	b.LeaveAs("a", newOwner)
+	if h, _ := b.Count("m", now); h != 1 {
+		t.Fatalf("after the new a left: %d healthy, want 1", h)
+	}
 }

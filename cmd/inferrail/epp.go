@@ -22,11 +22,11 @@ import (
 )
 
 func runEPP(ctx context.Context, args []string, _, stderr io.Writer) error {
-	path, cfg, err := configFlag("epp", args, stderr)
+	path, env, cfg, err := configFlag("epp", args, stderr)
 	if err != nil {
 		return err
 	}
-	return runGateway(ctx, true, path, cfg, stderr, nil)
+	return runGateway(ctx, true, path, env, cfg, stderr, nil)
 }
 
 // front is what serves the clients' requests: the HTTP front end (serve)

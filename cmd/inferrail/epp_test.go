@@ -42,7 +42,7 @@ func startEPP(t *testing.T, cfg *config.Config) [2]string {
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- runGateway(ctx, true, "", cfg, io.Discard, func(a, b string) { ready <- [2]string{a, b} })
+		done <- runGateway(ctx, true, "", os.Environ(), cfg, io.Discard, func(a, b string) { ready <- [2]string{a, b} })
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -52,14 +52,19 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var engineEvents stringList
 	fs.Var(&engineEvents, "kv-events-config", "the engines' --kv-events-config JSON, or ID=JSON for one replica or DNS group "+
 		"(repeatable): warn about each KV event stream whose two ends cannot meet")
-	if err := parseFlags(fs, args, stderr, "inferrail check --config FILE [--url ENGINE] [--kv-events-config [ID=]JSON]..."); err != nil {
+	pool := addPoolFlags(fs)
+	if err := parseFlags(fs, args, stderr, "inferrail check --config FILE [--url ENGINE] [--kv-events-config [ID=]JSON]... [pool flags as serve's]"); err != nil {
 		return err
 	}
 	if *path == "" {
 		fmt.Fprintln(stderr, "--config is required")
 		return errUsage
 	}
-	cfg, err := config.Load(*path, os.Environ())
+	env, err := pool.environ(stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(*path, env)
 	if err != nil {
 		return err
 	}
@@ -109,27 +114,34 @@ func (e edgeTokenizer) Prepare(model string, chat bool, body []byte, _ time.Time
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	path, cfg, err := configFlag("serve", args, stderr)
+	path, env, cfg, err := configFlag("serve", args, stderr)
 	if err != nil {
 		return err
 	}
-	return serveFile(ctx, path, cfg, stdout, stderr, nil)
+	return runGateway(ctx, false, path, env, cfg, stderr, nil)
 }
 
-// configFlag parses the flags of inferrail name, --config FILE alone, and
-// loads the file.
-func configFlag(name string, args []string, stderr io.Writer) (string, *config.Config, error) {
+// configFlag parses the flags of inferrail name (serve or epp): --config
+// FILE and llm-d's pool flags, which are laid over the file as the
+// environment is, at every reload too. It returns the entries laid over
+// and the loaded config.
+func configFlag(name string, args []string, stderr io.Writer) (string, []string, *config.Config, error) {
 	fs := flag.NewFlagSet("inferrail "+name, flag.ContinueOnError)
 	path := fs.String("config", "", "config file (required)")
-	if err := parseFlags(fs, args, stderr, "inferrail "+name+" --config FILE"); err != nil {
-		return "", nil, err
+	pool := addPoolFlags(fs)
+	if err := parseFlags(fs, args, stderr, "inferrail "+name+" --config FILE [--pool-name NAME | --endpoint-selector K=V,... --endpoint-target-ports P,...]"); err != nil {
+		return "", nil, nil, err
 	}
 	if *path == "" {
 		fmt.Fprintln(stderr, "--config is required")
-		return "", nil, errUsage
+		return "", nil, nil, errUsage
 	}
-	cfg, err := config.Load(*path, os.Environ())
-	return *path, cfg, err
+	env, err := pool.environ(stderr)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	cfg, err := config.Load(*path, env)
+	return *path, env, cfg, err
 }
 
 // serve runs a gateway for cfg until ctx ends, then shuts it down within
@@ -142,13 +154,14 @@ func serve(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer, re
 // file every server.reload_interval, on SIGHUP and on POST /admin/reload,
 // and applies what may change live. An empty path reloads nothing.
 func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, stderr io.Writer, ready func(addr, adminAddr string)) error {
-	return runGateway(ctx, false, path, cfg, stderr, ready)
+	return runGateway(ctx, false, path, os.Environ(), cfg, stderr, ready)
 }
 
 // runGateway is serveFile's startup, shared by serve and epp: the fleet,
-// tokenizers, telemetry, admin port and live reloads, in front of the
-// HTTP front end, or with epp of the endpoint picker (ext_proc).
-func runGateway(ctx context.Context, epp bool, path string, cfg *config.Config, stderr io.Writer, ready func(addr, adminAddr string)) error {
+// discovery, tokenizers, telemetry, admin port and live reloads (which lay
+// env's INFERRAIL_ entries, flags included, over the file), in front of
+// the HTTP front end, or with epp of the endpoint picker (ext_proc).
+func runGateway(ctx context.Context, epp bool, path string, env []string, cfg *config.Config, stderr io.Writer, ready func(addr, adminAddr string)) error {
 	log := newLogger(stderr, cfg.Logging)
 	secMetrics := metrics.NewSet()
 	sec, err := newSecurity(cfg, log, secMetrics)
@@ -200,6 +213,10 @@ func runGateway(ctx context.Context, epp bool, path string, cfg *config.Config, 
 		return err
 	}
 	defer fl.Stop()
+	// The discovery sources stop before the fleet (defers run last first).
+	discMetrics := metrics.NewSet()
+	disc := startDiscovery(cfg, fl, log, discMetrics)
+	defer disc.stop()
 	listenKey, listen, adminKey, adminListen := "server.listen", cfg.Server.Listen, "server.admin_listen", cfg.Server.AdminListen
 	if epp {
 		listenKey, listen, adminKey, adminListen = "ext_proc.listen", cfg.ExtProc.Listen, "ext_proc.admin_listen", cfg.ExtProc.AdminListen
@@ -230,6 +247,7 @@ func runGateway(ctx context.Context, epp bool, path string, cfg *config.Config, 
 	met.Include(routingMetrics)
 	met.Include(tokMetrics)
 	met.Include(secMetrics)
+	met.Include(discMetrics)
 	met.Include(telemetry.WriterFunc(tok.WriteCacheMetrics))
 	var dlog *decisionlog.Writer
 	if dc := cfg.Observability.DecisionLog; dc.SampleRate > 0 {
@@ -280,7 +298,7 @@ func runGateway(ctx context.Context, epp bool, path string, cfg *config.Config, 
 			DecisionLog: dlog, Tracer: tracer, Auth: sec.guard, UpstreamTLS: sec.upstream}), ln}
 	}
 	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{Fleet: fl, Tokenizer: edgeTokenizer{tok},
-		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithTrials(fl).WithAuth(sec.guard)
+		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithTrials(fl).WithAuth(sec.guard).WithSources(fl)
 	// The key, token and engine key files are reread on their own, with or
 	// without a config file to reload.
 	actx, stopAuth := context.WithCancel(ctx)
@@ -292,7 +310,7 @@ func runGateway(ctx context.Context, epp bool, path string, cfg *config.Config, 
 	}()
 	if path != "" {
 		rl := newReloader(path, cfg, fl, fe, met, log)
-		rl.auth = sec.guard
+		rl.auth, rl.env = sec.guard, env
 		ad.WithConfig(rl)
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)

@@ -150,9 +150,17 @@ type servedConfig struct {
 // does, until stop or the end of the test.
 func serveConfigFile(t *testing.T, cfg *config.Config) *servedConfig {
 	t.Helper()
+	return serveConfigFileEnv(t, cfg, nil)
+}
+
+// serveConfigFileEnv is serveConfigFile with INFERRAIL_ entries laid over
+// the file, at startup and every reload, as inferrail serve lays its pool
+// flags.
+func serveConfigFileEnv(t *testing.T, cfg *config.Config, env []string) *servedConfig {
+	t.Helper()
 	g := &servedConfig{path: filepath.Join(t.TempDir(), "inferrail.yaml")}
 	g.write(t, cfg)
-	loaded, err := config.Load(g.path, nil)
+	loaded, err := config.Load(g.path, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +168,7 @@ func serveConfigFile(t *testing.T, cfg *config.Config) *servedConfig {
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serveFile(ctx, g.path, loaded, io.Discard, io.Discard, func(a, b string) { ready <- [2]string{a, b} })
+		done <- runGateway(ctx, false, g.path, append(os.Environ(), env...), loaded, io.Discard, func(a, b string) { ready <- [2]string{a, b} })
 	}()
 	var once sync.Once
 	var serveErr error

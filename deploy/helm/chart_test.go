@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -23,7 +24,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/transport/kubernetes/inferencev1"
@@ -343,30 +343,6 @@ func servicePortNumbered(svc *corev1.Service, port int32) *corev1.ServicePort {
 	return nil
 }
 
-// eppConfig is the part of the EPP's config file the chart writes for the keys of the
-// ext_proc and Kubernetes discovery branches, read here by the key names the chart assumes.
-type eppConfig struct {
-	Server struct {
-		AdminListen string `json:"admin_listen"`
-	} `json:"server"`
-	ExtProc struct {
-		Listen       string `json:"listen"`
-		HealthListen string `json:"health_listen"`
-	} `json:"ext_proc"`
-	Discovery struct {
-		Kubernetes struct {
-			PoolName         string   `json:"pool_name"`
-			PoolNamespace    string   `json:"pool_namespace"`
-			EndpointSelector string   `json:"endpoint_selector"`
-			TargetPorts      []int32  `json:"target_ports"`
-			Models           []string `json:"models"`
-			KVEventsPort     int      `json:"kv_events_port"`
-			EngineType       string   `json:"engine_type"`
-		} `json:"kubernetes"`
-	} `json:"discovery"`
-	Models []map[string]any `json:"models"`
-}
-
 // TestEPPPortsAgree checks, for each EPP variant, that the InferencePool's endpointPickerRef
 // names the EPP Service's ext_proc port, that every Service port reaches the container port of
 // its name, and that the config listens on those ports: ext_proc, health (the probes' port) and
@@ -379,9 +355,9 @@ func TestEPPPortsAgree(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			objs := v.render(t)
-			var cfg eppConfig
-			if err := sigsyaml.UnmarshalStrict(configYAML(t, objs), &cfg); err != nil {
-				t.Fatalf("the EPP config does not decode with the keys the chart assumes: %v", err)
+			cfg, err := loadConfig(t, objs)
+			if err != nil {
+				t.Fatalf("the EPP config does not load as inferrail epp loads it: %v", err)
 			}
 			dep := one[*appsv1.Deployment](t, objs, "Deployment")
 			svc := service(t, objs, "inferrail")
@@ -397,8 +373,8 @@ func TestEPPPortsAgree(t *testing.T) {
 			if got := portOf(t, cfg.ExtProc.HealthListen); got != health {
 				t.Errorf("ext_proc.health_listen port %d, container port %d", got, health)
 			}
-			if got := portOf(t, cfg.Server.AdminListen); got != metrics {
-				t.Errorf("server.admin_listen port %d, container port %d", got, metrics)
+			if got := portOf(t, cfg.ExtProc.AdminListen); got != metrics {
+				t.Errorf("ext_proc.admin_listen port %d, container port %d", got, metrics)
 			}
 			if ext != 9002 || health != 9003 || metrics != 9090 {
 				t.Errorf("ports %d, %d, %d; llm-d's EPP uses 9002, 9003 and 9090", ext, health, metrics)
@@ -425,15 +401,15 @@ func TestEPPPortsAgree(t *testing.T) {
 			pools := objs.all("InferencePool")
 			switch vals.get("epp", "discovery") {
 			case "selector":
-				want := labels.SelectorFromSet(vals.strings("modelServers", "matchLabels")).String()
-				if k.PoolName != "" || k.EndpointSelector != want || !slices.Equal(intsOf(k.TargetPorts), vals.ints("modelServers", "targetPorts")) {
-					t.Errorf("discovery.kubernetes %+v, want endpoint_selector %q and the target ports", k, want)
+				want := vals.strings("modelServers", "matchLabels")
+				if k.PoolName != "" || !maps.Equal(k.EndpointSelector, want) || !slices.Equal(k.TargetPorts, vals.ints("modelServers", "targetPorts")) {
+					t.Errorf("discovery.kubernetes %+v, want endpoint_selector %v and the target ports", k, want)
 				}
 				if readsPools(role) {
 					t.Errorf("Role %s reads inferencepools with no pool", role.Name)
 				}
 			default:
-				if k.EndpointSelector != "" || len(k.TargetPorts) != 0 {
+				if len(k.EndpointSelector) != 0 || len(k.TargetPorts) != 0 {
 					t.Errorf("discovery.kubernetes %+v: a pool and a selector", k)
 				}
 				if !readsPools(role) || !readsPods(role) {
@@ -506,53 +482,6 @@ func intsOf(ports []int32) []int {
 		out[i] = int(p)
 	}
 	return out
-}
-
-// awaitedKeys are the EPP config's keys that the ext_proc and Kubernetes discovery branches
-// add; until they land, config.Load rejects them, and reports no replica source (the EPP's
-// comes from discovery.kubernetes).
-var awaitedKeys = []string{"ext_proc", "discovery.kubernetes", "replicas"}
-
-// TestEPPConfigAwaitsKeys loads the EPP config through config.Load. Today it must fail only
-// on awaitedKeys; once those branches merge it loads, and this test fails to say so: then
-// turn it into a check that the config loads, as TestGatewayConfigLoads does.
-func TestEPPConfigAwaitsKeys(t *testing.T) {
-	for _, name := range []string{"epp", "epp-selector"} {
-		t.Run(name, func(t *testing.T) {
-			objs := variants[name].render(t)
-			_, err := loadConfig(t, objs)
-			if err == nil {
-				t.Fatal("the EPP config loads: the ext_proc and discovery.kubernetes keys exist now; make this test require a clean load")
-			}
-			for _, e := range unwrapAll(err) {
-				var ke *config.KeyError
-				if !errors.As(e, &ke) {
-					t.Errorf("the EPP config: %v", e)
-					continue
-				}
-				if !slices.Contains(awaitedKeys, ke.Key) {
-					t.Errorf("config key %s: %v (not one the other branches add)", ke.Key, ke.Err)
-				}
-			}
-		})
-	}
-}
-
-// unwrapAll flattens joined errors.
-func unwrapAll(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, unwrapAll(e)...)
-		}
-		return out
-	}
-	if inner := errors.Unwrap(err); inner != nil {
-		if _, ok := err.(*config.KeyError); !ok {
-			return unwrapAll(inner)
-		}
-	}
-	return []error{err}
 }
 
 // TestExampleVLLMMatchesChart decodes deploy/kubernetes/vllm.yaml strictly and checks it

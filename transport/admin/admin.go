@@ -1,5 +1,6 @@
 // Package admin serves the gateway's admin port: GET /metrics for
-// Prometheus and VictoriaMetrics, GET /admin/replicas, GET /admin/index
+// Prometheus and VictoriaMetrics, GET /admin/replicas (with the discovery
+// sources, WithSources), GET /admin/index
 // (each replica's KV index and event stream) and GET /admin/shadow (each
 // shadow policy against the routing policy) for operators, and
 // POST /admin/explain/v1/chat/completions (or /v1/completions), which
@@ -25,6 +26,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/transport/auth"
@@ -34,6 +36,19 @@ import (
 // Fleet is what the admin port reads.
 type Fleet interface {
 	Replicas() []*replica.Snapshot
+}
+
+// Sources is what /admin/replicas shows of the discovery sources
+// (*fleet.Fleet).
+type Sources interface {
+	Sources() []fleet.Source
+}
+
+// WithSources adds the discovery sources to /admin/replicas; call it
+// before Serve.
+func (s *Server) WithSources(src Sources) *Server {
+	s.sources = src
+	return s
 }
 
 // Configs is the gateway's live config, for GET and PATCH /admin/config
@@ -74,6 +89,7 @@ func (s *Server) WithConfig(c Configs) *Server {
 // Server is the admin HTTP server.
 type Server struct {
 	configs Configs
+	sources Sources
 	fleet   Fleet
 	met     *telemetry.Registry
 	ex      *ExplainOptions
@@ -245,13 +261,41 @@ type engineView struct {
 	Restarts      int     `json:"engine_restarts"`
 }
 
+// sourceView is one discovery source on /admin/replicas.
+type sourceView struct {
+	Name string `json:"name"`
+	// Members counts its replicas in the fleet now.
+	Members int `json:"members"`
+	// Updated is when it last passed its endpoints on; null before.
+	Updated *time.Time `json:"updated"`
+	// Failing says why it cannot refresh (with the likely cause), null
+	// when it can; its members are its last good set meanwhile.
+	Failing      *string    `json:"failing"`
+	FailingSince *time.Time `json:"failing_since"`
+}
+
 func (s *Server) replicas(ctx *fasthttp.RequestCtx) {
 	now := time.Now()
 	snaps := s.fleet.Replicas()
 	sort.Slice(snaps, func(i, j int) bool { return snaps[i].ID < snaps[j].ID })
 	out := struct {
 		Replicas []replicaView `json:"replicas"`
+		// Discovery lists the discovery sources (Kubernetes, the endpoint
+		// file), when the gateway runs any.
+		Discovery []sourceView `json:"discovery,omitempty"`
 	}{Replicas: make([]replicaView, 0, len(snaps))}
+	if s.sources != nil {
+		for _, src := range s.sources.Sources() {
+			v := sourceView{Name: src.Name, Members: src.Members}
+			if !src.Updated.IsZero() {
+				v.Updated = &src.Updated
+			}
+			if src.Failing != "" {
+				v.Failing, v.FailingSince = &src.Failing, &src.Since
+			}
+			out.Discovery = append(out.Discovery, v)
+		}
+	}
 	for _, r := range snaps {
 		v := replicaView{ID: r.ID, URL: r.URL, Models: r.Models, Healthy: r.Healthy, Ejected: r.Ejected(now),
 			Ejections: r.Ejections, InFlight: r.Counters.InFlight(), Pending: r.Counters.Pending(), Restarts: r.Restarts,

@@ -2,8 +2,11 @@ package admin
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
@@ -45,5 +48,38 @@ func TestReplicasPromptAgreement(t *testing.T) {
 	}
 	if bv.Checked == nil || *bv.Checked != 0 || bv.Agreement != nil {
 		t.Errorf("b: %s", b)
+	}
+}
+
+type sources []fleet.Source
+
+func (s sources) Sources() []fleet.Source { return s }
+
+// /admin/replicas lists the discovery sources with their members and,
+// while one cannot refresh, why and since when; without sources the
+// field is absent.
+func TestReplicasDiscovery(t *testing.T) {
+	since := time.Date(2026, 12, 1, 16, 0, 0, 0, time.UTC)
+	srcs := sources{
+		{Name: "file", Members: 2, Updated: since},
+		{Name: "kubernetes", Failing: "RBAC forbids the gateway to list and watch pods in namespace x", Since: since},
+	}
+	met := telemetry.New(replicas{})
+	code, b := get(New(replicas{}, met).WithSources(srcs), "/admin/replicas")
+	var page struct {
+		Discovery []map[string]any `json:"discovery"`
+	}
+	if err := json.Unmarshal(b, &page); code != 200 || err != nil || len(page.Discovery) != 2 {
+		t.Fatalf("%d %v %s", code, err, b)
+	}
+	f, k := page.Discovery[0], page.Discovery[1]
+	if f["name"] != "file" || f["members"] != 2.0 || f["updated"] != "2026-12-01T16:00:00Z" || f["failing"] != nil {
+		t.Errorf("file: %v", f)
+	}
+	if k["failing"] != srcs[1].Failing || k["failing_since"] != "2026-12-01T16:00:00Z" || k["updated"] != nil {
+		t.Errorf("kubernetes: %v", k)
+	}
+	if _, b := get(New(replicas{}, met), "/admin/replicas"); strings.Contains(string(b), "discovery") {
+		t.Errorf("without sources: %s", b)
 	}
 }

@@ -143,8 +143,7 @@ models, the listen addresses and discovery, so that the ports, Services and prob
 {{- end }}
 {{- $_ := set $gen "discovery" (dict "dns" $groups) }}
 {{- else }}
-{{- $_ := set $gen "server" (dict "admin_listen" (printf "0.0.0.0:%d" (int $v.epp.metricsPort))) }}
-{{- $_ := set $gen "ext_proc" (dict "listen" (printf "0.0.0.0:%d" (int $v.epp.extProcPort)) "health_listen" (printf "0.0.0.0:%d" (int $v.epp.healthPort))) }}
+{{- $_ := set $gen "ext_proc" (dict "listen" (printf "0.0.0.0:%d" (int $v.epp.extProcPort)) "health_listen" (printf "0.0.0.0:%d" (int $v.epp.healthPort)) "admin_listen" (printf "0.0.0.0:%d" (int $v.epp.metricsPort))) }}
 {{- $k := dict "models" $names "engine_type" $ms.engineType }}
 {{- if $ms.kvEventsPort }}
 {{- $_ := set $k "kv_events_port" (int $ms.kvEventsPort) }}
@@ -153,16 +152,12 @@ models, the listen addresses and discovery, so that the ports, Services and prob
 {{- $_ := set $k "pool_name" (include "inferrail.poolName" .) }}
 {{- $_ := set $k "pool_namespace" .Release.Namespace }}
 {{- else }}
-{{- $sel := list }}
-{{- range $key, $val := $ms.matchLabels }}
-{{- $sel = append $sel (printf "%s=%s" $key $val) }}
-{{- end }}
 {{- $tps := list }}
 {{- range $ms.targetPorts }}
 {{- $tps = append $tps (int .) }}
 {{- end }}
 {{- $_ := set $k "pool_namespace" .Release.Namespace }}
-{{- $_ := set $k "endpoint_selector" (join "," $sel) }}
+{{- $_ := set $k "endpoint_selector" $ms.matchLabels }}
 {{- $_ := set $k "target_ports" $tps }}
 {{- end }}
 {{- $_ := set $gen "discovery" (dict "kubernetes" $k) }}
