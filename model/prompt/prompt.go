@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/inferrail/inferrail/model/anthropic"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/prefix"
 	"github.com/inferrail/inferrail/model/template"
@@ -47,6 +48,10 @@ type Preparer struct {
 	// tokenized with token.Sim. Tokenizer, Template, Kwargs, Cache and
 	// ContentFormat are then unused.
 	Sim bool
+	// InlineSystem places the inline system messages of Anthropic Messages
+	// requests (vLLM's --anthropic-inline-system); the zero value is
+	// anthropic.Preserve.
+	InlineSystem anthropic.InlineMode
 }
 
 // Prompt is a prepared request.

@@ -1,0 +1,50 @@
+package anthropic
+
+import "net/http"
+
+// Error types of Anthropic's error shape
+// (https://docs.anthropic.com/en/api/errors).
+const (
+	TypeInvalidRequest = "invalid_request_error"
+	TypeAuthentication = "authentication_error"
+	TypePermission     = "permission_error"
+	TypeNotFound       = "not_found_error"
+	TypeTooLarge       = "request_too_large"
+	TypeRateLimit      = "rate_limit_error"
+	TypeAPI            = "api_error"
+	TypeOverloaded     = "overloaded_error"
+)
+
+// ErrorType is the Anthropic error type of an HTTP status.
+func ErrorType(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return TypeAuthentication
+	case status == http.StatusForbidden:
+		return TypePermission
+	case status == http.StatusNotFound:
+		return TypeNotFound
+	case status == http.StatusRequestEntityTooLarge:
+		return TypeTooLarge
+	case status == http.StatusTooManyRequests:
+		return TypeRateLimit
+	case status == http.StatusServiceUnavailable || status == 529:
+		return TypeOverloaded
+	case status >= 400 && status < 500:
+		return TypeInvalidRequest
+	}
+	return TypeAPI
+}
+
+// AppendError appends an error body in Anthropic's shape:
+//
+//	{"type":"error","error":{"type":"…","message":"…"}}
+//
+// with the type ErrorType gives for status.
+func AppendError(dst []byte, status int, message string) []byte {
+	dst = append(dst, `{"type":"error","error":{"type":`...)
+	dst = appendJSON(dst, ErrorType(status))
+	dst = append(dst, `,"message":`...)
+	dst = appendJSON(dst, message)
+	return append(dst, "}}"...)
+}

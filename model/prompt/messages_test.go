@@ -1,0 +1,111 @@
+package prompt
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// claudeTurn is a Claude-Code-shaped Messages body: a billing header that
+// changes every turn, a system prompt in blocks, tools, a tool round trip
+// and an inline system reminder per turn.
+func claudeTurn(turn int) string {
+	var b strings.Builder
+	b.WriteString(`{"model":"Qwen/Qwen3","max_tokens":256,"stream":true,`)
+	b.WriteString(`"system":[{"type":"text","text":"x-anthropic-billing-header: cc_version=2.1.3; cch=` + strings.Repeat(string(rune('a'+turn)), 5) + `;"},`)
+	b.WriteString(`{"type":"text","text":"You are Claude Code, a coding agent.","cache_control":{"type":"ephemeral"}}],`)
+	b.WriteString(`"tools":[{"name":"Read","description":"Read a file","input_schema":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}},{"name":"Bash","input_schema":{"properties":{"cmd":{"type":"string"}}}}],`)
+	b.WriteString(`"messages":[{"role":"user","content":[{"type":"text","text":"Fix the failing test."}]}`)
+	for i := 0; i < turn; i++ {
+		id := "toolu_0" + string(rune('1'+i))
+		b.WriteString(`,{"role":"assistant","content":[{"type":"text","text":"Reading file ` + string(rune('1'+i)) + `."},{"type":"tool_use","id":"` + id + `","name":"Read","input":{"path":"f` + string(rune('1'+i)) + `.go"}}]}`)
+		b.WriteString(`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":[{"type":"text","text":"package f // file ` + string(rune('1'+i)) + `"}]}]}`)
+		b.WriteString(`,{"role":"system","content":"<system-reminder>turn ` + string(rune('1'+i)) + `</system-reminder>"}`)
+	}
+	b.WriteString(`]}`)
+	return b.String()
+}
+
+// The OpenAI chat body vLLM builds for claudeTurn(1), written out by hand
+// from serving.py: the billing header gone, the tool call's arguments a
+// JSON string, the tool result a tool message, the inline reminder kept
+// in place, tools as model_dump() gives them.
+const claudeTurn1Chat = `{"model":"Qwen/Qwen3","messages":[` +
+	`{"role":"system","content":"You are Claude Code, a coding agent."},` +
+	`{"role":"user","content":"Fix the failing test."},` +
+	`{"role":"assistant","tool_calls":[{"id":"toolu_01","type":"function","function":{"name":"Read","arguments":"{\"path\": \"f1.go\"}"}}],"content":"Reading file 1."},` +
+	`{"role":"tool","tool_call_id":"toolu_01","content":"package f // file 1"},` +
+	`{"role":"system","content":"<system-reminder>turn 1</system-reminder>"}],` +
+	`"max_tokens":256,"stream":true,` +
+	`"tools":[{"type":"function","function":{"name":"Read","description":"Read a file","parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]},"strict":null,"defer_loading":null}},` +
+	`{"type":"function","function":{"name":"Bash","description":null,"parameters":{"properties":{"cmd":{"type":"string"}},"type":"object"},"strict":null,"defer_loading":null}}]}`
+
+func TestMessagesRenderAsVLLM(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	for name, p := range map[string]*Preparer{"qwen3": qwen3(t), "sim": {Model: "Qwen/Qwen3", BlockSize: 16, Sim: true}} {
+		got, err := p.Messages([]byte(claudeTurn(1)), false, now)
+		if err != nil {
+			t.Fatalf("%s: Messages: %v", name, err)
+		}
+		want, err := p.Chat([]byte(claudeTurn1Chat), now)
+		if err != nil {
+			t.Fatalf("%s: Chat: %v", name, err)
+		}
+		if got.Text != want.Text || !slices.Equal(got.IDs, want.IDs) || !slices.Equal(got.Blocks, want.Blocks) {
+			t.Errorf("%s: Messages rendered\n%q\nwant (vLLM's chat request)\n%q", name, got.Text, want.Text)
+		}
+		if strings.Contains(got.Text, "billing") {
+			t.Errorf("%s: the billing header reached the prompt: %q", name, got.Text)
+		}
+	}
+}
+
+// Every turn renders as an extension of the one before, although the
+// billing header changes: the earlier turn's full blocks are a prefix of
+// the later's, so the engine's prefix cache (and the gateway's index)
+// hits them.
+func TestMessagesTurnsExtend(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	p := qwen3(t)
+	var prev Prompt
+	for turn := 0; turn < 4; turn++ {
+		cur, err := p.Messages([]byte(claudeTurn(turn)), false, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if turn > 0 {
+			if len(prev.Blocks) == 0 || len(cur.Blocks) <= len(prev.Blocks) {
+				t.Fatalf("turn %d: %d blocks after %d", turn, len(cur.Blocks), len(prev.Blocks))
+			}
+			// The generation prompt ends the earlier render; the blocks
+			// before it are shared.
+			shared := (len(prev.IDs) - 3) / p.BlockSize
+			if !slices.Equal(cur.Blocks[:shared], prev.Blocks[:shared]) {
+				t.Errorf("turn %d: the first %d blocks differ from turn %d's", turn, shared, turn-1)
+			}
+		}
+		prev = cur
+	}
+}
+
+func TestMessagesErrors(t *testing.T) {
+	p := qwen3(t)
+	now := time.Now()
+	if _, err := p.Messages([]byte(`{"model":"m","messages":[]}`), false, now); err == nil || errors.Is(err, ErrUnsupported) {
+		t.Errorf("no max_tokens: err = %v, want invalid", err)
+	}
+	if _, err := p.Messages([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"http://x"}}]}]}`), false, now); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("image: err = %v, want ErrUnsupported", err)
+	}
+	if _, err := p.Messages([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"tool_result","content":[{"type":"text","text":"x"}]}]}]}`), false, now); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("assistant tool_result list: err = %v, want ErrUnsupported", err)
+	}
+	// count_tokens bodies need no max_tokens, and count as the request would.
+	c, err := p.Messages([]byte(claudeTurn(2)), true, now)
+	m, err2 := p.Messages([]byte(claudeTurn(2)), false, now)
+	if err != nil || err2 != nil || len(c.IDs) != len(m.IDs) {
+		t.Errorf("count_tokens: %d tokens (%v), request %d (%v)", len(c.IDs), err, len(m.IDs), err2)
+	}
+}
