@@ -49,6 +49,14 @@ func (inst *instance) handle(ctx *fasthttp.RequestCtx) {
 		if inst.allow(ctx, "POST") {
 			inst.generate(ctx, false)
 		}
+	case "/v1/messages":
+		if inst.allow(ctx, "POST") {
+			inst.messages(ctx)
+		}
+	case "/v1/messages/count_tokens":
+		if inst.allow(ctx, "POST") {
+			inst.countTokens(ctx)
+		}
 	case "/v1/models":
 		if inst.allow(ctx, "GET") {
 			inst.models(ctx)
@@ -191,16 +199,11 @@ func (inst *instance) parse(ctx *fasthttp.RequestCtx, chat bool) (*request, *ope
 		if err != nil {
 			return nil, asAPIError(err)
 		}
-		if r.model = inst.resolveModel(req.Model); r.model == "" {
-			return nil, openai.ModelNotFound(req.Model)
+		if e := inst.chatRequest(r, req); e != nil {
+			return nil, e
 		}
-		if err := req.Check(); err != nil {
-			return nil, asAPIError(err)
-		}
-		r.prompt = inst.renderChat(req)
-		r.role = req.ResponseRole("assistant")
 		maxTok, explicit = req.MaxOutputTokens()
-		r.stream, opts, r.salt, bodyID = req.Stream, req.StreamOptions, req.CacheSalt, req.RequestID
+		opts, bodyID = req.StreamOptions, req.RequestID
 	} else {
 		req, err := openai.ParseCompletion(ctx.PostBody())
 		if err != nil {
@@ -227,6 +230,21 @@ func (inst *instance) parse(ctx *fasthttp.RequestCtx, chat bool) (*request, *ope
 	hdr := ctx.Request.Header.Peek("X-Request-Id")
 	r.baseID = openai.BaseRequestID(string(hdr), hdr != nil, bodyID, runtimeRand{})
 	return r, nil
+}
+
+// chatRequest fills r from a parsed chat request: its model, prompt,
+// role, stream and salt.
+func (inst *instance) chatRequest(r *request, req *openai.ChatRequest) *openai.Error {
+	if r.model = inst.resolveModel(req.Model); r.model == "" {
+		return openai.ModelNotFound(req.Model)
+	}
+	if err := req.Check(); err != nil {
+		return asAPIError(err)
+	}
+	r.prompt = inst.renderChat(req)
+	r.role = req.ResponseRole("assistant")
+	r.stream, r.salt = req.Stream, req.CacheSalt
+	return nil
 }
 
 // resolveModel returns the served name a request asked for, the first
@@ -295,6 +313,16 @@ func (inst *instance) generate(ctx *fasthttp.RequestCtx, chat bool) {
 		writeError(ctx, e)
 		return
 	}
+	j, e := inst.submit(r)
+	if e != nil {
+		writeError(ctx, e)
+		return
+	}
+	inst.respond(ctx, r, j)
+}
+
+// submit hands r to the engine as a new job.
+func (inst *instance) submit(r *request) (*job, *openai.Error) {
 	j := newJob()
 	j.seed = seedOf(r.prompt)
 	j.maxParam = r.maxParam
@@ -312,10 +340,15 @@ func (inst *instance) generate(ctx *fasthttp.RequestCtx, chat bool) {
 	}
 	j.req.Reason = r.reason
 	if !inst.drv.submit(j) {
-		writeError(ctx, &openai.Error{Status: fasthttp.StatusServiceUnavailable, Type: "ServiceUnavailableError",
-			Message: "The engine is not running."})
-		return
+		return nil, &openai.Error{Status: fasthttp.StatusServiceUnavailable, Type: "ServiceUnavailableError",
+			Message: "The engine is not running."}
 	}
+	return j, nil
+}
+
+// respond writes j's answer to the OpenAI request r.
+func (inst *instance) respond(ctx *fasthttp.RequestCtx, r *request, j *job) {
+	chat := r.chat
 	created := time.Now().Unix()
 	id := openai.CompletionID(r.baseID)
 	if chat {
@@ -375,7 +408,6 @@ func (inst *instance) wait(conn net.Conn, j *job) bool {
 // stream writes j's tokens as SSE events as the engine produces them, one
 // chunk per token, as vLLM does. The last token rides on the finish chunk.
 func (inst *instance) stream(w *bufio.Writer, conn net.Conn, j *job, r *request, st *openai.Stream) {
-	buf := make([]byte, 0, 1024)
 	sent, roleSent := 0, !r.chat
 	usage := openai.Usage{PromptTokens: len(r.prompt), Details: inst.opts.EnablePromptTokensDetails}
 	cont := func(n int) *openai.Usage {
@@ -385,6 +417,42 @@ func (inst *instance) stream(w *bufio.Writer, conn net.Conn, j *job, r *request,
 		usage.CompletionTokens = n
 		return &usage
 	}
+	inst.pump(w, conn, j, func(buf []byte, n int, done bool) []byte {
+		if !roleSent && (n > 0 || done) {
+			buf = st.AppendRole(buf, r.role, cont(0))
+			roleSent = true
+		}
+		last := n
+		if done && n > 0 {
+			last = n - 1
+		}
+		for ; sent < last; sent++ {
+			buf = st.AppendContent(buf, token.Piece(j.seed, sent), cont(sent+1))
+		}
+		if !done {
+			return buf
+		}
+		text := ""
+		if sent < n {
+			text = token.Piece(j.seed, sent)
+		}
+		buf = st.AppendFinish(buf, text, openai.Finish{Reason: j.reason}, cont(n))
+		if r.usage {
+			u := openai.Usage{PromptTokens: len(r.prompt), CompletionTokens: n, CachedTokens: j.cached,
+				Details: inst.opts.EnablePromptTokensDetails}
+			buf = st.AppendUsage(buf, &u)
+		}
+		return openai.AppendDone(buf)
+	})
+}
+
+// pump drives a streamed response: at every step of the engine it calls
+// emit with an empty buffer and j's progress, and writes and flushes what
+// emit appended. It returns after the step that finished j (an aborted j
+// writes nothing more), or once the client or the simulator has gone,
+// aborting j when the client went.
+func (inst *instance) pump(w *bufio.Writer, conn net.Conn, j *job, emit func(buf []byte, n int, done bool) []byte) {
+	buf := make([]byte, 0, 1024)
 	e := inst.watch.Add(conn, nil, j.clientGone)
 	defer inst.watch.Remove(e)
 	for {
@@ -398,33 +466,11 @@ func (inst *instance) stream(w *bufio.Writer, conn net.Conn, j *job, r *request,
 			return
 		}
 		n, done := j.progress()
-		buf = buf[:0]
-		if !roleSent && (n > 0 || done) {
-			buf = st.AppendRole(buf, r.role, cont(0))
-			roleSent = true
+		if done && j.reason == "abort" {
+			return
 		}
-		last := n
-		if done && n > 0 {
-			last = n - 1
-		}
-		for ; sent < last; sent++ {
-			buf = st.AppendContent(buf, token.Piece(j.seed, sent), cont(sent+1))
-		}
+		buf = emit(buf[:0], n, done)
 		if done {
-			if j.reason == "abort" {
-				return
-			}
-			text := ""
-			if sent < n {
-				text = token.Piece(j.seed, sent)
-			}
-			buf = st.AppendFinish(buf, text, openai.Finish{Reason: j.reason}, cont(n))
-			if r.usage {
-				u := openai.Usage{PromptTokens: len(r.prompt), CompletionTokens: n, CachedTokens: j.cached,
-					Details: inst.opts.EnablePromptTokensDetails}
-				buf = st.AppendUsage(buf, &u)
-			}
-			buf = openai.AppendDone(buf)
 			w.Write(buf)
 			w.Flush()
 			return

@@ -105,6 +105,19 @@ func (e edgeTokenizer) Prepare(model string, chat bool, body []byte, _ time.Time
 	if chat {
 		kind = tokenize.Chat
 	}
+	return e.prepare(model, kind, body)
+}
+
+// PrepareMessages prepares an Anthropic Messages (or count_tokens) body.
+func (e edgeTokenizer) PrepareMessages(model string, count bool, body []byte, _ time.Time) (frontend.Prompt, bool) {
+	kind := tokenize.Messages
+	if count {
+		kind = tokenize.CountTokens
+	}
+	return e.prepare(model, kind, body)
+}
+
+func (e edgeTokenizer) prepare(model string, kind tokenize.Kind, body []byte) (frontend.Prompt, bool) {
 	// tokenizer.max_wait bounds the wait, far inside any request deadline.
 	pr, r := e.p.Prepare(context.Background(), model, kind, body)
 	if r != tokenize.OK {

@@ -42,9 +42,19 @@ func ErrorType(status int) string {
 //
 // with the type ErrorType gives for status.
 func AppendError(dst []byte, status int, message string) []byte {
+	return AppendErrorType(dst, ErrorType(status), message)
+}
+
+// AppendErrorType is AppendError with the error's type given: vLLM's
+// Anthropic router sends its own error types (BadRequestError, ...) in
+// this envelope (api_router.py translate_error_response).
+func AppendErrorType(dst []byte, typ, message string) []byte {
 	dst = append(dst, `{"type":"error","error":{"type":`...)
-	dst = appendJSON(dst, ErrorType(status))
+	dst = appendJSON(dst, typ)
 	dst = append(dst, `,"message":`...)
 	dst = appendJSON(dst, message)
 	return append(dst, "}}"...)
 }
+
+// AppendString appends s as a JSON string.
+func AppendString(dst []byte, s string) []byte { return appendJSON(dst, s) }

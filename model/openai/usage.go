@@ -95,54 +95,68 @@ var (
 // its blank line included: the last event an OpenAI-compatible stream
 // sends (vLLM notes §5.2), after which the client has the whole answer.
 func (t *StreamTail) Done() bool {
+	v, ok := t.LastData()
+	return ok && bytes.Equal(v, sseDone)
+}
+
+// LastData returns the data of the stream's last event when the stream so
+// far ends with that event, its blank line included: its last line is a
+// data field. Anthropic's streams end with a message_stop event, which
+// Done does not know.
+func (t *StreamTail) LastData() ([]byte, bool) {
 	b, cut := t.last()
 	end := len(b)
 	for end > 0 && (b[end-1] == '\n' || b[end-1] == '\r') {
 		end--
 	}
 	if !blankLineEnd(b[end:]) {
-		return false
+		return nil, false
 	}
 	line := lastLine(b[:end], cut)
 	if line == nil {
-		return false
+		return nil, false
 	}
-	v, ok := dataValue(line)
-	return ok && bytes.Equal(v, sseDone)
+	return dataValue(line)
 }
 
 // Usage returns the usage of the last data event the tail holds that
 // carries one: the final usage chunk of a stream sent with
 // stream_options.include_usage. It reports false when the tail holds none.
 func (t *StreamTail) Usage() (Usage, bool) {
+	var u Usage
+	found := false
+	t.EachData(func(v []byte) {
+		if x, ok := FindUsage(v); ok {
+			u, found = x, true
+		}
+	})
+	return u, found
+}
+
+// EachData calls fn with the value of every whole data line the tail
+// holds that is a JSON object, in stream order. fn must not keep v.
+func (t *StreamTail) EachData(fn func(v []byte)) {
 	b, cut := t.last()
 	if cut {
 		// The first line is a fragment of a longer one.
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
-			return Usage{}, false
+			return
 		}
 		b = b[i+1:]
 	}
-	var u Usage
-	found := false
 	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil // an unfinished line: not an event yet
-			break
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return // an unfinished line: not an event yet
 		}
+		line := b[:i]
+		b = b[i+1:]
 		v, ok := dataValue(bytes.TrimSuffix(line, []byte("\r")))
-		if !ok || len(v) == 0 || v[0] != '{' {
-			continue
-		}
-		if x, ok := FindUsage(v); ok {
-			u, found = x, true
+		if ok && len(v) > 0 && v[0] == '{' {
+			fn(v)
 		}
 	}
-	return u, found
 }
 
 // last returns the stream's last tailBytes bytes (fewer when it is

@@ -144,6 +144,8 @@ func TestAuthEveryRoute(t *testing.T) {
 	bodies := map[string]string{
 		"/v1/chat/completions": chat("hi", 2, false),
 		"/v1/completions":      `{"model":"sim","prompt":"hi","max_tokens":2}`,
+		pathMessages:           `{"model":"sim","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`,
+		pathCountTokens:        `{"model":"sim","messages":[{"role":"user","content":"hi"}]}`,
 	}
 	off := openKey[:len(openKey)-1] + "6"
 	refused := [][]string{
@@ -181,6 +183,13 @@ func TestAuthEveryRoute(t *testing.T) {
 					continue
 				}
 				if method == "HEAD" {
+					continue
+				}
+				if anthropicPath([]byte(path)) {
+					// Anthropic's shape, as its API answers a bad key.
+					if !strings.HasPrefix(body, `{"type":"error","error":{"type":"authentication_error","message":"`) {
+						t.Errorf("%s %s %q: body %s", method, path, lines, body)
+					}
 					continue
 				}
 				var e struct {

@@ -102,6 +102,10 @@ func filterReason(err error) string {
 }
 
 func writeError(ctx *fasthttp.RequestCtx, e *openai.Error) {
+	if anthropicPath(ctx.Path()) {
+		writeAnthropicError(ctx, e)
+		return
+	}
 	ctx.SetStatusCode(e.Status)
 	ctx.SetContentType("application/json")
 	if e.Status == fasthttp.StatusServiceUnavailable || e.Status == fasthttp.StatusTooManyRequests {

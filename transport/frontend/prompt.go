@@ -36,8 +36,23 @@ type Prompt struct {
 func (s *Server) policyRequest(r *request, path []byte) {
 	var ok bool
 	var p Prompt
-	r.policy, p, ok = PolicyRequest(s.tok, r.model, string(path) == "/v1/chat/completions",
-		r.ctx.Request.Header.Peek("X-Session-Id"), r.body, r.id, r.deadline)
+	tok := s.tok
+	if r.messages || string(path) == pathCountTokens {
+		// Keys only: a Messages body is prepared below, and a count_tokens
+		// one forwarded for the engine to count fills no cache.
+		tok = nil
+	}
+	session := r.ctx.Request.Header.Peek("X-Session-Id")
+	if len(session) == 0 && r.messages {
+		session = anthropicUser(r.body)
+	}
+	r.policy, p, ok = PolicyRequest(tok, r.model, string(path) == "/v1/chat/completions",
+		session, r.body, r.id, r.deadline)
+	if r.messages && s.tok != nil {
+		if p, ok = prepareMessages(s.tok, r.model, false, r.body, r.deadline); ok {
+			r.policy.PromptTokens, r.policy.Blocks, r.policy.BlockSize = p.Tokens, p.Blocks, p.BlockSize
+		}
+	}
 	if ok {
 		r.tokenized = true
 		r.ctx.Response.Header.Set(HeaderPromptTokens, strconv.Itoa(p.Tokens))

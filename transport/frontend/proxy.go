@@ -37,6 +37,7 @@ const maxBufferedBody = 256 << 20
 type relayBuf struct {
 	b    [32 << 10]byte
 	tail openai.StreamTail
+	head streamHead // a Messages stream's start
 }
 
 var relayBufs = sync.Pool{New: func() any { return new(relayBuf) }}
@@ -58,6 +59,9 @@ type request struct {
 	// reports that its prompt was prepared.
 	policy    policy.Request
 	tokenized bool
+	// messages: an Anthropic Messages request (/v1/messages), whose
+	// responses and usage are Anthropic's.
+	messages bool
 	// who is the API key the request came with; nil without API keys.
 	who *auth.Identity
 	// lim is the request's part in its tenant's rate limits.
@@ -99,7 +103,8 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 	}
 	model, body := rs.Model, rs.Body
 	r := &request{ctx: ctx, model: model, body: body, start: start,
-		deadline: start.Add(s.cfg.Server.RequestTimeout), met: s.met.Model(model), live: s.live.Load(), span: span, who: who}
+		deadline: start.Add(s.cfg.Server.RequestTimeout), met: s.met.Model(model), live: s.live.Load(), span: span, who: who,
+		messages: string(ctx.Path()) == pathMessages}
 	if id := ctx.Request.Header.Peek("X-Request-Id"); ValidRequestID(id) {
 		r.id = string(id)
 	} else {
@@ -476,7 +481,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		r.lim.used = 0
 	}
 	if r.wantsUsage() && status == fasthttp.StatusOK {
-		if u, ok := openai.FindUsage(body); ok {
+		if u, ok := r.responseUsage(body); ok {
 			r.usage(u)
 			if r.tokenized {
 				s.checkPrompt(r, d.Replica, series, u.PromptTokens)
@@ -516,11 +521,12 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 	defer resp.Close()
 	rb := relayBufs.Get().(*relayBuf)
 	defer relayBufs.Put(rb)
-	buf, tail := rb.b[:], &rb.tail
+	buf, tail, head := rb.b[:], &rb.tail, &rb.head
 	tail.Reset()
+	head.n = 0
 	sse := bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream"))
 	length, sent := resp.ContentLength(), int64(0)
-	complete := func() bool { return sse && tail.Done() || length >= 0 && sent == length }
+	complete := func() bool { return sse && r.streamDone(tail) || length >= 0 && sent == length }
 	first := true
 	for {
 		n, err := resp.Read(buf)
@@ -541,6 +547,9 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 			sent += int64(n)
 			if sse {
 				tail.Write(buf[:n])
+				if r.messages {
+					head.Write(buf[:n])
+				}
 			}
 		}
 		switch {
@@ -556,7 +565,7 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 			return fleet.OutcomeFailed
 		}
 		if sse && r.wantsUsage() && resp.StatusCode() == fasthttp.StatusOK {
-			if u, found := tail.Usage(); found {
+			if u, found := r.streamUsage(head, tail); found {
 				r.usage(u)
 				if r.tokenized {
 					s.checkPrompt(r, replicaID, series, u.PromptTokens)
@@ -582,6 +591,10 @@ func spanName(path []byte) string {
 		return "POST /v1/chat/completions"
 	case "/v1/completions":
 		return "POST /v1/completions"
+	case pathMessages:
+		return "POST " + pathMessages
+	case pathCountTokens:
+		return "POST " + pathCountTokens
 	}
 	return "POST"
 }

@@ -213,6 +213,8 @@ func (s *Server) pool(url string) (*upstream.Pool, error) {
 var routes = map[string]string{
 	"/v1/chat/completions": "POST",
 	"/v1/completions":      "POST",
+	pathMessages:           "POST",
+	pathCountTokens:        "POST",
 	"/v1/models":           "GET, HEAD",
 	"/health":              "GET, HEAD",
 }
@@ -245,6 +247,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.models(ctx, who)
 	case "/health":
 		s.health(ctx)
+	case pathCountTokens:
+		s.countTokens(ctx, who)
 	default:
 		s.proxy(ctx, who)
 	}

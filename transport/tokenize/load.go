@@ -54,8 +54,10 @@ func (m *Model) Preparer() *prompt.Preparer { return m.prep }
 type Kind uint8
 
 const (
-	Chat       Kind = iota + 1 // a /v1/chat/completions body
-	Completion                 // a /v1/completions body
+	Chat        Kind = iota + 1 // a /v1/chat/completions body
+	Completion                  // a /v1/completions body
+	Messages                    // an Anthropic /v1/messages body
+	CountTokens                 // an Anthropic /v1/messages/count_tokens body
 )
 
 // Prepare prepares one request body synchronously. now is the clock the
@@ -67,6 +69,8 @@ func (m *Model) Prepare(kind Kind, body []byte, now time.Time) (prompt.Prompt, e
 		return m.prep.Chat(body, now)
 	case Completion:
 		return m.prep.Completion(body)
+	case Messages, CountTokens:
+		return m.prep.Messages(body, kind == CountTokens, now)
 	}
 	return prompt.Prompt{}, fmt.Errorf("tokenize: unknown request kind %d", kind)
 }
