@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the official openai npm SDK against a freshly started `inferrail sim`,
+# Runs the official openai npm SDK (and the Anthropic SDK) against a freshly started `inferrail sim`,
 # then through `inferrail launch` (a gateway in front of three simulators),
 # then through a launch serving https with an API key, its certificates made
 # at start by the binary (--tls-dir) and trusted through NODE_EXTRA_CA_CERTS,
@@ -8,7 +8,7 @@
 set -euo pipefail
 bin=${1:?usage: sdk-test.sh path/to/inferrail}
 here=$(cd "$(dirname "$0")" && pwd)
-if ! [ -d "$here/sdk/node_modules/openai" ]; then
+if ! [ -d "$here/sdk/node_modules/openai" ] || ! [ -d "$here/sdk/node_modules/@anthropic-ai/sdk" ]; then
   (cd "$here/sdk" && npm ci --no-audit --no-fund)
 fi
 pids=()
@@ -44,6 +44,8 @@ echo "== openai SDK against inferrail sim ($sim_url)"
 BASE_URL="$sim_url" TOKENIZE_URL="$sim_url" MODEL=sim-8b RESPONSE_MODEL=sim-8b \
   MODELS='["sim-8b","inferrail/sim-8b"]' STREAMS=200 \
   node --test --test-reporter=spec "$here/sdk/sdk.test.mjs"
+echo "== Anthropic SDK against inferrail sim ($sim_url)"
+BASE_URL="$sim_url" MODEL=sim-8b node --test --test-reporter=spec "$here/sdk/anthropic.test.mjs"
 
 gwlog=$(mktemp)
 start "$gwlog" "$bin" launch --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --replicas 3 --enable-prompt-tokens-details
@@ -53,6 +55,9 @@ echo "== openai SDK through inferrail launch ($gw_url)"
 BASE_URL="$gw_url" TOKENIZE_URL="$one_sim" MODEL=sim RESPONSE_MODEL=inferrail/sim-8b GATEWAY=1 \
   MODELS='["inferrail/sim-8b","sim"]' STREAMS=1000 \
   node --test --test-reporter=spec "$here/sdk/sdk.test.mjs"
+echo "== Anthropic SDK through inferrail launch ($gw_url)"
+BASE_URL="$gw_url" MODEL=sim RESPONSE_MODEL=inferrail/sim-8b ENGINE_URL="$one_sim" GATEWAY=1 \
+  node --test --test-reporter=spec "$here/sdk/anthropic.test.mjs"
 
 tlslog=$(mktemp)
 key="sk-sdk-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
@@ -64,6 +69,9 @@ echo "== openai SDK over https with an API key ($tls_url, CA $tlsdir/ca.pem)"
 NODE_EXTRA_CA_CERTS="$tlsdir/ca.pem" API_KEY="$key" BASE_URL="$tls_url" TOKENIZE_URL="$tls_sim" MODEL=sim \
   RESPONSE_MODEL=inferrail/sim-8b GATEWAY=1 MODELS='["inferrail/sim-8b","sim"]' STREAMS=200 \
   node --test --test-reporter=spec "$here/sdk/sdk.test.mjs"
+echo "== Anthropic SDK over https with an API key (x-api-key)"
+NODE_EXTRA_CA_CERTS="$tlsdir/ca.pem" API_KEY="$key" BASE_URL="$tls_url" MODEL=sim RESPONSE_MODEL=inferrail/sim-8b \
+  ENGINE_URL="$tls_sim" GATEWAY=1 node --test --test-reporter=spec "$here/sdk/anthropic.test.mjs"
 if grep -q "$key" "$tlslog"; then echo "the API key shows in the gateway's output"; exit 1; fi
 
 # EPP mode: the same SDK through a proxy that plays Envoy (test code only)
