@@ -57,6 +57,10 @@ func (inst *instance) handle(ctx *fasthttp.RequestCtx) {
 		if inst.allow(ctx, "POST") {
 			inst.countTokens(ctx)
 		}
+	case "/v1/embeddings":
+		if inst.allow(ctx, "POST") {
+			inst.embeddings(ctx)
+		}
 	case "/v1/models":
 		if inst.allow(ctx, "GET") {
 			inst.models(ctx)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -72,5 +73,38 @@ func TestMessages(t *testing.T) {
 	status, _, body = post(t, s, "/v1/messages", `{"model":"`+DefaultOptions().Model+`","messages":[]}`)
 	if status != 400 || !strings.HasPrefix(body, `{"type":"error","error":{"type":`) {
 		t.Fatalf("error %d %s", status, body)
+	}
+}
+
+// The simulator serves /v1/embeddings in vLLM's shape: one vector per
+// input, the same for the same input, and usage with the prompts' tokens.
+func TestEmbeddings(t *testing.T) {
+	s := start(t, fast)
+	m := DefaultOptions().Model
+	var r struct {
+		Object string
+		Data   []struct {
+			Index     int
+			Object    string
+			Embedding []float64
+		}
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+			TotalTokens  int `json:"total_tokens"`
+		}
+	}
+	status, _, body := post(t, s, "/v1/embeddings", `{"model":"`+m+`","input":["one two three","one two three","four five"]}`)
+	if status != 200 || json.Unmarshal([]byte(body), &r) != nil || r.Object != "list" || len(r.Data) != 3 {
+		t.Fatalf("%d %s", status, body)
+	}
+	if len(r.Data[0].Embedding) != embeddingDims || fmt.Sprint(r.Data[0].Embedding) != fmt.Sprint(r.Data[1].Embedding) ||
+		fmt.Sprint(r.Data[0].Embedding) == fmt.Sprint(r.Data[2].Embedding) || r.Data[2].Index != 2 {
+		t.Errorf("embeddings %s", body)
+	}
+	if r.Usage.PromptTokens == 0 || r.Usage.TotalTokens != r.Usage.PromptTokens {
+		t.Errorf("usage %s", body)
+	}
+	if status, _, body := post(t, s, "/v1/embeddings", `{"model":"nope","input":"x"}`); status != 404 {
+		t.Errorf("unknown model: %d %s", status, body)
 	}
 }

@@ -37,9 +37,10 @@ func (s *Server) policyRequest(r *request, path []byte) {
 	var ok bool
 	var p Prompt
 	tok := s.tok
-	if r.messages || string(path) == pathCountTokens {
-		// Keys only: a Messages body is prepared below, and a count_tokens
-		// one forwarded for the engine to count fills no cache.
+	if r.messages || string(path) == pathCountTokens || poolingPath(path) {
+		// Keys only: a Messages body is prepared below; a count_tokens
+		// body forwarded for the engine to count, and a pooling request,
+		// fill no cache worth predicting.
 		tok = nil
 	}
 	session := r.ctx.Request.Header.Peek("X-Session-Id")

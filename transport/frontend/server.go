@@ -209,14 +209,23 @@ func (s *Server) pool(url string) (*upstream.Pool, error) {
 	return p, nil
 }
 
-// routes lists every path the client port serves and its methods.
-var routes = map[string]string{
+// routes lists every path the client port serves and its methods; it is
+// never changed.
+var routes = withPooling(map[string]string{
 	"/v1/chat/completions": "POST",
 	"/v1/completions":      "POST",
 	pathMessages:           "POST",
 	pathCountTokens:        "POST",
 	"/v1/models":           "GET, HEAD",
 	"/health":              "GET, HEAD",
+})
+
+// withPooling adds the pooling paths to r, POST only.
+func withPooling(r map[string]string) map[string]string {
+	for _, p := range poolingPaths {
+		r[p] = "POST"
+	}
+	return r
 }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
