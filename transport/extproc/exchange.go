@@ -54,9 +54,11 @@ type exchange struct {
 	met       *telemetry.Model
 	policy    policy.Request
 	tokenized bool
-	d         fleet.Decision
-	series    *telemetry.Series
-	live      bool // d holds a lease that Done has not ended
+	// messages: an Anthropic Messages request, whose usage is Anthropic's.
+	messages bool
+	d        fleet.Decision
+	series   *telemetry.Series
+	live     bool // d holds a lease that Done has not ended
 
 	// The response.
 	status  int
@@ -192,7 +194,8 @@ func (x *exchange) route() (bool, error) {
 		x.requestID = frontend.NewRequestID()
 	}
 	path, _, _ := strings.Cut(x.path, "?")
-	x.policy, _, x.tokenized = frontend.PolicyRequest(s.tok, x.model, strings.HasSuffix(path, "/chat/completions"),
+	x.messages = strings.HasSuffix(path, "/v1/messages")
+	x.policy, _, x.tokenized = frontend.PreparePolicy(s.tok, x.model, path,
 		[]byte(x.sessionID), x.body, x.requestID, deadline)
 	if s.live.Load().Logging.LogPrompts {
 		s.log.Debug("request", "id", x.requestID, "model", x.model, "body", string(x.body))

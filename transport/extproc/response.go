@@ -9,7 +9,6 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/inferrail/inferrail/actors/fleet"
-	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/transport/frontend"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
@@ -117,10 +116,10 @@ func (x *exchange) finish() {
 		var found bool
 		var engine int
 		if x.sse {
-			u, ok := x.tail.Usage()
+			u, ok := frontend.StreamUsage(x.messages, nil, &x.tail)
 			engine, found = u.PromptTokens, ok
 		} else if !x.jsonCut {
-			u, ok := openai.FindUsage(x.json)
+			u, ok := frontend.ResponseUsage(x.messages, x.json)
 			engine, found = u.PromptTokens, ok
 		}
 		if found {

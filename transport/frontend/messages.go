@@ -110,7 +110,13 @@ func (h *streamHead) messagesStart() (anthropic.Usage, bool) {
 
 // responseUsage reads the usage of r's non-streamed response body.
 func (r *request) responseUsage(body []byte) (openai.Usage, bool) {
-	if !r.messages {
+	return ResponseUsage(r.messages, body)
+}
+
+// ResponseUsage reads the usage of a non-streamed response body: an
+// Anthropic message's when messages, else the OpenAI usage.
+func ResponseUsage(messages bool, body []byte) (openai.Usage, bool) {
+	if !messages {
 		return openai.FindUsage(body)
 	}
 	u, ok := anthropic.FindUsage(body)
@@ -127,13 +133,24 @@ func (r *request) streamDone(tail *openai.StreamTail) bool {
 	return ok && (anthropic.Event(v) == "message_stop" || string(v) == "[DONE]")
 }
 
-// streamUsage reads the usage of r's stream: the final usage chunk, or a
-// Messages stream's message_start usage updated by its last message_delta.
+// streamUsage reads the usage of r's stream (StreamUsage).
 func (r *request) streamUsage(head *streamHead, tail *openai.StreamTail) (openai.Usage, bool) {
-	if !r.messages {
+	return StreamUsage(r.messages, head, tail)
+}
+
+// StreamUsage reads the usage of a stream: its final usage chunk, or, for
+// a Messages stream, the usage of its message_start event (in head, nil
+// when not kept) updated by its last message_delta's (vLLM's carries the
+// prompt's counts too).
+func StreamUsage(messages bool, head *streamHead, tail *openai.StreamTail) (openai.Usage, bool) {
+	if !messages {
 		return tail.Usage()
 	}
-	u, found := head.messagesStart()
+	var u anthropic.Usage
+	found := false
+	if head != nil {
+		u, found = head.messagesStart()
+	}
 	tail.EachData(func(v []byte) {
 		if anthropic.Event(v) != "message_delta" {
 			return

@@ -1,5 +1,7 @@
 package frontend
 
+import "strings"
+
 // The pooling APIs vLLM serves (vllm/entrypoints/pooling/: embed, pooling,
 // classify, score, rerank): a prompt is read once and nothing is
 // generated, so the request is routed on load alone, with no cache
@@ -15,10 +17,10 @@ var poolingPaths = []string{
 	"/v2/rerank",
 }
 
-// poolingPath reports whether path is one of poolingPaths.
-func poolingPath(path []byte) bool {
+// poolingPath reports whether path ends in one of poolingPaths.
+func poolingPath[T ~string | ~[]byte](path T) bool {
 	for _, p := range poolingPaths {
-		if string(path) == p {
+		if strings.HasSuffix(string(path), p) {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -36,28 +37,41 @@ type Prompt struct {
 func (s *Server) policyRequest(r *request, path []byte) {
 	var ok bool
 	var p Prompt
-	tok := s.tok
-	if r.messages || string(path) == pathCountTokens || poolingPath(path) {
-		// Keys only: a Messages body is prepared below; a count_tokens
-		// body forwarded for the engine to count, and a pooling request,
-		// fill no cache worth predicting.
-		tok = nil
-	}
-	session := r.ctx.Request.Header.Peek("X-Session-Id")
-	if len(session) == 0 && r.messages {
-		session = anthropicUser(r.body)
-	}
-	r.policy, p, ok = PolicyRequest(tok, r.model, string(path) == "/v1/chat/completions",
-		session, r.body, r.id, r.deadline)
-	if r.messages && s.tok != nil {
-		if p, ok = prepareMessages(s.tok, r.model, false, r.body, r.deadline); ok {
-			r.policy.PromptTokens, r.policy.Blocks, r.policy.BlockSize = p.Tokens, p.Blocks, p.BlockSize
-		}
-	}
+	r.policy, p, ok = PreparePolicy(s.tok, r.model, string(path), r.ctx.Request.Header.Peek("X-Session-Id"),
+		r.body, r.id, r.deadline)
 	if ok {
 		r.tokenized = true
 		r.ctx.Response.Header.Set(HeaderPromptTokens, strconv.Itoa(p.Tokens))
 	}
+}
+
+// PreparePolicy is PolicyRequest for a request to path, which may carry a
+// prefix before the API's own path (as behind Envoy), its query cut: a
+// chat or completion body prepared as such; an Anthropic Messages body as
+// vLLM's Anthropic entrypoint renders it, its metadata.user_id the
+// conversation key when sessionID is empty; a count_tokens body (sent on
+// for an engine to count) and a pooling request not at all, since they
+// fill no cache worth predicting. The gateway and the endpoint picker
+// prepare requests so.
+func PreparePolicy(tok Tokenizer, model, path string, sessionID, body []byte, id string, deadline time.Time) (policy.Request, Prompt, bool) {
+	switch {
+	case strings.HasSuffix(path, pathMessages):
+		if len(sessionID) == 0 {
+			sessionID = anthropicUser(body)
+		}
+		req, _, _ := PolicyRequest(nil, model, false, sessionID, body, id, deadline)
+		if tok == nil {
+			return req, Prompt{}, false
+		}
+		p, ok := prepareMessages(tok, model, false, body, deadline)
+		if ok {
+			req.PromptTokens, req.Blocks, req.BlockSize = p.Tokens, p.Blocks, p.BlockSize
+		}
+		return req, p, ok
+	case strings.HasSuffix(path, pathCountTokens) || poolingPath(path):
+		return PolicyRequest(nil, model, false, sessionID, body, id, deadline)
+	}
+	return PolicyRequest(tok, model, strings.HasSuffix(path, "/chat/completions"), sessionID, body, id, deadline)
 }
 
 // PolicyRequest builds what a policy may know of a request for model: its
