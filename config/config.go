@@ -193,6 +193,16 @@ type Model struct {
 	// --chat-template-kwargs (for example enable_thinking: false). Default
 	// none.
 	ChatTemplateKwargs map[string]any `koanf:"chat_template_kwargs"`
+	// AnthropicInlineSystem is where the inline role "system" messages of
+	// Anthropic Messages requests (Claude Code sends one almost every
+	// turn) go in the prompt, as vLLM's Anthropic entrypoint places them:
+	// preserve keeps them in place as system turns, fold merges them into
+	// a neighbouring user message. vLLM picks one by probing the chat
+	// template at first use and logs it ("Anthropic inline system
+	// messages will be kept in place" or "... folded into adjacent
+	// turns"); set the same here. Default "preserve", what it picks for
+	// templates that mark system turns (Qwen, ChatML, the simulator's).
+	AnthropicInlineSystem string `koanf:"anthropic_inline_system"`
 	// BlockSize is tokens per KV block, as the engines' --block-size. It must
 	// match the engines for cache predictions to be right. Default 16, vLLM's
 	// default.
@@ -877,7 +887,7 @@ func Default() *Config {
 // defaultModel, defaultReplica and defaultDNSGroup hold the defaults of list
 // entries, which the file's entries are laid over.
 func defaultModel() Model {
-	return Model{ChatTemplateContentFormat: "auto", BlockSize: 16}
+	return Model{ChatTemplateContentFormat: "auto", AnthropicInlineSystem: "preserve", BlockSize: 16}
 }
 
 func defaultReplica() Replica {

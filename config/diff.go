@@ -89,6 +89,9 @@ func restartModels(prev, next []Model) []string {
 		if !reflect.DeepEqual(a.ChatTemplateKwargs, b.ChatTemplateKwargs) {
 			out = append(out, p+".chat_template_kwargs")
 		}
+		if a.AnthropicInlineSystem != b.AnthropicInlineSystem {
+			out = append(out, p+".anthropic_inline_system")
+		}
 		if a.BlockSize != b.BlockSize {
 			out = append(out, p+".block_size")
 		}

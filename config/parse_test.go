@@ -200,6 +200,7 @@ func TestParseInvalid(t *testing.T) {
 		{"model cost model", model("cost_model: {prefill_token_secs: -1}"), nil, []string{"models[0].cost_model.prefill_token_secs"}, ""},
 		{"builtin tokenizer", model("tokenizer: builtin:gpt"), nil, []string{"models[0].tokenizer"}, ""},
 		{"content format", model("chat_template_content_format: xml"), nil, []string{"models[0].chat_template_content_format"}, ""},
+		{"inline system", model("anthropic_inline_system: hoist"), nil, []string{"models[0].anthropic_inline_system"}, ""},
 		{"block size", model("block_size: 0"), nil, []string{"models[0].block_size"}, "must be at least 1, got 0"},
 		{"kwargs value", model("chat_template_kwargs: {x: .nan}"), nil, []string{"models[0].chat_template_kwargs.x"}, "finite"},
 

@@ -213,6 +213,7 @@ func (v *validator) models(models []Model, names routingNames) map[string]string
 			v.add(p+".tokenizer", "unknown builtin tokenizer %q; the only one is builtin:sim", m.Tokenizer)
 		}
 		v.oneOf(p+".chat_template_content_format", m.ChatTemplateContentFormat, "auto", "string", "openai")
+		v.oneOf(p+".anthropic_inline_system", m.AnthropicInlineSystem, "preserve", "fold")
 		v.atLeast(p+".block_size", m.BlockSize, 1)
 	}
 	return refs

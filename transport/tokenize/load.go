@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/anthropic"
 	"github.com/inferrail/inferrail/model/prompt"
 	"github.com/inferrail/inferrail/model/template"
 	"github.com/inferrail/inferrail/model/token"
@@ -137,7 +138,7 @@ func load(m config.Model, hubCache string, cacheTokens int) (*Model, error) {
 		return nil, ErrNoTokenizer
 	case m.Tokenizer == Sim:
 		out.Kind, out.VocabSize, out.ChatTemplate = Sim, token.VocabSize, true
-		out.prep = &prompt.Preparer{Model: m.Name, BlockSize: bs, Sim: true}
+		out.prep = &prompt.Preparer{Model: m.Name, BlockSize: bs, Sim: true, InlineSystem: inlineMode(m)}
 		return out, nil
 	case strings.HasPrefix(m.Tokenizer, "builtin:"):
 		return nil, errors.New("unknown builtin tokenizer; the only one is builtin:sim")
@@ -182,7 +183,7 @@ func load(m config.Model, hubCache string, cacheTokens int) (*Model, error) {
 		return nil, err
 	}
 	p := &prompt.Preparer{Model: m.Name, Tokenizer: tok, Template: chat, BlockSize: bs, Kwargs: kwargs,
-		ContentFormat: m.ChatTemplateContentFormat}
+		ContentFormat: m.ChatTemplateContentFormat, InlineSystem: inlineMode(m)}
 	if p.ContentFormat == "" {
 		p.ContentFormat = "auto"
 	}
@@ -194,6 +195,14 @@ func load(m config.Model, hubCache string, cacheTokens int) (*Model, error) {
 		out.TemplateErr = fmt.Errorf("model %s: chat template: %w", m.Name, templateErr)
 	}
 	return out, nil
+}
+
+// inlineMode is the model's anthropic_inline_system.
+func inlineMode(m config.Model) anthropic.InlineMode {
+	if m.AnthropicInlineSystem == "fold" {
+		return anthropic.Fold
+	}
+	return anthropic.Preserve
 }
 
 // repoID is a Hugging Face repository id, org/name, with an optional
