@@ -109,3 +109,20 @@ func TestMessagesErrors(t *testing.T) {
 		t.Errorf("count_tokens: %d tokens (%v), request %d (%v)", len(c.IDs), err, len(m.IDs), err2)
 	}
 }
+
+// FuzzMessages: any body prepares or fails with an error, through the
+// Qwen3 template and the simulator's, never a panic.
+func FuzzMessages(f *testing.F) {
+	f.Add([]byte(claudeTurn(2)), false)
+	f.Add([]byte(claudeTurn1Chat), true)
+	f.Add([]byte(`{"model":"m","messages":[{"role":"msg","content":[{"type":"thinking","thinking":"t"}]}],"chat_template_kwargs":{"enable_thinking":false}}`), true)
+	sim := &Preparer{Model: "m", BlockSize: 16, Sim: true}
+	f.Fuzz(func(t *testing.T, body []byte, count bool) {
+		now := time.Unix(1700000000, 0)
+		for _, p := range []*Preparer{qwen3(t), sim} {
+			if pr, err := p.Messages(body, count, now); err == nil && len(pr.Blocks)*p.BlockSize > len(pr.IDs) {
+				t.Fatalf("%d blocks for %d tokens", len(pr.Blocks), len(pr.IDs))
+			}
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/anthropic"
+	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/prompt"
 	"github.com/inferrail/inferrail/sim"
 )
@@ -187,4 +188,30 @@ func TestCountTokens(t *testing.T) {
 			t.Errorf("%s: answered locally %v, want %v", tc.name, !served, tc.local)
 		}
 	}
+}
+
+// FuzzMessagesStream: any stream bytes, cut anywhere, give a usage or
+// none, never a panic; the session key reader takes any body.
+func FuzzMessagesStream(f *testing.F) {
+	f.Add([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5,\"output_tokens\":0}}}\n\n"+
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":3,\"cache_read_input_tokens\":16,\"input_tokens\":1}}\n\n"+
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"), 40)
+	f.Add([]byte(`{"metadata":{"user_id":"u"},"usage":{"input_tokens":1}}`), 0)
+	f.Fuzz(func(t *testing.T, b []byte, cut int) {
+		var head streamHead
+		var tail openai.StreamTail
+		cut = min(max(cut, 0), len(b))
+		for _, part := range [][]byte{b[:cut], b[cut:]} {
+			head.Write(part)
+			tail.Write(part)
+		}
+		r := &request{messages: true}
+		u, ok := r.streamUsage(&head, &tail)
+		if ok && (u.PromptTokens < u.CachedTokens || u.PromptTokens < 0) {
+			t.Fatalf("usage %+v", u)
+		}
+		r.streamDone(&tail)
+		ResponseUsage(true, b)
+		anthropicUser(b)
+	})
 }
