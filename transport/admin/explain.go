@@ -58,8 +58,9 @@ func (s *Server) explain(ctx *fasthttp.RequestCtx, path string) {
 		writeErr(ctx, fasthttp.StatusMethodNotAllowed, "Method Not Allowed", "Method Not Allowed")
 		return
 	}
-	chat := path == "/v1/chat/completions"
-	if !chat && path != "/v1/completions" {
+	switch path {
+	case "/v1/chat/completions", "/v1/completions", "/v1/messages":
+	default:
 		notFound(ctx)
 		return
 	}
@@ -75,7 +76,7 @@ func (s *Server) explain(ctx *fasthttp.RequestCtx, path string) {
 		return
 	}
 	deadline := time.Now().Add(s.ex.Timeout)
-	req, p, tokenized := frontend.PolicyRequest(s.ex.Tokenizer, model, chat,
+	req, p, tokenized := frontend.PreparePolicy(s.ex.Tokenizer, model, path,
 		ctx.Request.Header.Peek("X-Session-Id"), body, "explain", deadline)
 	pol := string(ctx.QueryArgs().Peek("policy"))
 	ex, err := s.ex.Fleet.Explain(model, pol, req, deadline)
