@@ -475,8 +475,9 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		for i, s := range sims {
 			fmt.Fprintf(stdout, "  sim-%d  %s\n", i, s.URL())
 		}
-		fmt.Fprintf(stdout, "\nTry:\n  curl -s %s://%s/v1/chat/completions -H 'content-type: application/json' \\\n"+
-			"    -d '{\"model\":\"sim\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":16}'\n\n", web, addr)
+		fmt.Fprintf(stdout, "\nTry:\n  curl -s %[1]s://%[2]s/v1/chat/completions -H 'content-type: application/json' \\\n"+
+			"    -d '{\"model\":\"sim\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}],\"max_tokens\":16}'\n"+
+			"  ANTHROPIC_BASE_URL=%[1]s://%[2]s ANTHROPIC_MODEL=sim claude   # Claude Code, through /v1/messages\n\n", web, addr)
 	})
 }
 
