@@ -3,6 +3,7 @@ package extproc
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -374,4 +375,42 @@ func TestShedQueued(t *testing.T) {
 	if r := <-queued; r == nil || r.Immediate != nil || len(r.Endpoints) == 0 {
 		t.Fatalf("the queued request: %+v", r)
 	}
+}
+
+// TestServedFallbackIndex: when Envoy retries onto the fallback and it
+// serves, the fallback's shadow index records the prompt, not the replica
+// the picker chose: the same prompt then ranks the fallback first, with
+// its blocks predicted cached there.
+func TestServedFallbackIndex(t *testing.T) {
+	p := startPicker(t, 2, func(c *config.Config) { c.Routing.DefaultPolicy = "cost_model" })
+	body := chat(strings.Repeat("a long shared system prompt ", 60), 2, false)
+	x, routed := p.route(post(body, 0))
+	if len(routed.Endpoints) != 2 {
+		t.Fatalf("fallback list %v", routed.Endpoints)
+	}
+	fallback := p.replica(routed.Endpoints[1])
+	hdr, err := x.ResponseHeaders(200, "application/json", routed.Endpoints[1], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage := `{"id":"x","choices":[],"usage":{"prompt_tokens":` + hdr["x-inferrail-prompt-tokens"] + `,"completion_tokens":1,"total_tokens":2}}`
+	if _, err := x.ResponseChunk([]byte(usage), true); err != nil {
+		t.Fatal(err)
+	}
+	x.CloseSend()
+	x2, again := p.route(post(body, 0))
+	if again.Immediate != nil || len(again.Endpoints) == 0 {
+		t.Fatalf("second request: %+v", again)
+	}
+	if got := p.replica(again.Endpoints[0]); got != fallback {
+		t.Fatalf("the same prompt ranks %s first; the fallback %s served it", got, fallback)
+	}
+	hdr2, err := x2.ResponseHeaders(200, "application/json", again.Endpoints[0], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := strconv.Atoi(hdr2["x-inferrail-cached-tokens"]); c == 0 {
+		t.Fatalf("no cached tokens predicted on the fallback that served the prompt: %v", hdr2)
+	}
+	x2.ResponseChunk([]byte(usage), true)
 }
