@@ -354,6 +354,12 @@ func TestShedQueued(t *testing.T) {
 		c.Replicas[0].MaxConcurrency = 1
 		c.FlowControl.Enabled, c.FlowControl.MaxWait = true, 100*time.Millisecond
 	})
+	// The utilization-detector counts a replica without a load report as
+	// saturated (stale metrics fail closed): wait for the first scrape.
+	waitFor(t, "a load report", 5*time.Second, func() bool {
+		s, ok := p.fl.Snapshot("r0")
+		return ok && !s.LoadAt.IsZero()
+	})
 	hold, held := p.route(post(chat("first", 1, false), 0))
 	if held.Immediate != nil {
 		t.Fatal("the first request was refused")
