@@ -270,6 +270,11 @@ func runGateway(ctx context.Context, epp bool, path string, cfg *config.Config, 
 			// a client's key it could check.
 			log.Warn("auth.api_keys is set but inferrail epp checks no API keys: authenticate clients at the gateway in front (Envoy)")
 		}
+		if cfg.Observability.UsageForAccuracy == config.UsageInject {
+			// Envoy relays the body; the picker does not rewrite it.
+			log.Warn("observability.usage_for_accuracy is inject but inferrail epp sends requests as the client did: " +
+				"a stream whose client asked for no usage counts as unknown in inferrail_prediction_total")
+		}
 		if fe, err = newPicker(cfg, fl, log, met, edgeTokenizer{tok}, dlog, sec.extproc, ln); err != nil {
 			ln.Close()
 			aln.Close()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
@@ -76,5 +77,18 @@ func CheckPrompt(fl *fleet.Fleet, log *slog.Logger, model, replicaID string, ser
 			"which the gateway's tokenizer counts differently (%d against %d for one prompt): the index may be mis-sized; "+
 			"fix the tokenizer, or set replicas[].kv_capacity_blocks", capacity, engine, gateway)
 		snap.Warnings.RaiseNew(log, now, replica.WarnCapacityUnits, msg, "replica", replicaID, "model", model)
+	}
+}
+
+// Account compares the engine's usage for a committed response of decision
+// d (u, read when found) with d's prediction, when the KV index priced d:
+// inferrail_prediction_total, inferrail_prediction_error_tokens and
+// inferrail_delivered_cached_tokens_total. prompt is the gateway's count of
+// the prompt. The gateway and the endpoint picker call it once per
+// committed response, so that every prediction counted in
+// inferrail_predicted_cached_tokens_total gets one result.
+func Account(met *telemetry.Model, series *telemetry.Series, d fleet.Decision, prompt int, u openai.Usage, found bool) {
+	if d.Predicted {
+		series.Prediction.Compare(met, prompt, d.CachedTokens, u, found)
 	}
 }

@@ -112,6 +112,11 @@ type Model struct {
 	// inferrail_predicted_cached_tokens_total).
 	PromptTokens    *metrics.Counter
 	PredictedCached *metrics.Counter
+	// DeliveredCached counts, of the same decisions, the cached tokens the
+	// engine reported in usage.prompt_tokens_details.cached_tokens
+	// (inferrail_delivered_cached_tokens_total); a response without them
+	// adds nothing, and counts as unknown in inferrail_prediction_total.
+	DeliveredCached *metrics.Counter
 	errMu           sync.Mutex
 	errs            map[string]*metrics.Counter
 	estimated       sync.Map // policy → *metrics.PrometheusHistogram
@@ -149,6 +154,7 @@ func (r *Registry) Model(name string) *Model {
 		Disconnects:     r.global.NewCounter("inferrail_client_disconnects_total" + l),
 		PromptTokens:    r.global.NewCounter("inferrail_prompt_tokens_total" + l),
 		PredictedCached: r.global.NewCounter("inferrail_predicted_cached_tokens_total" + l),
+		DeliveredCached: r.global.NewCounter("inferrail_delivered_cached_tokens_total" + l),
 		errs:            make(map[string]*metrics.Counter),
 	}
 	r.models[name] = m
@@ -204,6 +210,7 @@ type Replica struct {
 	mu      sync.RWMutex // guards byMP and byModel
 	byMP    map[[2]string]*Series
 	byModel map[string]*PromptCheck
+	preds   map[string]*Prediction // by model
 }
 
 // Series are the series of one (replica, model, policy).
@@ -215,6 +222,9 @@ type Series struct {
 	// Prompt is the (replica, model)'s prompt count check, shared by the
 	// series of every policy.
 	Prompt *PromptCheck
+	// Prediction is the (replica, model)'s prediction accuracy, shared
+	// by the series of every policy.
+	Prediction *Prediction
 }
 
 // PromptCheck counts, for one (replica, model), the responses whose
@@ -264,7 +274,8 @@ func (r *Registry) Replica(id, model, policy string) *Series {
 	if rep == nil {
 		r.mu.Lock()
 		if rep = r.replicas[id]; rep == nil {
-			rep = &Replica{id: id, set: metrics.NewSet(), byMP: make(map[[2]string]*Series), byModel: make(map[string]*PromptCheck)}
+			rep = &Replica{id: id, set: metrics.NewSet(), byMP: make(map[[2]string]*Series),
+				byModel: make(map[string]*PromptCheck), preds: make(map[string]*Prediction)}
 			r.replicas[id] = rep
 		}
 		r.mu.Unlock()
@@ -298,6 +309,10 @@ func (r *Registry) Replica(id, model, policy string) *Series {
 			Mismatched: rep.set.NewCounter(`inferrail_prompt_tokens_mismatch_total{` + lm + `,` + lr + `}`),
 		}
 		rep.byModel[model] = s.Prompt
+	}
+	if s.Prediction = rep.preds[model]; s.Prediction == nil {
+		s.Prediction = newPrediction(rep.set, lm, lr)
+		rep.preds[model] = s.Prediction
 	}
 	rep.byMP[key] = s
 	return s
