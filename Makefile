@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 RACE_PKGS := ./sim/... ./actors/... ./transport/... ./cmd/...
 PURE_PKGS := ./model/... ./config/... ./bench/...
 
-.PHONY: build run test test-go test-chart test-sdk test-scrapers bench bench-sim bench-gateway bench-tokenizer diff-tokenizers bench-matrix bench-realtime bench-kv-events bench-report fuzz lint tools clean stress stress-short
+.PHONY: build run test test-go test-chart test-sdk test-scrapers test-observability bench bench-sim bench-gateway bench-tokenizer diff-tokenizers bench-matrix bench-realtime bench-kv-events bench-report fuzz lint tools clean stress stress-short
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/inferrail
@@ -19,7 +19,7 @@ build:
 run: build
 	$(BIN) launch --listen 127.0.0.1:8080 --replicas 3
 
-test: test-go test-chart test-sdk test-scrapers
+test: test-go test-chart test-sdk test-scrapers test-observability
 
 test-go:
 	$(GO) vet ./...
@@ -38,6 +38,12 @@ test-sdk: build
 ## test-scrapers: Debian's prometheus and victoria-metrics scrape the gateway (installs them when missing)
 test-scrapers: build
 	./scripts/scrapers-test.sh $(BIN)
+
+## test-observability: promtool checks and unit-tests deploy/prometheus/alerts.yaml, and runs every
+## expression of it and of deploy/grafana/inferrail.json against Debian's prometheus scraping
+## `inferrail launch` over 3 simulators (installs prometheus when missing)
+test-observability: build
+	./scripts/observability-test.sh $(BIN)
 
 ## bench: micro-benchmarks beside the code, then the simulator load benchmarks
 bench:

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/inferrail/inferrail/model/openai"
 )
@@ -50,5 +51,23 @@ func TestPredictionCompare(t *testing.T) {
 	}
 	if r.Accuracy("gone") != (Accuracy{}) {
 		t.Fatal("an unknown replica has predictions")
+	}
+}
+
+// inferrail_model_healthy_replicas counts, per model, the replicas that are
+// healthy and not ejected; a model whose every replica is down reads 0.
+func TestModelHealthyReplicas(t *testing.T) {
+	f := &fakeFleet{}
+	f.set("a", "b", "c")
+	f.snaps[0].Models = []string{"m", "n"}
+	f.snaps[1].Models = []string{"m"}
+	f.snaps[2].Models = []string{"n"}
+	f.snaps[2].Healthy = false
+	f.snaps[0].EjectedUntil = time.Now().Add(time.Hour)
+	pg := page(New(f))
+	for _, line := range []string{`inferrail_model_healthy_replicas{model="m"} 1`, `inferrail_model_healthy_replicas{model="n"} 0`} {
+		if !strings.Contains(pg, line+"\n") {
+			t.Errorf("the page lacks %s", line)
+		}
 	}
 }

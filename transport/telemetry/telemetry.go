@@ -401,6 +401,7 @@ func writeGauges(b *bytes.Buffer, snaps []*replica.Snapshot, now time.Time) {
 	gauge("inferrail_replica_ejected", func(s *replica.Snapshot) float64 { return b2f(s.Ejected(now)) })
 	gauge("inferrail_replica_in_flight", func(s *replica.Snapshot) float64 { return float64(s.Counters.InFlight()) })
 	gauge("inferrail_replica_pending", func(s *replica.Snapshot) float64 { return float64(s.Counters.Pending()) })
+	writeModelHealth(b, snaps, now)
 	counter("inferrail_ejections_total", func(s *replica.Snapshot) float64 { return float64(s.Ejections) })
 	counter("inferrail_replica_restarts_total", func(s *replica.Snapshot) float64 { return float64(s.Restarts) })
 	counter("inferrail_replica_engine_restarts_total", func(s *replica.Snapshot) float64 { return float64(s.EngineRestarts) })
@@ -515,6 +516,32 @@ func writeGauges(b *bytes.Buffer, snaps []*replica.Snapshot, now time.Time) {
 	gauge("inferrail_replica_engine_prefix_cache_queries", func(s *replica.Snapshot) float64 { return s.Load.PrefixQueries })
 	gauge("inferrail_replica_engine_prefix_cache_hits", func(s *replica.Snapshot) float64 { return s.Load.PrefixHits })
 	gauge("inferrail_replica_report_age_seconds", func(s *replica.Snapshot) float64 { return now.Sub(s.LoadAt).Seconds() })
+}
+
+// writeModelHealth writes inferrail_model_healthy_replicas{model}: the
+// replicas of each model that are healthy and not ejected, the ones it can
+// be routed to; 0 is the alert "no healthy replica for a model".
+func writeModelHealth(b *bytes.Buffer, snaps []*replica.Snapshot, now time.Time) {
+	healthy := map[string]int{}
+	for _, s := range snaps {
+		for _, m := range s.Models {
+			if _, ok := healthy[m]; !ok {
+				healthy[m] = 0
+			}
+			if s.Healthy && !s.Ejected(now) {
+				healthy[m]++
+			}
+		}
+	}
+	models := make([]string, 0, len(healthy))
+	for m := range healthy {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	metrics.WriteMetadataIfNeeded(b, "inferrail_model_healthy_replicas", "gauge")
+	for _, m := range models {
+		b.WriteString(`inferrail_model_healthy_replicas{model=` + strconv.Quote(m) + `} ` + strconv.Itoa(healthy[m]) + "\n")
+	}
 }
 
 func b2f(b bool) float64 {
