@@ -14,24 +14,9 @@
 set -euo pipefail
 bin=${1:?usage: observability-test.sh path/to/inferrail}
 root=$(cd "$(dirname "$0")/.." && pwd)
-if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
-  echo "installing prometheus (Debian package)" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y --no-install-recommends prometheus >/dev/null ||
-    { apt-get update >/dev/null && apt-get install -y --no-install-recommends prometheus >/dev/null; }
-fi
-if ! python3 -c 'import yaml' 2>/dev/null; then
-  echo "installing python3-yaml (Debian package)" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-yaml >/dev/null
-fi
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+. "$root/scripts/testlib.sh"
+need_debs prometheus promtool -- prometheus
+python3 -c 'import yaml' 2>/dev/null || need_debs -- python3-yaml
 
 # Features left off here, and the metrics that need them: config reloads
 # (launch runs without a config file) and shadow policies (none configured).
@@ -67,16 +52,8 @@ print("%d expressions" % len(exprs))
 PY
 promtool check rules "$work/exprs.rules.yaml"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_http() { for _ in $(seq 200); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "not up: $1"; return 1; }
-
 admin=$(free_port); prom=$(free_port)
-"$bin" launch --listen 127.0.0.1:0 --admin-listen "127.0.0.1:$admin" --replicas 3 --port 0 --kv-events \
-  --split cost_model=75,round_robin=25 >"$work/launch.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 200); do grep -q 'gateway on http' "$work/launch.log" && break; sleep 0.05; done
-gw=$(grep -o 'gateway on http://[0-9.:]*' "$work/launch.log" | grep -o 'http://.*')
-wait_http "http://127.0.0.1:$admin/admin/replicas"
+launch "$bin" "$admin" --replicas 3 --port 0 --kv-events --split cost_model=75,round_robin=25
 engines=$(curl -sf "http://127.0.0.1:$admin/admin/replicas" |
   python3 -c 'import json,sys; print(",".join("\"%s\"" % r["url"].split("//")[1] for r in json.load(sys.stdin)["replicas"]))')
 

@@ -231,7 +231,9 @@ func runGateway(ctx context.Context, epp bool, path string, cfg *config.Config, 
 	met.Include(tokMetrics)
 	met.Include(secMetrics)
 	met.Include(telemetry.WriterFunc(tok.WriteCacheMetrics))
-	var dlog *decisionlog.Writer
+	// Without a decision log, decisions are sampled for the fleet page
+	// (GET /admin/decisions) alone.
+	dlog := decisionlog.Memory()
 	if dc := cfg.Observability.DecisionLog; dc.SampleRate > 0 {
 		dlogMetrics := metrics.NewSet()
 		if dlog, err = decisionlog.Open(dc.Path, dc.SampleRate, dlogMetrics); err != nil {
@@ -285,7 +287,8 @@ func runGateway(ctx context.Context, epp bool, path string, cfg *config.Config, 
 			DecisionLog: dlog, Tracer: tracer, Auth: sec.guard, UpstreamTLS: sec.upstream}), ln}
 	}
 	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{Fleet: fl, Tokenizer: edgeTokenizer{tok},
-		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithTrials(fl).WithAuth(sec.guard)
+		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithTrials(fl).WithAuth(sec.guard).
+		WithDecisions(dlog).WithModels(startConfig{cfg})
 	// The key, token and engine key files are reread on their own, with or
 	// without a config file to reload.
 	actx, stopAuth := context.WithCancel(ctx)
@@ -298,7 +301,7 @@ func runGateway(ctx context.Context, epp bool, path string, cfg *config.Config, 
 	if path != "" {
 		rl := newReloader(path, cfg, fl, fe, met, log)
 		rl.auth = sec.guard
-		ad.WithConfig(rl)
+		ad.WithConfig(rl).WithModels(rl)
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		rctx, stopReloads := context.WithCancel(ctx)
@@ -500,3 +503,9 @@ func parseSplit(s string) (map[string]int, error) {
 	}
 	return out, nil
 }
+
+// startConfig is the config the gateway started with, generation 1, for
+// GET /admin/models when there is no file to reload.
+type startConfig struct{ cfg *config.Config }
+
+func (c startConfig) Current() (*config.Config, uint64) { return c.cfg, 1 }

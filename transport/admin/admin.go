@@ -2,6 +2,9 @@
 // Prometheus and VictoriaMetrics, GET /admin/replicas, GET /admin/index
 // (each replica's KV index and event stream) and GET /admin/shadow (each
 // shadow policy against the routing policy) for operators, and
+// GET /admin/ (the fleet page, built in: each replica, each model's
+// routing, the last sampled decisions and an explain box), GET
+// /admin/models and GET /admin/decisions (the last sampled decisions), and
 // POST /admin/explain/v1/chat/completions (or /v1/completions), which
 // answers what the routing policy would do with a request, routing nothing
 // (?policy=NAME: what that arm of an A/B split would do). With a live
@@ -73,13 +76,15 @@ func (s *Server) WithConfig(c Configs) *Server {
 
 // Server is the admin HTTP server.
 type Server struct {
-	configs Configs
-	fleet   Fleet
-	met     *telemetry.Registry
-	ex      *ExplainOptions
-	trials  Trials
-	auth    *auth.Guard
-	srv     *fasthttp.Server
+	configs   Configs
+	current   Current
+	decisions Decisions
+	fleet     Fleet
+	met       *telemetry.Registry
+	ex        *ExplainOptions
+	trials    Trials
+	auth      *auth.Guard
+	srv       *fasthttp.Server
 }
 
 // WithExplain turns on /admin/explain; call it before Serve.
@@ -156,6 +161,20 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.met.WritePrometheus(ctx)
 	case "/admin/replicas":
 		s.replicas(ctx)
+	case "/admin/", "/admin":
+		s.page(ctx)
+	case "/admin/models":
+		if s.current == nil {
+			s.notFound(ctx)
+			return
+		}
+		s.models(ctx)
+	case "/admin/decisions":
+		if s.decisions == nil {
+			s.notFound(ctx)
+			return
+		}
+		s.recentDecisions(ctx)
 	case "/admin/index":
 		s.index(ctx)
 	case "/admin/config":
