@@ -167,6 +167,6 @@ func (x *exchange) end() {
 // prediction, once its response headers have come (frontend.Account).
 func (x *exchange) account(u openai.Usage, found bool) {
 	if x.sawHeaders {
-		frontend.Account(x.met, x.series, x.d, x.policy.PromptTokens, u, found)
+		frontend.Account(x.s.fleet, x.s.log, x.met, x.series, x.d, x.policy.PromptTokens, u, found)
 	}
 }

@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferrail/inferrail/actors/fleet"
+	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/sim"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
@@ -220,4 +223,38 @@ func usageCached(t *testing.T, body string, stream bool) int {
 		t.Fatalf("no cached tokens in %q: %v", body, err)
 	}
 	return u.Usage.Details.Cached
+}
+
+// TestNoCachedTokensWarning: an engine whose usage never carries
+// prompt_tokens_details (vLLM without --enable-prompt-tokens-details)
+// leaves every prediction unknown, and after noDetailsMin responses the
+// replica says so, once, naming the flag; a usage with them clears it.
+func TestNoCachedTokensWarning(t *testing.T) {
+	sims, urls := startSims(t, 1, func(o *sim.Options) { o.EnablePromptTokensDetails = false })
+	g := startOpts(t, urls, func(c *config.Config) { c.Routing.DefaultPolicy = "cost_model" },
+		func(o *Options) { o.Tokenizer = simTokenizer{} })
+	g.sims = sims
+	waitFor(t, "engine capacity read", 2*time.Second, func() bool { return !snapshot(t, g, "r0").LoadAt.IsZero() })
+	long := strings.Repeat("a prompt of a few blocks to predict ", 8)
+	for i := range noDetailsMin {
+		if snapshot(t, g, "r0").Warnings.Active(replica.WarnNoCachedTokens) {
+			t.Fatalf("raised after %d responses", i)
+		}
+		if resp, body := g.post("/v1/chat/completions", chat(long+strconv.Itoa(i), 2, i%2 == 1)); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	}
+	w := warning(snapshot(t, g, "r0"), replica.WarnNoCachedTokens)
+	if !strings.Contains(w.Message, "--enable-prompt-tokens-details") {
+		t.Fatalf("warning %+v; all: %+v", w, snapshot(t, g, "r0").Warnings.List())
+	}
+	if got := counter(g, `inferrail_prediction_total{model="`+model+`",replica="r0",result="unknown"}`); got != noDetailsMin {
+		t.Fatalf("%v unknown predictions", got)
+	}
+	series := g.fe.met.Replica("r0", model, "cost_model")
+	Account(g.fl, g.fe.log, g.fe.met.Model(model), series, fleet.Decision{Replica: "r0", Predicted: true}, 64,
+		openai.Usage{PromptTokens: 64, Details: true}, true)
+	if snapshot(t, g, "r0").Warnings.Active(replica.WarnNoCachedTokens) {
+		t.Fatal("a usage with cached tokens did not clear the warning")
+	}
 }

@@ -86,9 +86,39 @@ func CheckPrompt(fl *fleet.Fleet, log *slog.Logger, model, replicaID string, ser
 // inferrail_delivered_cached_tokens_total. prompt is the gateway's count of
 // the prompt. The gateway and the endpoint picker call it once per
 // committed response, so that every prediction counted in
-// inferrail_predicted_cached_tokens_total gets one result.
-func Account(met *telemetry.Model, series *telemetry.Series, d fleet.Decision, prompt int, u openai.Usage, found bool) {
-	if d.Predicted {
-		series.Prediction.Compare(met, prompt, d.CachedTokens, u, found)
+// inferrail_predicted_cached_tokens_total gets one result. When the
+// engine has sent a (replica, model) usage noDetailsMin times and never
+// with prompt_tokens_details, it raises WarnNoCachedTokens on the replica;
+// the first usage with them clears it.
+func Account(fl *fleet.Fleet, log *slog.Logger, met *telemetry.Model, series *telemetry.Series, d fleet.Decision, prompt int,
+	u openai.Usage, found bool) {
+	if !d.Predicted {
+		return
 	}
+	p := series.Prediction
+	p.Compare(met, prompt, d.CachedTokens, u, found)
+	if !found {
+		return
+	}
+	read, detailed := p.Usages()
+	raise := !u.Details && detailed == 0 && read == noDetailsMin
+	clear := u.Details && detailed == 1 && read > 1
+	if !raise && !clear {
+		return
+	}
+	snap, ok := fl.Snapshot(d.Replica)
+	if !ok {
+		return
+	}
+	if clear {
+		snap.Warnings.Clear(log, replica.WarnNoCachedTokens)
+		return
+	}
+	snap.Warnings.RaiseNew(log, time.Now(), replica.WarnNoCachedTokens, fmt.Sprintf(
+		"%d responses' usage carried no prompt_tokens_details.cached_tokens, so whether the cache predictions are right "+
+			"is unknown: start vLLM with --enable-prompt-tokens-details", read), "replica", d.Replica, "model", met.Name())
 }
+
+// noDetailsMin is how many usages without prompt_tokens_details, and none
+// with, raise WarnNoCachedTokens.
+const noDetailsMin = 8

@@ -444,7 +444,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 			defer s.unwatch(w)
 			defer cancel(nil)
 			o, u, found := s.relay(bw, conn, resp, actx, cancel, outcome, r, d.Replica, series)
-			Account(r.met, series, d, r.policy.PromptTokens, u, found)
+			Account(s.fleet, s.log, r.met, series, d, r.policy.PromptTokens, u, found)
 			s.done(r, d, o)
 			s.settleLimits(r)
 			switch o {
@@ -467,7 +467,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	cause := context.Cause(actx)
 	cancel(nil)
 	if err != nil {
-		Account(r.met, series, d, r.policy.PromptTokens, openai.Usage{}, false)
+		Account(s.fleet, s.log, r.met, series, d, r.policy.PromptTokens, openai.Usage{}, false)
 		if errors.Is(cause, errClientGone) {
 			s.done(r, d, fleet.OutcomeCancelled)
 			r.met.Disconnects.Inc()
@@ -497,7 +497,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 			}
 		}
 	}
-	Account(r.met, series, d, r.policy.PromptTokens, u, found)
+	Account(s.fleet, s.log, r.met, series, d, r.policy.PromptTokens, u, found)
 	s.done(r, d, outcome)
 	r.finish(series, telemetry.StatusClass(status))
 	r.up.End(status, r.outcome, nil)

@@ -40,6 +40,9 @@ type Prediction struct {
 	results                      [len(PredictionResults)]*metrics.Counter
 	errors                       *signedHistogram
 	prompt, predicted, delivered atomic.Uint64
+	// usages counts the responses whose usage was read, and detailed those
+	// of them with prompt_tokens_details.
+	usages, detailed atomic.Uint64
 }
 
 func newPrediction(set *metrics.Set, lm, lr string) *Prediction {
@@ -69,6 +72,12 @@ func Result(predicted, delivered int) string {
 // of a decision the KV index priced, so that inferrail_prediction_total
 // sums to the decisions counted in inferrail_predicted_cached_tokens_total.
 func (p *Prediction) Compare(m *Model, prompt, predicted int, u openai.Usage, ok bool) {
+	if ok {
+		p.usages.Add(1)
+		if u.Details {
+			p.detailed.Add(1)
+		}
+	}
 	if !ok || !u.Details {
 		p.results[3].Inc()
 		return
@@ -85,6 +94,11 @@ func (p *Prediction) Compare(m *Model, prompt, predicted int, u openai.Usage, ok
 	p.predicted.Add(uint64(max(predicted, 0)))
 	p.delivered.Add(uint64(delivered))
 }
+
+// Usages reports how many responses' usage was read, and how many of them
+// had prompt_tokens_details: an engine that never sends them leaves every
+// prediction unknown.
+func (p *Prediction) Usages() (read, detailed uint64) { return p.usages.Load(), p.detailed.Load() }
 
 // Accuracy is one replica's predictions, summed over its models.
 type Accuracy struct {

@@ -122,6 +122,9 @@ type Model struct {
 	estimated       sync.Map // policy → *metrics.PrometheusHistogram
 }
 
+// Name is the model's name.
+func (m *Model) Name() string { return m.name }
+
 // Estimated records the cost model's estimated time to first token for the
 // chosen replica (inferrail_estimated_ttft_seconds), by policy.
 func (m *Model) Estimated(policy string, d time.Duration) {
