@@ -760,7 +760,20 @@ type Observability struct {
 	// ShadowLog is the file every config generation and shadow decision is
 	// written to as JSON lines, for offline replay. Default "": off.
 	ShadowLog string `koanf:"shadow_log"`
+	// UsageForAccuracy is how the gateway gets the engine's cached tokens
+	// of a streamed request whose client did not ask for usage:
+	// UsageAsSent (default) leaves the request alone, and its prediction
+	// counts as unknown; UsageInject adds stream_options.include_usage to
+	// the engine request and strips the usage chunk from that client's
+	// stream. inferrail serve only.
+	UsageForAccuracy string `koanf:"usage_for_accuracy"`
 }
+
+// The values of observability.usage_for_accuracy.
+const (
+	UsageAsSent = "as_sent"
+	UsageInject = "inject"
+)
 
 // DecisionLog configures the decision log. Prompts are never logged.
 type DecisionLog struct {
@@ -864,6 +877,7 @@ func Default() *Config {
 		KVEvents: KVEvents{SpeculativeTTL: 2 * time.Second, MaxSilence: 2 * time.Second},
 		Observability: Observability{
 			TraceSampleRatio: 1.0,
+			UsageForAccuracy: UsageAsSent,
 		},
 		Logging: Logging{
 			Level:  "info",

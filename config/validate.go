@@ -628,6 +628,7 @@ func (v *validator) observability(o *Observability) {
 	v.url("observability.otlp_endpoint", o.OTLPEndpoint, false)
 	v.fraction("observability.trace_sample_ratio", o.TraceSampleRatio, true)
 	v.fraction("observability.decision_log.sample_rate", o.DecisionLog.SampleRate, true)
+	v.oneOf("observability.usage_for_accuracy", o.UsageForAccuracy, UsageAsSent, UsageInject)
 	if o.DecisionLog.SampleRate > 0 && o.DecisionLog.Path == "" {
 		v.add("observability.decision_log.path", "required when sample_rate is above 0")
 	}

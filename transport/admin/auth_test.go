@@ -19,6 +19,7 @@ import (
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/transport/auth"
 	"github.com/inferrail/inferrail/transport/certs"
+	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
@@ -66,6 +67,7 @@ func serveAdmin(t *testing.T, c *config.Config, tc *tls.Config) string {
 		t.Fatal(err)
 	}
 	s := New(noReplicas{}, telemetry.New(noReplicas{})).WithConfig(configs{c}).WithTrials(reports(nil)).
+		WithModels(configs{c}).WithDecisions(decisionlog.Memory()).
 		WithExplain(ExplainOptions{Fleet: noModels{}, Timeout: time.Second}).WithAuth(g)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -104,7 +106,7 @@ func call(t *testing.T, c *http.Client, method, url string, lines ...string) (in
 var adminRoutes = []struct{ method, path string }{
 	{"GET", "/metrics"}, {"GET", "/admin/replicas"}, {"GET", "/admin/config"}, {"PATCH", "/admin/config"},
 	{"POST", "/admin/reload"}, {"GET", "/admin/shadow"}, {"POST", "/admin/explain/v1/chat/completions"},
-	{"GET", "/admin/nothing"},
+	{"GET", "/admin/nothing"}, {"GET", "/admin/"}, {"GET", "/admin/models"}, {"GET", "/admin/decisions"},
 }
 
 // TestAdminEveryRoute asks every admin route without the token, with a

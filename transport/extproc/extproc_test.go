@@ -420,3 +420,39 @@ func TestServedFallbackIndex(t *testing.T) {
 	}
 	x2.ResponseChunk([]byte(usage), true)
 }
+
+// TestPredictionAccounted: the picker compares the engine's cached tokens
+// with its prediction as the gateway does (frontend.Account): a usage with
+// prompt_tokens_details counts exact, over or under on the replica that
+// served, one without counts unknown, and delivered tokens are summed.
+func TestPredictionAccounted(t *testing.T) {
+	p := startPicker(t, 1, func(c *config.Config) { c.Routing.DefaultPolicy = "cost_model" })
+	waitFor(t, "engine load read", 2*time.Second, func() bool { s, ok := p.fl.Snapshot("r0"); return ok && !s.LoadAt.IsZero() })
+	long := strings.Repeat("a prompt of several blocks ", 12)
+	respond := func(details string) {
+		r := post(chat(long, 1, false), 0)
+		x, routed := p.route(r)
+		hdr, err := x.ResponseHeaders(200, "application/json", routed.Endpoints[0], false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hdr["x-inferrail-cached-tokens"] == "" {
+			t.Fatalf("no prediction: %v", hdr)
+		}
+		usage := `{"id":"x","choices":[],"usage":{"prompt_tokens":` + hdr["x-inferrail-prompt-tokens"] + `,"completion_tokens":1,"total_tokens":2` +
+			strings.ReplaceAll(details, "PREDICTED", hdr["x-inferrail-cached-tokens"]) + `}}`
+		if _, err := x.ResponseChunk([]byte(usage), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	respond(`,"prompt_tokens_details":{"cached_tokens":PREDICTED}`)
+	respond(``)
+	respond(`,"prompt_tokens_details":{"cached_tokens":100000}`)
+	a := p.met.Accuracy("r0")
+	if a.Exact != 1 || a.Unknown != 1 || a.Under != 1 || a.Over != 0 {
+		t.Fatalf("accuracy %+v", a)
+	}
+	if got := p.met.Model(model).DeliveredCached.Get(); got != a.DeliveredCached || got < 100000 {
+		t.Fatalf("delivered %d, accuracy %+v", got, a)
+	}
+}
