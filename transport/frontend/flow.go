@@ -92,6 +92,9 @@ type flowQueue struct {
 	// verdict is the detector's last verdict on the model's pool, reused
 	// for satReuse.
 	verdict atomic.Pointer[verdict]
+	// sent counts the requests flow control let through to a pick that
+	// succeeded, so that a verdict of room is reused only for as many.
+	sent atomic.Int64
 }
 
 // satReuse is how long a saturation verdict is reused: the engines'
@@ -108,13 +111,14 @@ const (
 	satRoom  = 64
 )
 
-// verdict is a saturation verdict and when it was reached; immutable but
-// for room, the requests it may still let through.
+// verdict is a saturation verdict and when it was reached; immutable.
 type verdict struct {
 	at                   time.Time
 	cfg                  *gateConfig
 	saturated, endpoints bool
-	room                 atomic.Int64
+	// room is how many requests the pool took then (flow.Room), and sent
+	// the model's dispatches then (flowQueue.sent).
+	room, sent int64
 }
 
 type waiter struct {
@@ -246,15 +250,14 @@ func (g *Gate) saturated(gc *gateConfig, model string, reuse bool) (saturated, e
 	now := time.Now()
 	fq := g.models[model]
 	if fq != nil && reuse {
-		if v := fq.verdict.Load(); v != nil && v.cfg == gc && now.Sub(v.at) < satReuse && (v.saturated || v.room.Add(-1) >= 0) {
+		if v := fq.verdict.Load(); v != nil && v.cfg == gc && now.Sub(v.at) < satReuse && (v.saturated || fq.sent.Load()-v.sent < v.room) {
 			return v.saturated, v.endpoints
 		}
 	}
 	saturated, endpoints, room := g.judge(gc, model, now)
 	if fq != nil {
-		v := &verdict{at: now, cfg: gc, saturated: saturated, endpoints: endpoints}
-		v.room.Store(int64(room) - 1) // this request takes one
-		fq.verdict.Store(v)
+		fq.verdict.Store(&verdict{at: now, cfg: gc, saturated: saturated, endpoints: endpoints,
+			room: int64(room), sent: fq.sent.Load()})
 	}
 	return saturated, endpoints
 }
@@ -349,6 +352,9 @@ func (g *Gate) Admit(ctx context.Context, t *Ticket, pick func() (fleet.Decision
 	if errors.Is(err, route.ErrOverloaded) {
 		return g.wait(ctx, t, fq, gc, prio, pick)
 	}
+	if err == nil {
+		fq.sent.Add(1)
+	}
 	return d, err
 }
 
@@ -442,6 +448,7 @@ func (g *Gate) wait(ctx context.Context, t *Ticket, fq *flowQueue, gc *gateConfi
 				if !errors.Is(err, route.ErrOverloaded) {
 					if err == nil {
 						fq.met.Dispatched.Inc()
+						fq.sent.Add(1)
 					}
 					return d, err
 				}
