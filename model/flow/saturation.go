@@ -45,6 +45,14 @@ const (
 // Detectors lists the detector names.
 var Detectors = []string{DetectorUtilization, DetectorConcurrency}
 
+// llm-d's defaults for the detectors' parameters
+// (shared/reference/llm-d-gie.md §3), which flow_control and an
+// EndpointPickerConfig's detector plugins both take.
+var (
+	DefaultUtilization = Utilization{QueueDepthThreshold: 5, KVCacheUtilThreshold: 0.8, MetricsStalenessThreshold: 200 * time.Millisecond}
+	DefaultConcurrency = Concurrency{MaxConcurrency: 100}
+)
+
 // Utilization is llm-d's utilization-detector: an endpoint's score is
 // max(waiting / QueueDepthThreshold, kv / KVCacheUtilThreshold), waiting
 // being the report's brought up to date by the gateway's own counts
