@@ -405,9 +405,12 @@ func (g *Gate) wait(ctx context.Context, t *Ticket, fq *flowQueue, gc *gateConfi
 		return fleet.Decision{}, ErrFlowFull
 	}
 	fq.met.Queued.Inc()
+	// served is set when w leaves for a pick that did not find the fleet
+	// full: only that takes its flow's turn.
+	served := false
 	defer func() {
 		fq.mu.Lock()
-		if fq.q.Remove(w.prio, w.key, w) {
+		if fq.q.Remove(w.prio, w.key, w, served) {
 			fq.n.Add(-1)
 		}
 		fq.band(w.prio)
@@ -446,6 +449,7 @@ func (g *Gate) wait(ctx context.Context, t *Ticket, fq *flowQueue, gc *gateConfi
 			if !sat {
 				d, err := pick()
 				if !errors.Is(err, route.ErrOverloaded) {
+					served = true
 					if err == nil {
 						fq.met.Dispatched.Inc()
 						fq.sent.Add(1)
