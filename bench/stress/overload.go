@@ -211,11 +211,13 @@ func runOverload(t *T) error {
 	waited := waitingMax(t, sims, stop)
 	n := int(rate * span.Seconds())
 	answers := make([]flowAnswer, n)
+	self0, machine0, t0 := loadgen.SelfCPU(), machineCPU(), time.Now()
 	_, err = loadgen.RunOpenLoop(t.ctx, loadgen.Schedule{Rate: rate, N: n}, func(ctx context.Context, i int) error {
 		spec := specN("overload", i, flowTokens, true)
 		answers[i] = postFlow(ctx, gw.Addr, spec, flow.HeaderObjective+": "+overloadBands[band[i%6]].objective)
 		return nil
 	})
+	busy := ((machineCPU() - machine0) - (loadgen.SelfCPU() - self0)).Seconds() / time.Since(t0).Seconds()
 	close(stop)
 	most, mostPool, reads := waited()
 	if err != nil {
@@ -246,8 +248,15 @@ func runOverload(t *T) error {
 	}
 	high, shed := &tallies[0], &tallies[len(tallies)-1]
 	t.Checkf(high.served == high.sent, "the high band had %d of %d requests refused", high.sent-high.served, high.sent)
-	t.Checkf(loadgen.Percentile(high.ttft, 99) <= flowSLO, "the high band's p99 TTFT %s is over its %s SLO",
-		ms(loadgen.Percentile(high.ttft, 99).Seconds()), flowSLO)
+	// The SLO is a time, judged as the latency scenario judges one: only
+	// when the rest of the machine left it alone.
+	if busy > judgeCores {
+		t.Figf("the high band's TTFT SLO not judged: the rest of the machine held %.2f cores", busy)
+	} else {
+		t.Figf("the rest of the machine held %.2f cores", busy)
+		t.Checkf(loadgen.Percentile(high.ttft, 99) <= flowSLO, "the high band's p99 TTFT %s is over its %s SLO",
+			ms(loadgen.Percentile(high.ttft, 99).Seconds()), flowSLO)
+	}
 	// A sheddable request that met a pool not saturated but a queue not
 	// empty waits like any other, and may be refused when max_wait passes.
 	shedOK := shed.refused["429 "+flow.DroppedSaturated]
