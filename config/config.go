@@ -622,6 +622,18 @@ type Retry struct {
 // replica) and 503 rejected-shutting-down; each with Retry-After. Live: a
 // reload changes every key for the requests that follow, and the policies
 // of the requests waiting.
+//
+// An EndpointPickerConfig in routing.scheduler carries its flow control
+// over, so that an llm-d config works unchanged: featureGates
+// [flowControl] turns the queue on; its flowControl block's maxRequests
+// sets max_queued, defaultRequestTTL max_wait, the bands' fairness and
+// ordering policy plugins fairness and ordering (one each for every band:
+// the first the document names), enableEviction eviction, and
+// saturationDetector's plugin (or the deprecated top-level
+// saturationDetector's) saturation_detector; each key the document sets
+// replaces this section's. What has no equivalent (maxBytes, per-band
+// bounds, noEndpointRequestTTL, usageLimitPolicyPluginRef) is warned about
+// at load.
 type FlowControl struct {
 	// Enabled turns the queue on. Default false: a full fleet answers 503.
 	Enabled bool `koanf:"enabled"`
@@ -858,10 +870,10 @@ func Default() *Config {
 			Ordering:  flow.OrderingFCFS,
 			SaturationDetector: SaturationDetector{
 				Type:                      flow.DetectorUtilization,
-				QueueDepthThreshold:       5,
-				KVCacheUtilThreshold:      0.8,
-				MetricsStalenessThreshold: 200 * time.Millisecond,
-				MaxConcurrency:            100,
+				QueueDepthThreshold:       flow.DefaultUtilization.QueueDepthThreshold,
+				KVCacheUtilThreshold:      flow.DefaultUtilization.KVCacheUtilThreshold,
+				MetricsStalenessThreshold: flow.DefaultUtilization.MetricsStalenessThreshold,
+				MaxConcurrency:            flow.DefaultConcurrency.MaxConcurrency,
 			},
 		},
 		Load: LoadSignals{

@@ -98,6 +98,9 @@ func (c *Config) check(skip func(key string) bool, limit int) *validator {
 // install keeps what check decoded in c, which Parse has just built.
 func (c *Config) install(v *validator) {
 	c.Routing.profiles = v.profiles
+	if p := v.profiles[SchedulerName]; p != nil {
+		c.FlowControl.apply(p.FlowControl())
+	}
 	for i := range c.Models {
 		if i < len(v.modelProfiles) {
 			c.Models[i].scheduler = v.modelProfiles[i]

@@ -103,7 +103,10 @@ type scraped struct {
 	run    *scrapeRun
 	report load.Report
 	at     time.Time // when the scrape began, so that its age is never understated
-	err    error
+	// inFlight is the replica's requests in flight as the scrape ran: the
+	// fewer of the counts when it began and when it ended.
+	inFlight int
+	err      error
 }
 
 func (*scraped) replicaMsg()              {}
