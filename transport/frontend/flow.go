@@ -324,6 +324,9 @@ func (r *request) ticket(attempt int) Ticket {
 
 // dispatch picks a replica for r through flow control (Gate.Admit).
 func (s *Server) dispatch(r *request, tried []string, attempt int) (fleet.Decision, error) {
+	if !s.gate.On() {
+		return s.pick(r, tried, attempt) // without the ticket's allocations
+	}
 	t := r.ticket(attempt)
 	t.Arm = func(cancel context.CancelCauseFunc) { r.w.arm("", cancel) }
 	return s.gate.Admit(s.base, &t, func() (fleet.Decision, error) { return s.pick(r, tried, attempt) })
