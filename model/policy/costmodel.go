@@ -461,12 +461,58 @@ func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costSc
 		}
 	case d.Owners > 0 && raw.i != best.i && cachedTokens(&cands[best.i], prompt) < min(credit, prompt):
 		d.Steer = SteerHotPrefix
+	default:
+		if c := p.cold(req, cands, s.guard, best); c.i >= 0 && c.i != best.i {
+			d.Steer = SteerCold
+			win, runner = c, best
+		}
 	}
 	d.Winner = win.i
 	if runner.i >= 0 {
 		d.Term = term(win.est, runner.est)
 	}
 }
+
+// cold is the cold-prefix rendezvous (see CostModel): for a prompt with a
+// full block of which no candidate guard allows is predicted to hold any
+// token, the candidate of highest rendezvous weight for its first block
+// among those within half a cold prefill of best's estimate; rank{i: -1} for
+// a prompt that is not cold.
+func (p *CostModel) cold(req *Request, cands []Candidate, guard []Guard, best rank) rank {
+	if len(req.Blocks) == 0 {
+		return rank{i: -1}
+	}
+	for i := range cands {
+		if guard[i] == GuardNone && cands[i].CachedTokens > 0 {
+			return rank{i: -1}
+		}
+	}
+	m, prompt := p.p.Model, max(req.PromptTokens, 0)
+	limit := best.total + best.est.Prefill/coldBand
+	root := hashKey(req.Blocks[0])
+	win, weight := rank{i: -1}, uint64(0)
+	for i := range cands {
+		c := &cands[i]
+		if guard[i] != GuardNone {
+			continue
+		}
+		est := m.Estimate(prompt, 0, c.QueuedPrefill, c.Running)
+		if t := est.Total(); t <= limit {
+			if w := hrw(root, candKey(c)); win.i < 0 || w > weight {
+				win, weight = rank{i, t, est}, w
+			}
+		}
+	}
+	return win
+}
+
+// coldBand divides a cold prompt's prefill into the band of the
+// rendezvous: within half a prefill of the lowest estimate. In the fleet
+// simulator (bench/results/instances-2026-12-01.md) a whole prefill cost
+// one instance's hit rate on W1 as much as half did and bought two
+// instances no more; no band at all left two instances' picks as scattered
+// as chance.
+const coldBand = 2
 
 // term returns the term on which w leads r the most, TermNone if on none.
 func term(w, r cost.Estimate) Term {

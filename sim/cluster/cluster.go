@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/inferrail/inferrail/model/policy"
@@ -76,6 +77,18 @@ type Config struct {
 	// with index.kv_events, on top of the routing decisions it records.
 	KVEvents bool
 
+	// Instances is how many gateway instances route the traffic, in front
+	// of the same engines; 0 takes 1. Each has its own routing core, its
+	// own shadow index of every engine and its own counts of what it
+	// routed, and a load balancer gives each request to one of them
+	// (Balance). With KVEvents every instance follows every engine's
+	// events; without, an instance learns only from its own decisions.
+	// The engines' load, scraped, is the same for all.
+	Instances int
+	// Balance is how the load balancer spreads the requests over the
+	// instances.
+	Balance Balance
+
 	// Workload makes the requests, arriving at Rate per second on average.
 	// Its text is tokenized as the simulator does.
 	Workload workload.Workload
@@ -92,6 +105,46 @@ type Config struct {
 	// Config gives the same Result.
 	Seed uint64
 }
+
+// Balance is how a load balancer in front of several gateway instances
+// spreads the requests.
+type Balance int
+
+const (
+	// BalanceRoundRobin gives the instances the requests in turn.
+	BalanceRoundRobin Balance = iota
+	// BalanceRandom gives each request to an instance drawn at random.
+	BalanceRandom
+)
+
+// balanceNames are the balances' names, as String writes and ParseBalance
+// reads them.
+var balanceNames = [...]string{BalanceRoundRobin: "round-robin", BalanceRandom: "random"}
+
+// String is the balance's name, as ParseBalance reads it.
+func (b Balance) String() string {
+	if b >= 0 && int(b) < len(balanceNames) {
+		return balanceNames[b]
+	}
+	return "Balance(" + strconv.Itoa(int(b)) + ")"
+}
+
+// ParseBalance reads a balance's name ("round-robin", "random"); "" is
+// round-robin.
+func ParseBalance(s string) (Balance, error) {
+	if s == "" {
+		return BalanceRoundRobin, nil
+	}
+	for b, n := range balanceNames {
+		if n == s {
+			return Balance(b), nil
+		}
+	}
+	return 0, fmt.Errorf("balance %q: want round-robin or random", s)
+}
+
+// instances is how many gateway instances route the run.
+func (c *Config) instances() int { return max(c.Instances, 1) }
 
 func (c *Config) validate() error {
 	var errs []error
@@ -114,6 +167,12 @@ func (c *Config) validate() error {
 	}
 	if c.Fanout < 0 {
 		errs = append(errs, fmt.Errorf("fanout %d: want at least 0", c.Fanout))
+	}
+	if c.Instances < 0 {
+		errs = append(errs, fmt.Errorf("instances %d: want at least 0", c.Instances))
+	}
+	if c.Balance != BalanceRoundRobin && c.Balance != BalanceRandom {
+		errs = append(errs, fmt.Errorf("balance %v: want round-robin or random", c.Balance))
 	}
 	if c.MaxConcurrency < 0 {
 		errs = append(errs, fmt.Errorf("max concurrency %d: want at least 0", c.MaxConcurrency))

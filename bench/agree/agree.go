@@ -1,0 +1,202 @@
+// Package agree measures several gateway instances in front of the same
+// engines, in virtual time (sim/cluster with Config.Instances): for each
+// workload, policy and instance count, with the engines' KV events and
+// without, the hit rate against one instance's, the p99 TTFT and how often
+// the instances would pick differently for the same request (issue 17).
+//
+// agree starts no goroutines of its own beyond Options.Jobs runs at once,
+// does no I/O but writing the report the caller asks for, and keeps no
+// globals.
+package agree
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/inferrail/inferrail/sim/cluster"
+	"github.com/inferrail/inferrail/sim/engine"
+	"github.com/inferrail/inferrail/sim/workload"
+)
+
+// Point is one workload at its rate.
+type Point struct {
+	Name     string
+	Workload workload.Workload
+	Rate     float64
+}
+
+// Options describe a matrix: every point × policy × instance count × KV
+// events off and on, each repeated on Seeds seeds.
+type Options struct {
+	Points    []Point
+	Policies  []string
+	Instances []int // the first is the control, normally 1
+	Replicas  int
+	Engine    engine.Config
+	Balance   cluster.Balance
+	Duration  time.Duration
+	WarmUp    time.Duration
+	Seeds     []uint64
+	// Jobs is how many runs go at once; below 1 takes 1.
+	Jobs int
+}
+
+// Row is one cell of the matrix, over its seeds.
+type Row struct {
+	Point, Policy string
+	Instances     int
+	Events        bool
+	// HitRate is the engines' hit rate over every seed's measured
+	// requests; Ratio that over the control's (the first instance count)
+	// for the same point, policy and events.
+	HitRate, Ratio float64
+	// Disagreement is cluster.Summary.Disagreement over the seeds, Exact
+	// the share of predictions the engines matched.
+	Disagreement, Exact float64
+	// P99TTFT is the worst seed's.
+	P99TTFT  time.Duration
+	Requests int
+}
+
+// Run makes every run of o and returns its rows, in the order of the
+// points, policies, events (off, then on) and instance counts.
+func Run(o Options) ([]Row, error) {
+	type cell struct {
+		pt     int
+		policy string
+		events bool
+		n      int
+	}
+	var cells []cell
+	for pi := range o.Points {
+		for _, pol := range o.Policies {
+			for _, ev := range []bool{false, true} {
+				for _, n := range o.Instances {
+					cells = append(cells, cell{pi, pol, ev, n})
+				}
+			}
+		}
+	}
+	type job struct{ c, s int }
+	results := make([][]cluster.Summary, len(cells))
+	for i := range results {
+		results[i] = make([]cluster.Summary, len(o.Seeds))
+	}
+	jobs := make(chan job)
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for range max(o.Jobs, 1) {
+		wg.Go(func() {
+			for j := range jobs {
+				c := cells[j.c]
+				p := o.Points[c.pt]
+				res, err := cluster.Run(cluster.Config{
+					Replicas: o.Replicas, Engine: o.Engine, Policy: c.policy, KVEvents: c.events,
+					Instances: c.n, Balance: o.Balance, Fanout: 16,
+					Workload: p.Workload, Rate: p.Rate, Duration: o.Duration, WarmUp: o.WarmUp, Seed: o.Seeds[j.s],
+				})
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					results[j.c][j.s] = res.Summary
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for c := range cells {
+		for s := range o.Seeds {
+			jobs <- job{c, s}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	rows := make([]Row, len(cells))
+	for i, c := range cells {
+		r := Row{Point: o.Points[c.pt].Name, Policy: c.policy, Instances: c.n, Events: c.events}
+		var prompt, cached int64
+		var exact, disagree float64
+		for _, s := range results[i] {
+			prompt += s.PromptTokens
+			cached += s.CachedTokens
+			exact += s.Accuracy * float64(s.Requests-s.Rejected)
+			disagree += s.Disagreement * float64(s.Requests-s.Rejected)
+			r.Requests += s.Requests - s.Rejected
+			r.P99TTFT = max(r.P99TTFT, s.P99TTFT)
+		}
+		if prompt > 0 {
+			r.HitRate = float64(cached) / float64(prompt)
+		}
+		if r.Requests > 0 {
+			r.Exact = exact / float64(r.Requests)
+			r.Disagreement = disagree / float64(r.Requests)
+		}
+		rows[i] = r
+	}
+	// The control is the first instance count of the same point, policy
+	// and events, which comes first among them.
+	for i := range rows {
+		ctl := i - indexOf(o.Instances, rows[i].Instances)
+		if rows[ctl].HitRate > 0 {
+			rows[i].Ratio = rows[i].HitRate / rows[ctl].HitRate
+		}
+	}
+	return rows, nil
+}
+
+func indexOf(xs []int, x int) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	panic("BUG: agree: instance count not in the matrix")
+}
+
+// Write writes rows as a Markdown table.
+func Write(w io.Writer, rows []Row) error {
+	if _, err := fmt.Fprintln(w, "| point | policy | KV events | instances | hit rate | × one instance | pick disagreement | exact predictions | p99 TTFT | requests |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|"); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		ev := "off"
+		if r.Events {
+			ev = "on"
+		}
+		if _, err := fmt.Fprintf(w, "| %s | %s | %s | %d | %.3f | %.3f | %.3f | %.3f | %v | %d |\n",
+			r.Point, r.Policy, ev, r.Instances, r.HitRate, r.Ratio, r.Disagreement, r.Exact,
+			r.P99TTFT.Round(time.Millisecond), r.Requests); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Points are issue 17's workloads on three engines: W1's shared prompts
+// (32 of them), W2's conversations, W3's agent loops at the kv-events
+// sweep's main rates (bench/sweeps/kv-events.toml), and hot at a third of
+// its rate on eight replicas.
+func Points() ([]Point, error) {
+	var pts []Point
+	for _, p := range []struct {
+		name string
+		rate float64
+	}{{"W1", 2.5}, {"W2", 7}, {"W3", 7}, {"hot", 15}} {
+		w, err := workload.New(p.name)
+		if err != nil {
+			return nil, err
+		}
+		if s, ok := w.(*workload.Shared); ok && p.name == "W1" {
+			s.Prompts = 32
+		}
+		pts = append(pts, Point{Name: p.name, Workload: w, Rate: p.rate})
+	}
+	return pts, nil
+}
