@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/sim/cluster"
 	"github.com/inferrail/inferrail/sim/engine"
 	"github.com/inferrail/inferrail/sim/workload"
@@ -27,11 +28,34 @@ type Point struct {
 	Rate     float64
 }
 
-// Options describe a matrix: every point × policy × instance count × KV
+// Variant is a routing policy as the matrix runs it.
+type Variant struct {
+	// Name labels its rows; Policy is the policy's config name.
+	Name, Policy string
+	// ColdRendezvous turns on cost_model's cold-prefix rendezvous
+	// (routing.cold_rendezvous).
+	ColdRendezvous bool
+}
+
+// Variants are policies by their names, and with rendezvous cost_model
+// again with its cold-prefix rendezvous, labelled
+// "cost_model+cold_rendezvous".
+func Variants(policies []string, rendezvous bool) []Variant {
+	var out []Variant
+	for _, p := range policies {
+		out = append(out, Variant{Name: p, Policy: p})
+		if rendezvous && p == "cost_model" {
+			out = append(out, Variant{Name: p + "+cold_rendezvous", Policy: p, ColdRendezvous: true})
+		}
+	}
+	return out
+}
+
+// Options describe a matrix: every point × variant × instance count × KV
 // events off and on, each repeated on Seeds seeds.
 type Options struct {
 	Points    []Point
-	Policies  []string
+	Variants  []Variant
 	Instances []int // the first is the control, normally 1
 	Replicas  int
 	Engine    engine.Config
@@ -61,17 +85,17 @@ type Row struct {
 }
 
 // Run makes every run of o and returns its rows, in the order of the
-// points, policies, events (off, then on) and instance counts.
+// points, variants, events (off, then on) and instance counts.
 func Run(o Options) ([]Row, error) {
 	type cell struct {
 		pt     int
-		policy string
+		policy Variant
 		events bool
 		n      int
 	}
 	var cells []cell
 	for pi := range o.Points {
-		for _, pol := range o.Policies {
+		for _, pol := range o.Variants {
 			for _, ev := range []bool{false, true} {
 				for _, n := range o.Instances {
 					cells = append(cells, cell{pi, pol, ev, n})
@@ -93,8 +117,10 @@ func Run(o Options) ([]Row, error) {
 			for j := range jobs {
 				c := cells[j.c]
 				p := o.Points[c.pt]
+				cm := policy.DefaultCostModelParams()
+				cm.ColdRendezvous = c.policy.ColdRendezvous
 				res, err := cluster.Run(cluster.Config{
-					Replicas: o.Replicas, Engine: o.Engine, Policy: c.policy, KVEvents: c.events,
+					Replicas: o.Replicas, Engine: o.Engine, Policy: c.policy.Policy, CostModel: &cm, KVEvents: c.events,
 					Instances: c.n, Balance: o.Balance, Fanout: 16,
 					Workload: p.Workload, Rate: p.Rate, Duration: o.Duration, WarmUp: o.WarmUp, Seed: o.Seeds[j.s],
 				})
@@ -120,7 +146,7 @@ func Run(o Options) ([]Row, error) {
 	}
 	rows := make([]Row, len(cells))
 	for i, c := range cells {
-		r := Row{Point: o.Points[c.pt].Name, Policy: c.policy, Instances: c.n, Events: c.events}
+		r := Row{Point: o.Points[c.pt].Name, Policy: c.policy.Name, Instances: c.n, Events: c.events}
 		var prompt, cached int64
 		var exact, disagree float64
 		for _, s := range results[i] {

@@ -20,7 +20,7 @@ func TestCostModelColdRendezvous(t *testing.T) {
 	agree, steered := 0, 0
 	const trials = 200
 	for k := 0; k < trials; k++ {
-		a, b := NewCostModel(DefaultCostModelParams()), NewCostModel(DefaultCostModelParams())
+		a, b := NewCostModel(rendezvous()), NewCostModel(rendezvous())
 		ca, cb := keyed(rng, n), make([]Candidate, n)
 		copy(cb, ca)
 		// Each instance has assigned a little to a different replica: far
@@ -63,7 +63,7 @@ func TestCostModelColdBand(t *testing.T) {
 	const n, prompt = 3, 1000
 	prefill := cost.Default().Prefill(prompt, 0)
 	for k := 0; k < 100; k++ {
-		p := NewCostModel(DefaultCostModelParams())
+		p := NewCostModel(rendezvous())
 		cands := keyed(rng, n)
 		req := &Request{PromptTokens: prompt, Blocks: chain(rng, prompt/16), BlockSize: 16, Now: time.Unix(0, 0)}
 		root := hashKey(req.Blocks[0])
@@ -84,4 +84,10 @@ func TestCostModelColdBand(t *testing.T) {
 			t.Fatalf("trial %d: a prompt replica %d holds a block of went to %d (steer %q)", k, warm, i, p.Last().Steer)
 		}
 	}
+}
+
+func rendezvous() CostModelParams {
+	p := DefaultCostModelParams()
+	p.ColdRendezvous = true
+	return p
 }

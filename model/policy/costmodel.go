@@ -48,6 +48,10 @@ type CostModelParams struct {
 	SessionSlots int
 	// HotPrefix configures hot-prefix replication.
 	HotPrefix HotPrefixParams
+	// ColdRendezvous places a cold prompt on its first block's rendezvous
+	// owner among the near-best (see CostModel), so that several gateway
+	// instances place a new prefix alike.
+	ColdRendezvous bool
 }
 
 // DefaultCostModelParams returns the routing section's defaults.
@@ -88,6 +92,20 @@ func DefaultCostModelParams() CostModelParams {
 // naming its conversation goes back to the conversation's last replica
 // (from the policy's table, or Candidate.Session) while the guards allow.
 // Ties go to fewer in flight, then to chance.
+//
+// With ColdRendezvous, a cold prompt, of which no candidate the guards
+// allow is predicted to hold a single token, goes to the highest
+// rendezvous weight for its first block among the near-best: those whose
+// estimate is within half a cold prefill of the prompt (the best one's) of
+// the lowest. Several gateway instances see the same engines but each its
+// own queue of assignments, so their lowest estimates differ; the
+// rendezvous makes them place a new prefix alike, where chance and their
+// own loads would scatter it (issue 17). The band bounds what agreeing
+// costs: at most half a prefill more, once, against recomputing the prefix
+// on every replica it scattered to. It is off by default: an owner takes
+// its prefixes back after evicting them whatever room the others have,
+// which under cache pressure costs a lone instance hit rate
+// (bench/results/instances-2026-12-01.md).
 //
 // Each Pick adds the winner's estimated prefill to the sketch under the
 // prompt's root and records the winner for the conversation; Explain does
@@ -473,13 +491,13 @@ func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costSc
 	}
 }
 
-// cold is the cold-prefix rendezvous (see CostModel): for a prompt with a
+// cold is the cold-prefix rendezvous (see CostModel), when on: for a prompt with a
 // full block of which no candidate guard allows is predicted to hold any
 // token, the candidate of highest rendezvous weight for its first block
 // among those within half a cold prefill of best's estimate; rank{i: -1} for
 // a prompt that is not cold.
 func (p *CostModel) cold(req *Request, cands []Candidate, guard []Guard, best rank) rank {
-	if len(req.Blocks) == 0 {
+	if !p.p.ColdRendezvous || len(req.Blocks) == 0 {
 		return rank{i: -1}
 	}
 	for i := range cands {
@@ -508,10 +526,9 @@ func (p *CostModel) cold(req *Request, cands []Candidate, guard []Guard, best ra
 
 // coldBand divides a cold prompt's prefill into the band of the
 // rendezvous: within half a prefill of the lowest estimate. In the fleet
-// simulator (bench/results/instances-2026-12-01.md) a whole prefill cost
-// one instance's hit rate on W1 as much as half did and bought two
-// instances no more; no band at all left two instances' picks as scattered
-// as chance.
+// simulator (one seed of W1 and W2, two instances) a whole prefill bought
+// two instances no more than half did, and no band at all (ties only) left
+// their picks nearly as scattered as without the rendezvous.
 const coldBand = 2
 
 // term returns the term on which w leads r the most, TermNone if on none.

@@ -117,8 +117,7 @@ func readGolden(t *testing.T) map[string]string {
 }
 
 // TestGoldenPicks holds the simulator to the decisions it made before the
-// routing core moved to model/route (cost_model's since its cold-prefix
-// rendezvous, issue 17): every policy on every golden case
+// routing core moved to model/route: every policy on every golden case
 // picks the same replica for every request, with the same predictions, as
 // the sequences captured then (testdata/golden-picks.txt). Run with
 // -update to capture them again, which only a change meant to alter
@@ -161,8 +160,8 @@ func TestGoldenPicks(t *testing.T) {
 	}
 	if *updateGolden {
 		out := "# case policy digest picks: sim/cluster's decisions per request (base-36 replica, '-' rejected),\n" +
-			"# captured before the routing core moved to model/route, cost_model's again with its cold-prefix\n" +
-			"# rendezvous (issue 17); TestGoldenPicks holds the code to them.\n" +
+			"# captured before the routing core moved to model/route (the digests again when Record gained\n" +
+			"# the instance fields of issue 17, every pick the same); TestGoldenPicks holds the code to them.\n" +
 			strings.Join(lines, "\n") + "\n"
 		if err := os.MkdirAll(filepath.Dir(goldenFile), 0o755); err != nil {
 			t.Fatal(err)
