@@ -280,7 +280,8 @@ func runGateway(ctx context.Context, epp bool, path string, cfg *config.Config, 
 			DecisionLog: dlog, Tracer: tracer, Auth: sec.guard, UpstreamTLS: sec.upstream}), ln}
 	}
 	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{Fleet: fl, Tokenizer: edgeTokenizer{tok},
-		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithTrials(fl).WithAuth(sec.guard)
+		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithTrials(fl).WithAuth(sec.guard).
+		WithIndexSnapshot(fl)
 	// The key, token and engine key files are reread on their own, with or
 	// without a config file to reload.
 	actx, stopAuth := context.WithCancel(ctx)
@@ -305,6 +306,9 @@ func runGateway(ctx context.Context, epp bool, path string, cfg *config.Config, 
 			<-reloads
 		}()
 	}
+	// Before the first request: the replicas apply the peer's index ahead
+	// of any estimate.
+	warmStart(ctx, cfg, fl, log)
 	served := make(chan error, 1)
 	go func() { served <- fe.serve() }()
 	adminServed := make(chan error, 1)

@@ -1,6 +1,7 @@
 // Package admin serves the gateway's admin port: GET /metrics for
 // Prometheus and VictoriaMetrics, GET /admin/replicas, GET /admin/index
-// (each replica's KV index and event stream) and GET /admin/shadow (each
+// (each replica's KV index and event stream), GET /admin/index/snapshot
+// (the indexes themselves, for a peer's warm start; WithIndexSnapshot) and GET /admin/shadow (each
 // shadow policy against the routing policy) for operators, and
 // POST /admin/explain/v1/chat/completions (or /v1/completions), which
 // answers what the routing policy would do with a request, routing nothing
@@ -75,6 +76,7 @@ func (s *Server) WithConfig(c Configs) *Server {
 type Server struct {
 	configs Configs
 	fleet   Fleet
+	indexes Indexes
 	met     *telemetry.Registry
 	ex      *ExplainOptions
 	trials  Trials
@@ -158,6 +160,12 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.replicas(ctx)
 	case "/admin/index":
 		s.index(ctx)
+	case SnapshotPath:
+		if s.indexes == nil {
+			s.notFound(ctx)
+			return
+		}
+		s.snapshot(ctx)
 	case "/admin/config":
 		if s.configs == nil {
 			s.notFound(ctx)
