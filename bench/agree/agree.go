@@ -226,3 +226,71 @@ func Points() ([]Point, error) {
 	}
 	return pts, nil
 }
+
+// FaultRow is one fault run: two instances with KV events, one fault at
+// At (issue 17's fault runs).
+type FaultRow struct {
+	Point, Fault string
+	At, For      time.Duration
+	// Lost counts the requests a killed instance had in flight.
+	Lost int
+	// Before, During, Back and After summarize the requests arriving in
+	// the 20 s before the fault, while it lasts (after its first second,
+	// for a withholding), in the first second after it, and later.
+	Before, During, Back, After cluster.Summary
+}
+
+// Faults runs, for each point, cost_model on two instances with KV events:
+// instance 1 killed at 60 s, and every engine's events withheld for 5 s
+// from 60 s; each run lasts 120 s.
+func Faults(o Options) ([]FaultRow, error) {
+	const at, d, dur = 60 * time.Second, 5 * time.Second, 120 * time.Second
+	var rows []FaultRow
+	for _, p := range o.Points {
+		for _, f := range []struct {
+			name string
+			f    cluster.Faults
+			end  time.Duration
+		}{
+			{"instance killed", cluster.Faults{KillAt: at, KillInstance: 1}, at},
+			{"events withheld", cluster.Faults{WithholdFrom: at, WithholdFor: d}, at + d},
+		} {
+			res, err := cluster.Run(cluster.Config{Replicas: o.Replicas, Engine: o.Engine, Policy: "cost_model", KVEvents: true,
+				Instances: 2, Balance: o.Balance, Fanout: 16, Faults: f.f,
+				Workload: p.Workload, Rate: p.Rate, Duration: dur, Seed: o.Seeds[0]})
+			if err != nil {
+				return nil, err
+			}
+			in := func(lo, hi time.Duration) cluster.Summary {
+				return res.Summarize(func(r *cluster.Record) bool { return r.Arrival >= lo && r.Arrival < hi })
+			}
+			row := FaultRow{Point: p.Name, Fault: f.name, At: at, For: f.end - at,
+				Before: in(at-20*time.Second, at), Back: in(f.end, f.end+time.Second), After: in(f.end+time.Second, dur)}
+			if f.end > at {
+				row.During = in(at+time.Second, f.end)
+			}
+			row.Lost = res.Summary.Lost
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+// WriteFaults writes fault rows as a Markdown table.
+func WriteFaults(w io.Writer, rows []FaultRow) error {
+	if _, err := fmt.Fprintln(w, "| point | fault | at | for | lost | hit before | hit after | exact before | exact during | exact first second after | exact after | p99 TTFT after |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		during := "–"
+		if r.For > 0 {
+			during = fmt.Sprintf("%.3f", r.During.Accuracy)
+		}
+		if _, err := fmt.Fprintf(w, "| %s | %s | %v | %v | %d | %.3f | %.3f | %.3f | %s | %.3f | %.3f | %v |\n",
+			r.Point, r.Fault, r.At, r.For, r.Lost, r.Before.HitRate, r.After.HitRate, r.Before.Accuracy, during,
+			r.Back.Accuracy, r.After.Accuracy, r.After.P99TTFT.Round(time.Millisecond)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -29,6 +29,7 @@ func benchInstances(_ context.Context, args []string, stdout, stderr io.Writer) 
 	seeds := fs.Int("seeds", 3, "seeds per cell (1, 2, …)")
 	jobs := fs.Int("jobs", 2, "runs at once")
 	out := fs.String("out", "", "Markdown file to write (default: stdout)")
+	faults := fs.Bool("faults", false, "run the fault runs instead: two instances with KV events, one killed, then events withheld 5 s")
 	if err := parseFlags(fs, args, stderr, "inferrail bench instances [flags]"); err != nil {
 		return err
 	}
@@ -51,10 +52,6 @@ func benchInstances(_ context.Context, args []string, stdout, stderr io.Writer) 
 	if o.Points, err = agree.Points(); err != nil {
 		return err
 	}
-	rows, err := agree.Run(o)
-	if err != nil {
-		return err
-	}
 	w := stdout
 	if *out != "" {
 		f, err := os.Create(*out)
@@ -63,6 +60,17 @@ func benchInstances(_ context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		defer f.Close()
 		w = f
+	}
+	if *faults {
+		rows, err := agree.Faults(o)
+		if err != nil {
+			return err
+		}
+		return agree.WriteFaults(w, rows)
+	}
+	rows, err := agree.Run(o)
+	if err != nil {
+		return err
 	}
 	return agree.Write(w, rows)
 }

@@ -88,6 +88,8 @@ type Config struct {
 	// Balance is how the load balancer spreads the requests over the
 	// instances.
 	Balance Balance
+	// Faults are what goes wrong during the run (issue 17's fault runs).
+	Faults Faults
 
 	// Workload makes the requests, arriving at Rate per second on average.
 	// Its text is tokenized as the simulator does.
@@ -143,6 +145,39 @@ func ParseBalance(s string) (Balance, error) {
 	return 0, fmt.Errorf("balance %q: want round-robin or random", s)
 }
 
+// Faults are the faults a run injects. The zero value injects none.
+type Faults struct {
+	// KillAt, when positive, kills instance KillInstance at that virtual
+	// time: the load balancer sends it nothing more, and the requests it
+	// had in flight count as lost (Record.Lost), as a killed gateway cuts
+	// their connections; the engines finish them unobserved.
+	KillAt       time.Duration
+	KillInstance int
+	// WithholdFrom and WithholdFor, when WithholdFor is positive, hold back
+	// every engine's KV events from WithholdFrom for WithholdFor, then
+	// deliver them all in order, as a subscription that stalls and resumes
+	// (the engines' replay covers the gap). Meanwhile the instances predict
+	// from their decisions alone, the approximate index.
+	WithholdFrom, WithholdFor time.Duration
+}
+
+func (f *Faults) validate(instances int) error {
+	var errs []error
+	if f.KillAt < 0 || f.KillAt > 0 && (f.KillInstance < 0 || f.KillInstance >= instances || instances < 2) {
+		errs = append(errs, fmt.Errorf("faults: kill instance %d at %v: want a positive time and one of %d instances, at least 2",
+			f.KillInstance, f.KillAt, instances))
+	}
+	if f.WithholdFrom < 0 || f.WithholdFor < 0 {
+		errs = append(errs, fmt.Errorf("faults: withhold events from %v for %v: want both at least 0", f.WithholdFrom, f.WithholdFor))
+	}
+	return errors.Join(errs...)
+}
+
+// withheld reports whether events published at at are held back.
+func (f *Faults) withheld(at time.Duration) bool {
+	return f.WithholdFor > 0 && at >= f.WithholdFrom && at < f.WithholdFrom+f.WithholdFor
+}
+
 // instances is how many gateway instances route the run.
 func (c *Config) instances() int { return max(c.Instances, 1) }
 
@@ -173,6 +208,9 @@ func (c *Config) validate() error {
 	}
 	if c.Balance != BalanceRoundRobin && c.Balance != BalanceRandom {
 		errs = append(errs, fmt.Errorf("balance %v: want round-robin or random", c.Balance))
+	}
+	if err := c.Faults.validate(c.instances()); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MaxConcurrency < 0 {
 		errs = append(errs, fmt.Errorf("max concurrency %d: want at least 0", c.MaxConcurrency))

@@ -47,6 +47,8 @@ type replica struct {
 	busy bool
 	end  time.Duration
 	step engine.StepResult
+	// held are the engine's events held back (Faults.WithholdFor).
+	held []kvevent.Event
 
 	// now is the engine's state at its last step boundary, which is what
 	// a scrape between boundaries reads (Step already holds the state at
@@ -122,6 +124,7 @@ type run struct {
 	// gates[0] is the only one unless Config.Instances says more.
 	gates   []*gate
 	balance *rand.Rand // the load balancer's draws (BalanceRandom)
+	dead    int        // the instance killed (Faults.KillAt), -1 while none is
 	aware   bool       // the policy routes on estimates (sched.SignalEstimates): decisions are priced and assigned
 	detail  bool       // candidates carry keys, load and pending tokens (it routes on estimates or load)
 	root    prefix.Hash
@@ -141,6 +144,7 @@ type run struct {
 	others []int         // scratch: the other instances' picks
 
 	now        time.Duration
+	released   bool // the withheld events went out (Faults.WithholdFor)
 	nextScrape time.Duration
 	steps      int
 	idleSteps  int // consecutive steps that did nothing, to catch a stuck engine
@@ -175,6 +179,7 @@ func newRunOf(cfg *Config, pol policy.Policy, signals sched.Signal) (*run, error
 	r := &run{
 		cfg:     cfg,
 		balance: rand.New(rand.NewPCG(cfg.Seed, streamBalance)),
+		dead:    -1,
 		aware:   signals&sched.SignalEstimates != 0,
 		detail:  signals&(sched.SignalEstimates|sched.SignalLoad) != 0,
 		root:    prefix.Root(model, "", ""),
@@ -243,6 +248,7 @@ func (r *run) pull() {
 // request arriving at the same instant is routed.
 const (
 	evStep = iota
+	evFault
 	evScrape
 	evArrival
 	evNone
@@ -262,7 +268,10 @@ func (r *run) loop() error {
 			kind, at = evArrival, r.next.at
 		}
 		if kind == evNone {
-			return nil
+			return r.release()
+		}
+		if ft, ok := r.nextFault(); ok && ft <= at {
+			kind, at = evFault, ft
 		}
 		if r.nextScrape < at || r.nextScrape == at && kind == evArrival {
 			kind, at = evScrape, r.nextScrape
@@ -271,6 +280,10 @@ func (r *run) loop() error {
 		switch kind {
 		case evStep:
 			if err := r.finishStep(rep); err != nil {
+				return err
+			}
+		case evFault:
+			if err := r.fault(); err != nil {
 				return err
 			}
 		case evScrape:
@@ -284,6 +297,44 @@ func (r *run) loop() error {
 			}
 		}
 	}
+}
+
+// nextFault is when the next fault happens: the kill, or the end of the
+// withholding, while they are ahead.
+func (r *run) nextFault() (time.Duration, bool) {
+	f := &r.cfg.Faults
+	at, ok := time.Duration(math.MaxInt64), false
+	if f.KillAt > 0 && r.dead < 0 && f.KillAt >= r.now {
+		at, ok = f.KillAt, true
+	}
+	if end := f.WithholdFrom + f.WithholdFor; f.WithholdFor > 0 && !r.released && end >= r.now && end < at {
+		at, ok = end, true
+	}
+	return at, ok
+}
+
+// fault applies the fault due now.
+func (r *run) fault() error {
+	f := &r.cfg.Faults
+	if f.KillAt > 0 && r.dead < 0 && f.KillAt == r.now {
+		r.kill()
+		return nil
+	}
+	return r.release()
+}
+
+// release ends the withholding: every held event goes out.
+func (r *run) release() error {
+	if r.released {
+		return nil
+	}
+	r.released = true
+	for _, p := range r.reps {
+		if len(p.held) > 0 {
+			r.publish(p, nil)
+		}
+	}
+	return nil
 }
 
 // startStep plans p's next step at the current time.
@@ -336,11 +387,12 @@ func (r *run) finishStep(p *replica) error {
 	}
 	if r.cfg.KVEvents && len(p.step.Events) > 0 {
 		// The engine publishes a step's events as it ends, and every
-		// instance follows every engine's events.
-		b := &kvevent.Batch{Events: p.step.Events}
-		for _, g := range r.gates {
-			sh := g.reps[p.i]
-			sh.events.Apply(b, sh.est.Index)
+		// instance follows every engine's events; held back ones go out
+		// first once the withholding ends.
+		if r.cfg.Faults.withheld(r.now) {
+			p.held = append(p.held, p.step.Events...)
+		} else {
+			r.publish(p, p.step.Events)
 		}
 	}
 	p.step = engine.StepResult{}
@@ -349,6 +401,33 @@ func (r *run) finishStep(p *replica) error {
 		return r.startStep(p)
 	}
 	return nil
+}
+
+// publish delivers events of p's engine to every instance, after those
+// held back (Faults.WithholdFor), in the order the engine made them.
+func (r *run) publish(p *replica, events []kvevent.Event) {
+	if len(p.held) > 0 {
+		events = append(p.held, events...)
+		p.held = nil
+	}
+	b := &kvevent.Batch{Events: events}
+	for _, g := range r.gates {
+		sh := g.reps[p.i]
+		sh.events.Apply(b, sh.est.Index)
+	}
+}
+
+// kill is Faults.KillAt: the instance takes no more requests, and those it
+// has in flight are lost.
+func (r *run) kill() {
+	k := r.cfg.Faults.KillInstance
+	r.dead = k
+	for i := range r.recs {
+		rec := &r.recs[i]
+		if rec.Instance == k && !rec.Rejected && rec.Finished == 0 {
+			rec.Lost = true
+		}
+	}
 }
 
 // firstByte settles f, routed to p, at its first byte (or its end without
@@ -477,16 +556,24 @@ func (r *run) arrive() error {
 	return nil
 }
 
-// spread is the load balancer: the instance that routes request n.
+// spread is the load balancer: the instance that routes request n, one of
+// those alive.
 func (r *run) spread(n int) int {
 	k := len(r.gates)
 	if k == 1 {
 		return 0
 	}
-	if r.cfg.Balance == BalanceRandom {
-		return r.balance.IntN(k)
+	if r.dead >= 0 {
+		k--
 	}
-	return n % k
+	i := n % k
+	if r.cfg.Balance == BalanceRandom {
+		i = r.balance.IntN(k)
+	}
+	if r.dead >= 0 && i >= r.dead {
+		i++
+	}
+	return i
 }
 
 // offer fills g.cands with the candidates g offers req, priced when the

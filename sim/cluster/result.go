@@ -35,6 +35,9 @@ type Record struct {
 	// they would have sent it, and Disagreed those that would have picked
 	// another replica than Replica.
 	Instance, Asked, Disagreed int
+	// Lost reports that its instance was killed while it was in flight
+	// (Faults.KillAt): its client got an error, whatever the engine did.
+	Lost bool
 	// Preemptions counts the times the engine preempted it.
 	Preemptions int
 	// WarmUp reports that it arrived before the warm-up ended.
@@ -74,8 +77,10 @@ type Result struct {
 // Summary condenses a set of requests.
 type Summary struct {
 	// Requests counts them, Rejected those refused with every replica full
-	// or filtered out (left out of everything below).
-	Requests, Rejected int
+	// or filtered out (left out of everything below). Lost counts those a
+	// killed instance had in flight (Faults.KillAt), which the engines
+	// still served and which count below.
+	Requests, Rejected, Lost int
 	// Time to first token and end to end latency.
 	MeanTTFT, P50TTFT, P90TTFT, P99TTFT, MaxTTFT time.Duration
 	MeanE2E, P99E2E                              time.Duration
@@ -134,6 +139,9 @@ func (res *Result) Summarize(keep func(*Record) bool) Summary {
 		if rec.Rejected {
 			s.Rejected++
 			continue
+		}
+		if rec.Lost {
+			s.Lost++
 		}
 		ttft = append(ttft, rec.TTFT())
 		e2e = append(e2e, rec.E2E())
