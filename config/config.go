@@ -367,7 +367,10 @@ type Routing struct {
 	// replica. Default 16.
 	EstimateFanout int `koanf:"estimate_fanout"`
 	// Epsilon bounds load for cost_model: no replica gets more than
-	// ceil((1 + epsilon) * (in_flight + 1) / n) requests. At least 0.
+	// ceil((1 + epsilon) * (in_flight + 1) / n) requests, a replica's load
+	// being this gateway's requests in flight there or, when more, its
+	// engine's fresh running and waiting count (with several gateway
+	// instances each sees a share of the engine's load). At least 0.
 	// Default 1.0, twice a replica's share.
 	Epsilon float64 `koanf:"epsilon"`
 	// Kappa is the KV cache usage above which cost_model sets a replica aside

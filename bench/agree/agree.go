@@ -12,6 +12,7 @@ package agree
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,14 +38,14 @@ type Variant struct {
 	ColdRendezvous bool
 }
 
-// Variants are policies by their names, and with rendezvous cost_model
-// again with its cold-prefix rendezvous, labelled
-// "cost_model+cold_rendezvous".
-func Variants(policies []string, rendezvous bool) []Variant {
+// Variants are policies by their names, each of those also in rendezvous
+// followed by itself with the cold-prefix rendezvous, labelled
+// "NAME+cold_rendezvous" (cost_model is the one policy that has it).
+func Variants(policies, rendezvous []string) []Variant {
 	var out []Variant
 	for _, p := range policies {
 		out = append(out, Variant{Name: p, Policy: p})
-		if rendezvous && p == "cost_model" {
+		if slices.Contains(rendezvous, p) {
 			out = append(out, Variant{Name: p + "+cold_rendezvous", Policy: p, ColdRendezvous: true})
 		}
 	}

@@ -20,7 +20,7 @@ import (
 func benchInstances(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inferrail bench instances", flag.ContinueOnError)
 	policies := fs.String("policies", "cost_model,kv_aware", "comma-separated policies")
-	rendezvous := fs.Bool("cold-rendezvous", true, "also run cost_model with routing.cold_rendezvous")
+	rendezvous := fs.String("cold-rendezvous", "cost_model", "comma-separated policies also run with routing.cold_rendezvous")
 	counts := fs.String("instances", "1,2,4", "comma-separated instance counts; the first is the control")
 	balance := fs.String("balance", "round-robin", "how the load balancer spreads requests: round-robin or random")
 	replicas := fs.Int("replicas", 3, "engines")
@@ -37,7 +37,7 @@ func benchInstances(_ context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	o := agree.Options{Variants: agree.Variants(strings.Split(*policies, ","), *rendezvous), Replicas: *replicas, Engine: sim.DefaultOptions().Engine,
+	o := agree.Options{Variants: agree.Variants(strings.Split(*policies, ","), strings.Split(*rendezvous, ",")), Replicas: *replicas, Engine: sim.DefaultOptions().Engine,
 		Balance: bal, Duration: *duration, WarmUp: *warmUp, Jobs: *jobs}
 	for _, s := range strings.Split(*counts, ",") {
 		n, err := strconv.Atoi(s)

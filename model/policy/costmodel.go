@@ -291,19 +291,39 @@ const guardFiltered Guard = "filtered"
 // BoundedLoad is cost_model's bounded-load guard over the candidates at
 // positions in: it appends to dst the positions of those that may take one
 // more request under cost.Cap of the requests in flight on them all, and
-// returns the cap. The least loaded always may.
+// returns the cap. The least loaded always may. A candidate's load is the
+// larger of this gateway's requests in flight there and its engine's fresh
+// running and waiting count (guardLoad): with several gateway instances in
+// front of the same engines, each instance's own count is a fraction of
+// the load, and a cap from fractions set aside the replica holding the
+// prefix far too early (in the fleet simulator two instances kept 0.966
+// of one instance's hit rate on W1 by their own counts, 0.999 by the
+// engines'; bench/results/instances-2026-12-01.md).
 func BoundedLoad(dst []int, cands []Candidate, in []int, epsilon float64) ([]int, int) {
 	total := 0
 	for _, i := range in {
-		total += max(cands[i].InFlight, 0)
+		total += guardLoad(&cands[i])
 	}
 	capN := cost.Cap(total, len(in), epsilon)
 	for _, i := range in {
-		if cost.WithinCap(cands[i].InFlight, capN) {
+		if cost.WithinCap(guardLoad(&cands[i]), capN) {
 			dst = append(dst, i)
 		}
 	}
 	return dst, capN
+}
+
+// guardLoad is the load the bounded-load guard counts on c: the requests
+// this gateway has in flight there, or, when more, the requests its
+// engine last reported running and waiting. An engine behind several
+// gateway instances serves all of theirs, and each instance's own count
+// is a share of it.
+func guardLoad(c *Candidate) int {
+	n := max(c.InFlight, 0)
+	if c.Fresh {
+		n = max(n, c.Running+c.Waiting)
+	}
+	return n
 }
 
 // KVPressure is cost_model's KV pressure guard over the candidates at

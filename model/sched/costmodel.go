@@ -35,7 +35,9 @@ var boundedLoadFilter = Type{
 	Name: "bounded-load-filter", Kind: KindFilter, Own: true,
 	Doc: "cost_model's bounded load: sets aside the replicas that would hold more than " +
 		"ceil((1 + epsilon) · (in flight + 1) / replicas) requests with this one (consistent hashing " +
-		"with bounded loads). The least loaded replica is always kept.",
+		"with bounded loads). A replica's load is the gateway's requests in flight there, or its engine's " +
+		"fresh running and waiting count when more (several gateway instances share it). The least " +
+		"loaded replica is always kept.",
 	Params: []Param{{Name: "epsilon", Default: costDefaults.Epsilon, Doc: "How far above the mean load a replica may go, at least 0 (routing.epsilon)."}},
 	New: func(f *Fields) any {
 		e := f.Float("epsilon")

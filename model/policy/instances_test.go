@@ -91,3 +91,26 @@ func rendezvous() CostModelParams {
 	p.ColdRendezvous = true
 	return p
 }
+
+// The bounded-load guard counts an engine's fresh running and waiting
+// requests when they are more than this gateway's own in flight there, as
+// with several gateway instances sharing it: a replica busy with another
+// instance's requests is set aside; a stale report counts for nothing.
+func TestBoundedLoadCountsEngineLoad(t *testing.T) {
+	cands := []Candidate{{Replica: 0, InFlight: 1}, {Replica: 1}, {Replica: 2}}
+	in := []int{0, 1, 2}
+	// Own counts alone: cap ceil(2·2/3) = 2, every replica within it.
+	if got, c := BoundedLoad(nil, cands, in, 1); len(got) != 3 || c != 2 {
+		t.Fatalf("own counts: kept %v, cap %d", got, c)
+	}
+	// Replica 1's engine runs 6 for another instance: cap ceil(2·8/3) = 6,
+	// and replica 1 at 6 may take no more.
+	cands[1].Fresh, cands[1].Running, cands[1].Waiting = true, 4, 2
+	if got, c := BoundedLoad(nil, cands, in, 1); len(got) != 2 || got[0] != 0 || got[1] != 2 || c != 6 {
+		t.Fatalf("engine load: kept %v, cap %d; want [0 2] and 6", got, c)
+	}
+	cands[1].Fresh = false
+	if got, _ := BoundedLoad(nil, cands, in, 1); len(got) != 3 {
+		t.Fatalf("a stale report counted: kept %v", got)
+	}
+}
