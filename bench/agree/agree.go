@@ -279,7 +279,7 @@ func Faults(o Options) ([]FaultRow, error) {
 
 // WriteFaults writes fault rows as a Markdown table.
 func WriteFaults(w io.Writer, rows []FaultRow) error {
-	if _, err := fmt.Fprintln(w, "| point | fault | at | for | lost | hit before | hit after | exact before | exact during | exact first second after | exact after | p99 TTFT after |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"); err != nil {
+	if _, err := fmt.Fprintln(w, "| point | fault | at | for | lost | hit before | hit after | exact before | exact during | exact first second after (requests) | exact after | p99 TTFT after |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"); err != nil {
 		return err
 	}
 	for _, r := range rows {
@@ -287,9 +287,9 @@ func WriteFaults(w io.Writer, rows []FaultRow) error {
 		if r.For > 0 {
 			during = fmt.Sprintf("%.3f", r.During.Accuracy)
 		}
-		if _, err := fmt.Fprintf(w, "| %s | %s | %v | %v | %d | %.3f | %.3f | %.3f | %s | %.3f | %.3f | %v |\n",
+		if _, err := fmt.Fprintf(w, "| %s | %s | %v | %v | %d | %.3f | %.3f | %.3f | %s | %.3f (%d) | %.3f | %v |\n",
 			r.Point, r.Fault, r.At, r.For, r.Lost, r.Before.HitRate, r.After.HitRate, r.Before.Accuracy, during,
-			r.Back.Accuracy, r.After.Accuracy, r.After.P99TTFT.Round(time.Millisecond)); err != nil {
+			r.Back.Accuracy, r.Back.Requests, r.After.Accuracy, r.After.P99TTFT.Round(time.Millisecond)); err != nil {
 			return err
 		}
 	}
