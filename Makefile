@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 RACE_PKGS := ./sim/... ./actors/... ./transport/... ./cmd/...
 PURE_PKGS := ./model/... ./config/... ./bench/...
 
-.PHONY: build run test test-go test-chart test-sdk test-scrapers test-observability test-fleet-page fleet-screenshots bench bench-sim bench-gateway bench-tokenizer diff-tokenizers bench-matrix bench-realtime bench-kv-events bench-report fuzz lint tools clean stress stress-short
+.PHONY: build run test test-go test-chart test-sdk test-scrapers test-observability test-fleet-page fleet-screenshots bench bench-sim bench-gateway bench-tokenizer diff-tokenizers bench-matrix bench-realtime bench-kv-events bench-instances bench-report fuzz lint tools clean stress stress-short
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/inferrail
@@ -101,6 +101,12 @@ bench-realtime: build
 bench-kv-events: build
 	$(BIN) bench sim --spec bench/sweeps/kv-events.toml --out bench/results/kv-events --jobs 2
 	$(BIN) bench report --results bench/results/kv-events --out bench/report/kv-events
+
+## bench-instances: 1, 2 and 4 gateway instances on the same engines, with and without KV events,
+## and the fault runs, in virtual time (bench/agree, minutes), for bench/results/instances-*.md
+bench-instances: build
+	$(BIN) bench instances --seeds 3 --jobs 2
+	$(BIN) bench instances --faults --seeds 1
 
 ## bench-report: rebuild the committed reports from the committed result files alone
 bench-report: build

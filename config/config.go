@@ -487,7 +487,10 @@ type Routing struct {
 	// replica. Default 16.
 	EstimateFanout int `koanf:"estimate_fanout"`
 	// Epsilon bounds load for cost_model: no replica gets more than
-	// ceil((1 + epsilon) * (in_flight + 1) / n) requests. At least 0.
+	// ceil((1 + epsilon) * (in_flight + 1) / n) requests, a replica's load
+	// being this gateway's requests in flight there or, when more, its
+	// engine's fresh running and waiting count (with several gateway
+	// instances each sees a share of the engine's load). At least 0.
 	// Default 1.0, twice a replica's share.
 	Epsilon float64 `koanf:"epsilon"`
 	// Kappa is the KV cache usage above which cost_model sets a replica aside
@@ -501,6 +504,16 @@ type Routing struct {
 	// or the user field) back to the conversation's last replica while the
 	// load guards allow it. Default false.
 	SessionAffinity bool `koanf:"session_affinity"`
+	// ColdRendezvous has cost_model place a cold prompt (no replica the
+	// guards allow is predicted to hold any of it) on its first block's
+	// rendezvous owner among the replicas within half a prefill of the
+	// lowest estimate, rather than on the lowest: several gateway
+	// instances in front of the same engines then place a new prefix on
+	// the same replica without sharing any state. Worth it with several
+	// instances, above all without KV events; a lone instance under cache
+	// pressure loses hit rate by it (the owner takes back what it evicted,
+	// whatever room the others have). Default false.
+	ColdRendezvous bool `koanf:"cold_rendezvous"`
 	// CostModel prices prefill for cost_model, for shadow comparisons and in
 	// /admin/explain. Defaults fit the simulator's default latency model
 	// (an 8B model on one 24 GB GPU); inferrail calibrate fits a real engine.
@@ -735,6 +748,16 @@ type Index struct {
 	// DefaultCapacityBlocks sizes the prediction of a replica that sets no
 	// kv_capacity_blocks and whose engine reports none. Default 16384.
 	DefaultCapacityBlocks int `koanf:"default_capacity_blocks"`
+	// WarmStartFrom lists peer gateway instances' admin URLs
+	// (http://gateway-0:9090), asked in turn at startup, before the gateway
+	// serves, for GET /admin/index/snapshot until one answers: each replica
+	// the peer also routes to starts with the peer's index and KV event
+	// mapping, so the new instance predicts as the peer does from its first
+	// request. The request carries the token of auth.admin.token_file, as
+	// the peers share it. When none can be read the index starts cold, and
+	// every replica shows the index_warm_start_failed warning. Default
+	// none: start cold.
+	WarmStartFrom []string `koanf:"warm_start_from"`
 }
 
 // KVEvents configures the exact mode: how replicas whose engines publish KV

@@ -85,6 +85,9 @@ func (c *Config) check(skip func(key string) bool, limit int) *validator {
 	v.positive("tokenizer.max_wait", c.Tokenizer.MaxWait)
 	v.atLeast("tokenizer.cache_tokens", c.Tokenizer.CacheTokens, 0)
 	v.atLeast("index.default_capacity_blocks", c.Index.DefaultCapacityBlocks, 1)
+	for i, u := range c.Index.WarmStartFrom {
+		v.url(fmt.Sprintf("index.warm_start_from[%d]", i), u, true)
+	}
 	v.nonNegative("kv_events.speculative_ttl", c.KVEvents.SpeculativeTTL)
 	v.positive("kv_events.max_silence", c.KVEvents.MaxSilence)
 	v.observability(&c.Observability)

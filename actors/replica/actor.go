@@ -233,6 +233,10 @@ func (a *replicaActor) Receive(ctx actor.Context) {
 	case *RequestDone:
 		a.attemptEnded(m.Attempt, m.Outcome)
 		a.requestDone(m)
+	case *DumpIndex:
+		ctx.Respond(a.dumpIndex())
+	case *WarmIndex:
+		a.warmIndex(m.Replica)
 	case *probed:
 		a.probed(m)
 	case *scraped:

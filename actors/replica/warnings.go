@@ -59,13 +59,17 @@ const (
 	// --enable-prompt-tokens-details), so every cache prediction on the
 	// replica counts as unknown in inferrail_prediction_total.
 	WarnNoCachedTokens WarningCode = "usage_no_cached_tokens"
+	// WarnWarmStart: index.warm_start_from names peers and none could be
+	// read (unreachable, refused, or a snapshot that did not decode), so
+	// the replica's index started cold.
+	WarnWarmStart WarningCode = "index_warm_start_failed"
 )
 
 // WarningCodes lists every code, in the order the metrics page writes them.
 var WarningCodes = []WarningCode{
 	WarnEventsUnmapped, WarnEventsForeignTokens, WarnEventsBlockSize, WarnEventsSilent, WarnEventsInterrupted,
 	WarnTokenizerMismatch, WarnMetricsUnreadable, WarnMetricsPartial, WarnCapacityUnits,
-	WarnEngineUnauthorized, WarnFlowStale, WarnNoCachedTokens,
+	WarnEngineUnauthorized, WarnFlowStale, WarnNoCachedTokens, WarnWarmStart,
 }
 
 // Warning is one active warning of a replica, as /admin/replicas shows it.

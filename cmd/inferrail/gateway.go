@@ -306,7 +306,7 @@ func runGateway(ctx context.Context, epp bool, path string, env []string, cfg *c
 	}
 	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{Fleet: fl, Tokenizer: edgeTokenizer{tok},
 		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithTrials(fl).WithAuth(sec.guard).WithSources(fl).
-		WithDecisions(dlog).WithModels(startConfig{cfg})
+		WithDecisions(dlog).WithModels(startConfig{cfg}).WithIndexSnapshot(fl)
 	// The key, token and engine key files are reread on their own, with or
 	// without a config file to reload.
 	actx, stopAuth := context.WithCancel(ctx)
@@ -331,6 +331,9 @@ func runGateway(ctx context.Context, epp bool, path string, env []string, cfg *c
 			<-reloads
 		}()
 	}
+	// Before the first request: the replicas apply the peer's index ahead
+	// of any estimate.
+	warmStart(ctx, cfg, fl, log)
 	served := make(chan error, 1)
 	go func() { served <- fe.serve() }()
 	adminServed := make(chan error, 1)

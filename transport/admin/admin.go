@@ -1,7 +1,8 @@
 // Package admin serves the gateway's admin port: GET /metrics for
 // Prometheus and VictoriaMetrics, GET /admin/replicas (with the discovery
 // sources, WithSources), GET /admin/index
-// (each replica's KV index and event stream) and GET /admin/shadow (each
+// (each replica's KV index and event stream), GET /admin/index/snapshot
+// (the indexes themselves, for a peer's warm start; WithIndexSnapshot) and GET /admin/shadow (each
 // shadow policy against the routing policy) for operators, and
 // GET /admin/ (the fleet page, built in: each replica, each model's
 // routing, the last sampled decisions and an explain box), GET
@@ -96,6 +97,7 @@ type Server struct {
 	current   Current
 	decisions Decisions
 	fleet     Fleet
+	indexes   Indexes
 	met       *telemetry.Registry
 	ex        *ExplainOptions
 	trials    Trials
@@ -193,6 +195,12 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.recentDecisions(ctx)
 	case "/admin/index":
 		s.index(ctx)
+	case SnapshotPath:
+		if s.indexes == nil {
+			s.notFound(ctx)
+			return
+		}
+		s.snapshot(ctx)
 	case "/admin/config":
 		if s.configs == nil {
 			s.notFound(ctx)

@@ -120,6 +120,7 @@ func TestSnapshot(t *testing.T) {
 		`inferrail_replica_warning{replica="r0",warning="capacity_units"}`,
 		`inferrail_replica_warning{replica="r0",warning="engine_unauthorized"}`,
 		`inferrail_replica_warning{replica="r0",warning="flow_metrics_stale"}`,
+		`inferrail_replica_warning{replica="r0",warning="index_warm_start_failed"}`,
 		`inferrail_replica_warning{replica="r0",warning="kv_events_block_size"}`,
 		`inferrail_replica_warning{replica="r0",warning="kv_events_foreign_tokens"}`,
 		`inferrail_replica_warning{replica="r0",warning="kv_events_interrupted"}`,
