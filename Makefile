@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 RACE_PKGS := ./sim/... ./actors/... ./transport/... ./cmd/...
 PURE_PKGS := ./model/... ./config/... ./bench/...
 
-.PHONY: build run test test-go test-chart test-sdk test-scrapers bench bench-sim bench-gateway bench-tokenizer diff-tokenizers bench-matrix bench-realtime bench-kv-events bench-report fuzz lint tools clean stress stress-short
+.PHONY: build run test test-go test-chart test-sdk test-scrapers test-observability test-fleet-page fleet-screenshots bench bench-sim bench-gateway bench-tokenizer diff-tokenizers bench-matrix bench-realtime bench-kv-events bench-instances bench-report fuzz lint tools clean stress stress-short
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/inferrail
@@ -19,7 +19,7 @@ build:
 run: build
 	$(BIN) launch --listen 127.0.0.1:8080 --replicas 3
 
-test: test-go test-chart test-sdk test-scrapers
+test: test-go test-chart test-sdk test-scrapers test-observability test-fleet-page
 
 test-go:
 	$(GO) vet ./...
@@ -38,6 +38,21 @@ test-sdk: build
 ## test-scrapers: Debian's prometheus and victoria-metrics scrape the gateway (installs them when missing)
 test-scrapers: build
 	./scripts/scrapers-test.sh $(BIN)
+
+## test-observability: promtool checks and unit-tests deploy/prometheus/alerts.yaml, and runs every
+## expression of it and of deploy/grafana/inferrail.json against Debian's prometheus scraping
+## `inferrail launch` over 3 simulators (installs prometheus when missing)
+test-observability: build
+	./scripts/observability-test.sh $(BIN)
+
+## test-fleet-page: Debian's headless chromium loads the fleet page (GET /admin/) from `inferrail launch`
+## with traffic and the test checks what it shows (installs chromium when missing)
+test-fleet-page: build
+	./scripts/fleet-page-test.sh $(BIN)
+
+## fleet-screenshots: the same test, writing its desktop and phone screenshots to docs/
+fleet-screenshots: build
+	./scripts/fleet-page-test.sh $(BIN) docs
 
 ## bench: micro-benchmarks beside the code, then the simulator load benchmarks
 bench:
@@ -86,6 +101,12 @@ bench-realtime: build
 bench-kv-events: build
 	$(BIN) bench sim --spec bench/sweeps/kv-events.toml --out bench/results/kv-events --jobs 2
 	$(BIN) bench report --results bench/results/kv-events --out bench/report/kv-events
+
+## bench-instances: 1, 2 and 4 gateway instances on the same engines, with and without KV events,
+## and the fault runs, in virtual time (bench/agree, minutes), for bench/results/instances-*.md
+bench-instances: build
+	$(BIN) bench instances --seeds 3 --jobs 2
+	$(BIN) bench instances --faults --seeds 1
 
 ## bench-report: rebuild the committed reports from the committed result files alone
 bench-report: build

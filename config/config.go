@@ -497,7 +497,10 @@ type Routing struct {
 	// replica. Default 16.
 	EstimateFanout int `koanf:"estimate_fanout"`
 	// Epsilon bounds load for cost_model: no replica gets more than
-	// ceil((1 + epsilon) * (in_flight + 1) / n) requests. At least 0.
+	// ceil((1 + epsilon) * (in_flight + 1) / n) requests, a replica's load
+	// being this gateway's requests in flight there or, when more, its
+	// engine's fresh running and waiting count (with several gateway
+	// instances each sees a share of the engine's load). At least 0.
 	// Default 1.0, twice a replica's share.
 	Epsilon float64 `koanf:"epsilon"`
 	// Kappa is the KV cache usage above which cost_model sets a replica aside
@@ -511,6 +514,16 @@ type Routing struct {
 	// or the user field) back to the conversation's last replica while the
 	// load guards allow it. Default false.
 	SessionAffinity bool `koanf:"session_affinity"`
+	// ColdRendezvous has cost_model place a cold prompt (no replica the
+	// guards allow is predicted to hold any of it) on its first block's
+	// rendezvous owner among the replicas within half a prefill of the
+	// lowest estimate, rather than on the lowest: several gateway
+	// instances in front of the same engines then place a new prefix on
+	// the same replica without sharing any state. Worth it with several
+	// instances, above all without KV events; a lone instance under cache
+	// pressure loses hit rate by it (the owner takes back what it evicted,
+	// whatever room the others have). Default false.
+	ColdRendezvous bool `koanf:"cold_rendezvous"`
 	// CostModel prices prefill for cost_model, for shadow comparisons and in
 	// /admin/explain. Defaults fit the simulator's default latency model
 	// (an 8B model on one 24 GB GPU); inferrail calibrate fits a real engine.
@@ -632,6 +645,18 @@ type Retry struct {
 // replica) and 503 rejected-shutting-down; each with Retry-After. Live: a
 // reload changes every key for the requests that follow, and the policies
 // of the requests waiting.
+//
+// An EndpointPickerConfig in routing.scheduler carries its flow control
+// over, so that an llm-d config works unchanged: featureGates
+// [flowControl] turns the queue on; its flowControl block's maxRequests
+// sets max_queued, defaultRequestTTL max_wait, the bands' fairness and
+// ordering policy plugins fairness and ordering (one each for every band:
+// the first the document names), enableEviction eviction, and
+// saturationDetector's plugin (or the deprecated top-level
+// saturationDetector's) saturation_detector; each key the document sets
+// replaces this section's. What has no equivalent (maxBytes, per-band
+// bounds, noEndpointRequestTTL, usageLimitPolicyPluginRef) is warned about
+// at load.
 type FlowControl struct {
 	// Enabled turns the queue on. Default false: a full fleet answers 503.
 	Enabled bool `koanf:"enabled"`
@@ -733,6 +758,16 @@ type Index struct {
 	// DefaultCapacityBlocks sizes the prediction of a replica that sets no
 	// kv_capacity_blocks and whose engine reports none. Default 16384.
 	DefaultCapacityBlocks int `koanf:"default_capacity_blocks"`
+	// WarmStartFrom lists peer gateway instances' admin URLs
+	// (http://gateway-0:9090), asked in turn at startup, before the gateway
+	// serves, for GET /admin/index/snapshot until one answers: each replica
+	// the peer also routes to starts with the peer's index and KV event
+	// mapping, so the new instance predicts as the peer does from its first
+	// request. The request carries the token of auth.admin.token_file, as
+	// the peers share it. When none can be read the index starts cold, and
+	// every replica shows the index_warm_start_failed warning. Default
+	// none: start cold.
+	WarmStartFrom []string `koanf:"warm_start_from"`
 }
 
 // KVEvents configures the exact mode: how replicas whose engines publish KV
@@ -770,7 +805,20 @@ type Observability struct {
 	// ShadowLog is the file every config generation and shadow decision is
 	// written to as JSON lines, for offline replay. Default "": off.
 	ShadowLog string `koanf:"shadow_log"`
+	// UsageForAccuracy is how the gateway gets the engine's cached tokens
+	// of a streamed request whose client did not ask for usage:
+	// UsageAsSent (default) leaves the request alone, and its prediction
+	// counts as unknown; UsageInject adds stream_options.include_usage to
+	// the engine request and strips the usage chunk from that client's
+	// stream. inferrail serve only.
+	UsageForAccuracy string `koanf:"usage_for_accuracy"`
 }
+
+// The values of observability.usage_for_accuracy.
+const (
+	UsageAsSent = "as_sent"
+	UsageInject = "inject"
+)
 
 // DecisionLog configures the decision log. Prompts are never logged.
 type DecisionLog struct {
@@ -855,10 +903,10 @@ func Default() *Config {
 			Ordering:  flow.OrderingFCFS,
 			SaturationDetector: SaturationDetector{
 				Type:                      flow.DetectorUtilization,
-				QueueDepthThreshold:       5,
-				KVCacheUtilThreshold:      0.8,
-				MetricsStalenessThreshold: 200 * time.Millisecond,
-				MaxConcurrency:            100,
+				QueueDepthThreshold:       flow.DefaultUtilization.QueueDepthThreshold,
+				KVCacheUtilThreshold:      flow.DefaultUtilization.KVCacheUtilThreshold,
+				MetricsStalenessThreshold: flow.DefaultUtilization.MetricsStalenessThreshold,
+				MaxConcurrency:            flow.DefaultConcurrency.MaxConcurrency,
 			},
 		},
 		Load: LoadSignals{
@@ -874,6 +922,7 @@ func Default() *Config {
 		KVEvents: KVEvents{SpeculativeTTL: 2 * time.Second, MaxSilence: 2 * time.Second},
 		Observability: Observability{
 			TraceSampleRatio: 1.0,
+			UsageForAccuracy: UsageAsSent,
 		},
 		Logging: Logging{
 			Level:  "info",

@@ -1,6 +1,9 @@
 package config
 
-import "github.com/inferrail/inferrail/model/flow"
+import (
+	"github.com/inferrail/inferrail/model/flow"
+	"github.com/inferrail/inferrail/model/sched"
+)
 
 // RateLimits holds each tenant's rate limits, counted in the gateway: a
 // token bucket for requests per second and one for tokens per minute.
@@ -86,6 +89,45 @@ func (r *RateLimits) For(tenant string) RateLimit {
 		break
 	}
 	return l
+}
+
+// apply lays an EndpointPickerConfig's flow control over f: the
+// flowControl gate turns it on, and each key the document sets replaces
+// f's (maxRequests max_queued, defaultRequestTTL max_wait, the bands'
+// policies fairness and ordering, enableEviction eviction, the detector
+// plugin saturation_detector's type and that type's parameters). Nil
+// changes nothing.
+func (f *FlowControl) apply(p *sched.FlowControl) {
+	if p == nil {
+		return
+	}
+	f.Enabled = f.Enabled || p.Gate
+	if p.MaxRequests > 0 {
+		f.MaxQueued = p.MaxRequests
+	}
+	if p.HasTTL {
+		f.MaxWait = p.RequestTTL
+	}
+	if p.Fairness != "" {
+		f.Fairness = p.Fairness
+	}
+	if p.Ordering != "" {
+		f.Ordering = p.Ordering
+	}
+	if p.HasEviction {
+		f.Eviction = p.Eviction
+	}
+	if d := p.Detector; d != nil {
+		s := &f.SaturationDetector
+		s.Type, s.Headroom = d.Type, d.Headroom
+		if d.Type == flow.DetectorConcurrency {
+			s.MaxConcurrency = d.Concurrency.MaxConcurrency
+		} else {
+			s.QueueDepthThreshold = d.Utilization.QueueDepthThreshold
+			s.KVCacheUtilThreshold = d.Utilization.KVCacheUtilThreshold
+			s.MetricsStalenessThreshold = d.Utilization.MetricsStalenessThreshold
+		}
+	}
 }
 
 func (v *validator) flowControl(f *FlowControl) {

@@ -15,6 +15,10 @@ import (
 // shadow list may name it.
 const SchedulerName = "scheduler"
 
+// schedulerKey is the key of the fleet's scheduling profile, whose flow
+// control maps onto flow_control.
+const schedulerKey = "routing.scheduler"
+
 // profiles are the scheduling profiles a config names, decoded: by routing
 // name ("scheduler" for routing.scheduler, the names of
 // routing.schedulers). Immutable once set.
@@ -91,6 +95,10 @@ func (v *validator) profile(key, name string, raw any) *sched.Config {
 	for _, w := range warns {
 		v.warnings = append(v.warnings, keyPath(key, w.Path)+": "+w.Message+in)
 	}
+	if cfg != nil && cfg.FlowControl() != nil && key != schedulerKey {
+		v.warnings = append(v.warnings, key+": its flow control (flowControl, saturationDetector, the "+sched.FlowGate+
+			" gate) has no effect: flow control is fleet-wide, and only "+schedulerKey+"'s maps onto flow_control"+in)
+	}
 	for _, e := range unjoin(err) {
 		var pe *sched.PathError
 		if errors.As(e, &pe) {
@@ -139,7 +147,7 @@ func (v *validator) schedulers(r *Routing) profiles {
 		out[name] = p
 	}
 	if r.Scheduler != nil {
-		put(SchedulerName, v.profile("routing.scheduler", SchedulerName, r.Scheduler))
+		put(SchedulerName, v.profile(schedulerKey, SchedulerName, r.Scheduler))
 	}
 	for _, name := range sortedKeys(r.Schedulers) {
 		key := keyPath("routing.schedulers", name)

@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/inferrail/inferrail/model/flow"
 	"github.com/inferrail/inferrail/model/sched"
 )
 
@@ -201,5 +203,57 @@ func TestSchedulerFromEnv(t *testing.T) {
 		"INFERRAIL_ROUTING__SCHEDULERS={helm: "+strings.ReplaceAll(helmDefault, "\n", " ")+"}")
 	if c.Routing.Scheduler != path || c.Routing.profiles["scheduler"] == nil || c.Routing.profiles["helm"] == nil {
 		t.Fatalf("scheduler %v, profiles %v", c.Routing.Scheduler, c.Routing.profiles)
+	}
+}
+
+// TestSchedulerFlowControl: an llm-d EndpointPickerConfig's flow control,
+// in a file as llm-d's own, maps onto flow_control when it is
+// routing.scheduler's; in another profile it is warned about and changes
+// nothing; without one flow_control is as the section says.
+func TestSchedulerFlowControl(t *testing.T) {
+	epp := writeProfile(t, `apiVersion: llm-d.ai/v1alpha1
+kind: EndpointPickerConfig
+featureGates: [flowControl]
+plugins:
+- {type: queue-scorer}
+- {name: fair, type: round-robin-fairness-policy}
+- {name: detector, type: concurrency-detector, parameters: {maxConcurrency: 40, headroom: 0.2}}
+flowControl:
+  maxRequests: 1k
+  defaultRequestTTL: 20s
+  enableEviction: true
+  saturationDetector: {pluginRef: detector}
+  priorityBands:
+  - {priority: 10, fairnessPolicyRef: fair, orderingPolicyRef: edf-ordering-policy}
+  - {priority: -1, fairnessPolicyRef: fair}
+schedulingProfiles: [{name: default, plugins: [{pluginRef: queue-scorer}]}]
+`)
+	base := `
+replicas: [{id: r0, url: http://127.0.0.1:8001, models: [a]}]
+flow_control: {max_queued: 7, saturation_detector: {queue_depth_threshold: 3}}
+`
+	c := mustParse(t, base+"models: [{name: a}]\nrouting: {scheduler: "+epp+"}\n")
+	want := Default().FlowControl
+	want.Enabled, want.MaxQueued, want.MaxWait, want.Eviction = true, 1000, 20*time.Second, true
+	want.Fairness, want.Ordering = flow.FairnessRoundRobin, flow.OrderingEDF
+	want.SaturationDetector.Type, want.SaturationDetector.MaxConcurrency, want.SaturationDetector.Headroom = flow.DetectorConcurrency, 40, 0.2
+	want.SaturationDetector.QueueDepthThreshold = 3 // the section's, which the document leaves
+	if !reflect.DeepEqual(c.FlowControl, want) {
+		t.Errorf("flow_control\n%+v, want\n%+v", c.FlowControl, want)
+	}
+
+	c = mustParse(t, base+"routing: {schedulers: {llmd: "+epp+"}}\nmodels: [{name: a, policy: llmd}]\n")
+	if c.FlowControl.Enabled || c.FlowControl.MaxQueued != 7 || c.FlowControl.Fairness != flow.FairnessGlobalStrict {
+		t.Errorf("a named profile's flow control changed flow_control: %+v", c.FlowControl)
+	}
+	if !slices.ContainsFunc(c.Warnings(), func(w string) bool {
+		return strings.HasPrefix(w, "routing.schedulers.llmd: its flow control") && strings.Contains(w, "only routing.scheduler's maps onto flow_control")
+	}) {
+		t.Errorf("no warning for a named profile's flow control: %q", c.Warnings())
+	}
+
+	c = mustParse(t, base+"models: [{name: a}]\nrouting: {scheduler: "+helmDefault+"}\n")
+	if c.FlowControl.Enabled || c.FlowControl.MaxQueued != 7 || c.FlowControl.SaturationDetector.QueueDepthThreshold != 3 {
+		t.Errorf("a profile without flow control changed flow_control: %+v", c.FlowControl)
 	}
 }

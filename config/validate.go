@@ -85,6 +85,9 @@ func (c *Config) check(skip func(key string) bool, limit int) *validator {
 	v.positive("tokenizer.max_wait", c.Tokenizer.MaxWait)
 	v.atLeast("tokenizer.cache_tokens", c.Tokenizer.CacheTokens, 0)
 	v.atLeast("index.default_capacity_blocks", c.Index.DefaultCapacityBlocks, 1)
+	for i, u := range c.Index.WarmStartFrom {
+		v.url(fmt.Sprintf("index.warm_start_from[%d]", i), u, true)
+	}
 	v.nonNegative("kv_events.speculative_ttl", c.KVEvents.SpeculativeTTL)
 	v.positive("kv_events.max_silence", c.KVEvents.MaxSilence)
 	v.observability(&c.Observability)
@@ -98,6 +101,9 @@ func (c *Config) check(skip func(key string) bool, limit int) *validator {
 // install keeps what check decoded in c, which Parse has just built.
 func (c *Config) install(v *validator) {
 	c.Routing.profiles = v.profiles
+	if p := v.profiles[SchedulerName]; p != nil {
+		c.FlowControl.apply(p.FlowControl())
+	}
 	for i := range c.Models {
 		if i < len(v.modelProfiles) {
 			c.Models[i].scheduler = v.modelProfiles[i]
@@ -629,6 +635,7 @@ func (v *validator) observability(o *Observability) {
 	v.url("observability.otlp_endpoint", o.OTLPEndpoint, false)
 	v.fraction("observability.trace_sample_ratio", o.TraceSampleRatio, true)
 	v.fraction("observability.decision_log.sample_rate", o.DecisionLog.SampleRate, true)
+	v.oneOf("observability.usage_for_accuracy", o.UsageForAccuracy, UsageAsSent, UsageInject)
 	if o.DecisionLog.SampleRate > 0 && o.DecisionLog.Path == "" {
 		v.add("observability.decision_log.path", "required when sample_rate is above 0")
 	}

@@ -6,29 +6,11 @@
 # Usage: scripts/scrapers-test.sh path/to/inferrail
 set -euo pipefail
 bin=${1:?usage: scrapers-test.sh path/to/inferrail}
-if ! command -v prometheus >/dev/null || ! command -v victoria-metrics >/dev/null; then
-  echo "installing prometheus and victoria-metrics (Debian packages)" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y --no-install-recommends prometheus victoria-metrics >/dev/null ||
-    { apt-get update >/dev/null && apt-get install -y --no-install-recommends prometheus victoria-metrics >/dev/null; }
-fi
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_http() { for _ in $(seq 200); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "not up: $1"; return 1; }
+. "$(dirname "$0")/testlib.sh"
+need_debs prometheus victoria-metrics -- prometheus victoria-metrics
 
 admin=$(free_port); prom=$(free_port); vm=$(free_port)
-"$bin" launch --listen 127.0.0.1:0 --admin-listen "127.0.0.1:$admin" --replicas 2 >"$work/launch.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do grep -q 'gateway on http' "$work/launch.log" && break; sleep 0.05; done
-gw=$(grep -o 'gateway on http://[0-9.:]*' "$work/launch.log" | grep -o 'http://.*')
+launch "$bin" "$admin" --replicas 2
 
 cat >"$work/scrape.yml" <<YML
 global:

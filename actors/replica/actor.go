@@ -178,6 +178,7 @@ type replicaActor struct {
 	scrapes        *ScrapeCounts
 	load           load.Report
 	loadAt         time.Time // when the last good scrape began; zero before one
+	loadInFlight   int       // the requests in flight then
 	scrapeFailing  bool
 	engineRestarts int
 	// The last engine restart noticed, when and how (restartBy*), so that
@@ -232,6 +233,10 @@ func (a *replicaActor) Receive(ctx actor.Context) {
 	case *RequestDone:
 		a.attemptEnded(m.Attempt, m.Outcome)
 		a.requestDone(m)
+	case *DumpIndex:
+		ctx.Respond(a.dumpIndex())
+	case *WarmIndex:
+		a.warmIndex(m.Replica)
 	case *probed:
 		a.probed(m)
 	case *scraped:
@@ -270,7 +275,7 @@ func (a *replicaActor) Receive(ctx actor.Context) {
 func (a *replicaActor) started(ctx actor.Context) {
 	prev := a.h.Snapshot()
 	a.restarts, a.cards = prev.Restarts, prev.Cards
-	a.load, a.loadAt, a.engineRestarts = prev.Load, prev.LoadAt, prev.EngineRestarts
+	a.load, a.loadAt, a.loadInFlight, a.engineRestarts = prev.Load, prev.LoadAt, prev.LoadInFlight, prev.EngineRestarts
 	a.healthy = true
 	a.backoff = a.cfg.Health.EjectionBackoff
 	a.mode = IndexApproximate
@@ -415,6 +420,7 @@ func (a *replicaActor) publish() {
 		Counters:        a.counters,
 		Load:            a.load,
 		LoadAt:          a.loadAt,
+		LoadInFlight:    a.loadInFlight,
 		LoadFailing:     a.scrapeFailing,
 		EngineRestarts:  a.engineRestarts,
 		Scrapes:         a.scrapes,

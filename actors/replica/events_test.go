@@ -118,16 +118,7 @@ func TestEventsDrivePrediction(t *testing.T) {
 	}
 	var hs prefix.Hasher
 	q := estimate.Query{Blocks: hs.Chain(nil, prefix.Root("m", "", ""), tokens, bs), PromptTokens: len(tokens), BlockSize: bs}
-	predict := func() int {
-		g := NewGather(q, 1)
-		h.send(pid, &Estimate{Gather: g, Slot: 0})
-		h.sync(t, pid)
-		r, ok := g.Reply(0)
-		if !ok {
-			t.Fatal("no estimate")
-		}
-		return r.CachedTokens
-	}
+	predict := func() int { return h.predict(t, pid, q) }
 	if got := predict(); got != 0 {
 		t.Fatalf("predicted %d cached tokens before any event", got)
 	}

@@ -37,7 +37,7 @@ type scrapeRun struct {
 // do not all scrape in the same instant. A slow or hostile engine delays
 // only its own loop.
 func scrapeLoop(ctx context.Context, run *scrapeRun, send actor.SenderContext, self *actor.PID,
-	s Scraper, url string, interval, timeout time.Duration) {
+	s Scraper, url string, counters *Counters, interval, timeout time.Duration) {
 	first := time.NewTimer(rand.N(interval))
 	select {
 	case <-ctx.Done():
@@ -48,14 +48,18 @@ func scrapeLoop(ctx context.Context, run *scrapeRun, send actor.SenderContext, s
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		at := time.Now()
+		at, inFlight := time.Now(), counters.InFlight()
 		sctx, cancel := context.WithTimeout(ctx, timeout)
 		rep, err := s.Scrape(sctx, url)
 		cancel()
+		// The fewer of the counts before and after: requests that finished
+		// while the page was read may be on it, and flow control must not
+		// think the engine emptier than it is (flow.Endpoint).
+		inFlight = min(inFlight, counters.InFlight())
 		if ctx.Err() != nil {
 			return
 		}
-		send.Send(self, &scraped{run: run, report: rep, at: at, err: err})
+		send.Send(self, &scraped{run: run, report: rep, at: at, inFlight: inFlight, err: err})
 		select {
 		case <-ctx.Done():
 			return
@@ -108,7 +112,7 @@ func (a *replicaActor) scraped(m *scraped) {
 		a.engineRestarts++
 		a.log.Info("engine restarted: its prefix cache counters went backwards; its shadow index is cleared")
 	}
-	a.load, a.loadAt = m.report, m.at
+	a.load, a.loadAt, a.loadInFlight = m.report, m.at, m.inFlight
 	if c := a.capacity(); c != a.est.Index.Capacity() {
 		a.est.Index.SetCapacity(c)
 		a.publishShadow()
@@ -151,7 +155,7 @@ func (a *replicaActor) startScraper(ctx actor.Context) {
 	a.scrape = run
 	send, self := actor.SenderContext(ctx.ActorSystem().Root), ctx.Self()
 	s, url, lc := a.cfg.Scraper, a.url, a.cfg.Load
-	a.cfg.Goroutines.Go(func() { scrapeLoop(sctx, run, send, self, s, url, lc.ScrapeInterval, lc.ScrapeTimeout) })
+	a.cfg.Goroutines.Go(func() { scrapeLoop(sctx, run, send, self, s, url, a.counters, lc.ScrapeInterval, lc.ScrapeTimeout) })
 }
 
 func (a *replicaActor) stopScraper() {

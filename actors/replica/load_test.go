@@ -189,3 +189,31 @@ func TestScrapeMissingFamilies(t *testing.T) {
 	f(1, "level=WARN", "lacks vllm:num_requests_waiting, vllm:kv_cache_usage_perc, which routing needs")
 	f(1, "replica warning cleared", "warning=metrics_unreadable")
 }
+
+// TestScrapeRecordsInFlight: a snapshot's LoadInFlight is the replica's
+// requests in flight when the scrape that read its report began, so that
+// flow control can count what the gateway sent since (flow.Endpoint).
+func TestScrapeRecordsInFlight(t *testing.T) {
+	h := newHarness(t)
+	s := &scriptScraper{results: make(chan scrapeResult)}
+	counters := NewCounters(0, 0)
+	a, b := counters.Acquire(), counters.Acquire()
+	hd := NewHandle("r0", "http://10.0.0.1:8000", []string{"m"}, counters)
+	h.spawn(hd, Config{Health: testHealth(), Scraper: s,
+		Load: config.LoadSignals{ScrapeInterval: time.Millisecond, ScrapeTimeout: time.Second, MaxAge: 250 * time.Millisecond}})
+	s.next(t, load.Report{Engine: load.EngineVLLM, Running: 2}, nil)
+	waitFor(t, "first report", func() bool { return hd.Snapshot().Load.Running == 2 })
+	if got := hd.Snapshot().LoadInFlight; got != 2 {
+		t.Fatalf("LoadInFlight %d with 2 leases held since before the scrape", got)
+	}
+	a.Release()
+	// The scrape under way may have begun before the release; the one
+	// after it began after.
+	s.next(t, load.Report{Engine: load.EngineVLLM, Running: 1}, nil)
+	s.next(t, load.Report{Engine: load.EngineVLLM, Running: 3}, nil)
+	waitFor(t, "third report", func() bool { return hd.Snapshot().Load.Running == 3 })
+	if got := hd.Snapshot().LoadInFlight; got != 1 {
+		t.Fatalf("LoadInFlight %d after one of 2 leases was released", got)
+	}
+	b.Release()
+}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/estimate"
 )
 
 // TestMain fails the package when a test leaves a goroutine behind.
@@ -152,4 +153,18 @@ func testHealth() config.Health {
 		MaxEjectionBackoff: 20 * time.Second,
 		MaxEjectionPercent: 50,
 	}
+}
+
+// predict is the cached tokens the replica at pid predicts for q, through
+// an estimate broadcast of one.
+func (h *harness) predict(t testing.TB, pid *actor.PID, q estimate.Query) int {
+	t.Helper()
+	g := NewGather(q, 1)
+	h.send(pid, &Estimate{Gather: g, Slot: 0})
+	h.sync(t, pid)
+	r, ok := g.Reply(0)
+	if !ok {
+		t.Fatal("no estimate")
+	}
+	return r.CachedTokens
 }

@@ -3,13 +3,14 @@ package replica
 import (
 	"time"
 
+	"github.com/inferrail/inferrail/model/dump"
 	"github.com/inferrail/inferrail/model/kvevent"
 	"github.com/inferrail/inferrail/model/load"
 )
 
 // Message is the replica actor's protocol, all of it in this file: what
 // the fleet and the request path send (Estimate, Assign, FirstByte,
-// RequestDone) and what the actor's own goroutines report back (probed,
+// RequestDone, DumpIndex, WarmIndex) and what the actor's own goroutines report back (probed,
 // scraped, the events* messages). The marker method seals it: only this
 // package defines messages the actor handles.
 type Message interface{ replicaMsg() }
@@ -96,6 +97,27 @@ var (
 	_ Message = (*FirstByte)(nil)
 )
 
+// Warm start (issue 17): an instance's index snapshot, served to its peers
+// and read from one at startup.
+
+// DumpIndex asks the replica for its index and KV event mapping: the actor
+// responds with a *dump.Replica the caller owns.
+type DumpIndex struct{}
+
+// WarmIndex fills the replica's index, and its KV event mapping when it
+// follows events, from a peer's snapshot of the same replica. Sent before
+// the gateway serves, it is applied before any estimate. The actor keeps
+// Replica.
+type WarmIndex struct{ Replica *dump.Replica }
+
+func (*DumpIndex) replicaMsg() {}
+func (*WarmIndex) replicaMsg() {}
+
+var (
+	_ Message = (*DumpIndex)(nil)
+	_ Message = (*WarmIndex)(nil)
+)
+
 // The scrape loop.
 
 // scraped is one scrape's result, sent by the actor's scrape goroutine.
@@ -103,7 +125,10 @@ type scraped struct {
 	run    *scrapeRun
 	report load.Report
 	at     time.Time // when the scrape began, so that its age is never understated
-	err    error
+	// inFlight is the replica's requests in flight as the scrape ran: the
+	// fewer of the counts when it began and when it ended.
+	inFlight int
+	err      error
 }
 
 func (*scraped) replicaMsg()              {}

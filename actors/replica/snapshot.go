@@ -52,6 +52,10 @@ type Snapshot struct {
 	// (zero before the first); see FreshLoad for the max_age rule.
 	Load   load.Report
 	LoadAt time.Time
+	// LoadInFlight is Counters.InFlight as the scrape that read Load ran
+	// (the fewer of the counts when it began and ended): how many of the
+	// gateway's requests the report can count.
+	LoadInFlight int
 	// LoadFailing is set while the engine's page cannot be scraped or read.
 	LoadFailing bool
 	// EngineRestarts counts the engine restarts its counters revealed.

@@ -54,13 +54,22 @@ const (
 	// flow_control.saturation_detector.metrics_staleness_threshold (or the
 	// scrape fails): stale metrics fail closed, as in llm-d.
 	WarnFlowStale WarningCode = "flow_metrics_stale"
+	// WarnNoCachedTokens: the engine's usage carries no
+	// prompt_tokens_details.cached_tokens (vLLM without
+	// --enable-prompt-tokens-details), so every cache prediction on the
+	// replica counts as unknown in inferrail_prediction_total.
+	WarnNoCachedTokens WarningCode = "usage_no_cached_tokens"
+	// WarnWarmStart: index.warm_start_from names peers and none could be
+	// read (unreachable, refused, or a snapshot that did not decode), so
+	// the replica's index started cold.
+	WarnWarmStart WarningCode = "index_warm_start_failed"
 )
 
 // WarningCodes lists every code, in the order the metrics page writes them.
 var WarningCodes = []WarningCode{
 	WarnEventsUnmapped, WarnEventsForeignTokens, WarnEventsBlockSize, WarnEventsSilent, WarnEventsInterrupted,
 	WarnTokenizerMismatch, WarnMetricsUnreadable, WarnMetricsPartial, WarnCapacityUnits,
-	WarnEngineUnauthorized, WarnFlowStale,
+	WarnEngineUnauthorized, WarnFlowStale, WarnNoCachedTokens, WarnWarmStart,
 }
 
 // Warning is one active warning of a replica, as /admin/replicas shows it.

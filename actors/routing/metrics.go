@@ -13,6 +13,7 @@ type actorMetrics struct {
 	filteredOut                         *metrics.Counter
 	boundedLoad, kvPressure, kvWaived   *metrics.Counter
 	steerSession, steerHot, steerPrefix *metrics.Counter
+	steerCold                           *metrics.Counter
 }
 
 func newActorMetrics(set *metrics.Set, model, pol string) *actorMetrics {
@@ -29,6 +30,7 @@ func newActorMetrics(set *metrics.Set, model, pol string) *actorMetrics {
 		steerSession: c("inferrail_routing_steered_total", `,reason="session"`),
 		steerHot:     c("inferrail_routing_steered_total", `,reason="hot_prefix"`),
 		steerPrefix:  c("inferrail_routing_steered_total", `,reason="no_prefix"`),
+		steerCold:    c("inferrail_routing_steered_total", `,reason="`+string(policy.SteerCold)+`"`),
 	}
 }
 
@@ -56,6 +58,8 @@ func (a *routingActor) count() {
 			m.steerSession.Inc()
 		case policy.SteerHotPrefix:
 			m.steerHot.Inc()
+		case policy.SteerCold:
+			m.steerCold.Inc()
 		}
 	}
 }

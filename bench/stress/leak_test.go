@@ -175,7 +175,7 @@ func TestLimitsAddUp(t *testing.T) {
 	if total+time.Minute > 20*time.Minute {
 		t.Fatalf("scenario limits add up to %v; with the warm-up that is over 20 minutes", total)
 	}
-	if len(names) != 17 {
-		t.Fatalf("%d scenarios; issue 8 lists 12, the decision log and the control plane make 14, issue 12's partial page and tokenizer 16, and issue 15's tenants 17", len(names))
+	if len(names) != 19 {
+		t.Fatalf("%d scenarios; issue 8 lists 12, the decision log and the control plane make 14, issue 12's partial page and tokenizer 16, and issue 15's tenants, overload and fairness 19", len(names))
 	}
 }

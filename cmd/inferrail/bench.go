@@ -32,6 +32,7 @@ Commands:
   sweep    a sweep file in real time, on cold in-process fleets (resumable)
   sim      the same sweep file in virtual time (sim/cluster)
   report   the Markdown report and charts of result directories
+  instances  1, 2 and 4 gateway instances on the same engines, in virtual time
 
 Run 'inferrail bench <command> --help' for a command's flags.
 `
@@ -46,6 +47,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	sub := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"run": benchRun, "compare": benchCompare, "sweep": benchSweep, "sim": benchSim, "report": benchReport,
+		"instances": benchInstances,
 	}[args[0]]
 	if sub == nil {
 		fmt.Fprintf(stderr, "inferrail bench: unknown command %q\n\n%s", args[0], benchUsage)

@@ -262,7 +262,9 @@ func runGateway(ctx context.Context, epp bool, path string, env []string, cfg *c
 	met.Include(secMetrics)
 	met.Include(discMetrics)
 	met.Include(telemetry.WriterFunc(tok.WriteCacheMetrics))
-	var dlog *decisionlog.Writer
+	// Without a decision log, decisions are sampled for the fleet page
+	// (GET /admin/decisions) alone.
+	dlog := decisionlog.Memory()
 	if dc := cfg.Observability.DecisionLog; dc.SampleRate > 0 {
 		dlogMetrics := metrics.NewSet()
 		if dlog, err = decisionlog.Open(dc.Path, dc.SampleRate, dlogMetrics); err != nil {
@@ -301,6 +303,11 @@ func runGateway(ctx context.Context, epp bool, path string, env []string, cfg *c
 			// a client's key it could check.
 			log.Warn("auth.api_keys is set but inferrail epp checks no API keys: authenticate clients at the gateway in front (Envoy)")
 		}
+		if cfg.Observability.UsageForAccuracy == config.UsageInject {
+			// Envoy relays the body; the picker does not rewrite it.
+			log.Warn("observability.usage_for_accuracy is inject but inferrail epp sends requests as the client did: " +
+				"a stream whose client asked for no usage counts as unknown in inferrail_prediction_total")
+		}
 		if fe, err = newPicker(cfg, fl, log, met, edgeTokenizer{tok}, dlog, sec.extproc, ln); err != nil {
 			ln.Close()
 			aln.Close()
@@ -311,7 +318,8 @@ func runGateway(ctx context.Context, epp bool, path string, env []string, cfg *c
 			DecisionLog: dlog, Tracer: tracer, Auth: sec.guard, UpstreamTLS: sec.upstream}), ln}
 	}
 	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{Fleet: fl, Tokenizer: edgeTokenizer{tok},
-		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithTrials(fl).WithAuth(sec.guard).WithSources(fl)
+		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithTrials(fl).WithAuth(sec.guard).WithSources(fl).
+		WithDecisions(dlog).WithModels(startConfig{cfg}).WithIndexSnapshot(fl)
 	// The key, token and engine key files are reread on their own, with or
 	// without a config file to reload.
 	actx, stopAuth := context.WithCancel(ctx)
@@ -324,7 +332,7 @@ func runGateway(ctx context.Context, epp bool, path string, env []string, cfg *c
 	if path != "" {
 		rl := newReloader(path, cfg, fl, fe, met, log)
 		rl.auth, rl.env = sec.guard, env
-		ad.WithConfig(rl)
+		ad.WithConfig(rl).WithModels(rl)
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		rctx, stopReloads := context.WithCancel(ctx)
@@ -336,6 +344,9 @@ func runGateway(ctx context.Context, epp bool, path string, env []string, cfg *c
 			<-reloads
 		}()
 	}
+	// Before the first request: the replicas apply the peer's index ahead
+	// of any estimate.
+	warmStart(ctx, cfg, fl, log)
 	served := make(chan error, 1)
 	go func() { served <- fe.serve() }()
 	adminServed := make(chan error, 1)
@@ -527,3 +538,9 @@ func parseSplit(s string) (map[string]int, error) {
 	}
 	return out, nil
 }
+
+// startConfig is the config the gateway started with, generation 1, for
+// GET /admin/models when there is no file to reload.
+type startConfig struct{ cfg *config.Config }
+
+func (c startConfig) Current() (*config.Config, uint64) { return c.cfg, 1 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/sim"
+	"github.com/inferrail/inferrail/transport/telemetry"
 	"github.com/inferrail/inferrail/transport/tokenize"
 )
 
@@ -134,7 +135,7 @@ func TestPredictionMatchesEngine(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	addr, _ := startGateway(t, cfg)
+	addr, admin := startGateway(t, cfg)
 
 	// Twenty-four shared system prompts of 400-900 words; in the
 	// simulator's tokenizer a word of up to four bytes and its space make
@@ -279,5 +280,32 @@ func TestPredictionMatchesEngine(t *testing.T) {
 	}
 	if float64(exact) < 0.97*n {
 		t.Errorf("%d of %d predictions exact, want at least 97%%", exact, n)
+	}
+
+	// The live counters (inferrail_prediction_total, issue 18) agree with
+	// this count, replica by replica and result by result.
+	want := map[string]int{}
+	for _, r := range results {
+		if r.predicted >= 0 {
+			want[`{model="`+opts.Model+`",replica="`+r.replica+`",result="`+telemetry.Result(r.predicted, r.cached)+`"}`]++
+		}
+	}
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	got := map[string]int{}
+	for _, line := range strings.Split(string(page), "\n") {
+		if rest, ok := strings.CutPrefix(line, "inferrail_prediction_total"); ok {
+			labels, v, _ := strings.Cut(rest, " ")
+			if n, _ := strconv.Atoi(v); n > 0 {
+				got[labels] = n
+			}
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("inferrail_prediction_total %v, the client counted %v", got, want)
 	}
 }

@@ -153,19 +153,38 @@ func TestRemove(t *testing.T) {
 	push(t, q, 0, 1, 10)
 	push(t, q, 0, 1, 11)
 	push(t, q, 0, 2, 20)
-	if q.Remove(0, 2, 10) || q.Remove(1, 1, 10) {
+	if q.Remove(0, 2, 10, false) || q.Remove(1, 1, 10, false) {
 		t.Error("removed an item under the wrong key or band")
 	}
-	if !q.Remove(0, 2, 20) || q.Remove(0, 2, 20) {
+	if !q.Remove(0, 2, 20, false) || q.Remove(0, 2, 20, false) {
 		t.Error("remove 20: want true once")
 	}
-	// Removing the head whose turn it is serves it: the turn passes on.
+	// Serving the head whose turn it is passes the turn on.
 	push(t, q, 0, 3, 30)
-	if !q.Remove(0, 1, 10) {
+	if !q.Remove(0, 1, 10, true) {
 		t.Fatal("remove 10")
 	}
 	if got, want := drain(q), []int{30, 11}; !slices.Equal(got, want) {
 		t.Errorf("order = %v, want %v", got, want)
+	}
+}
+
+// TestRemoveUnservedKeepsTurn: a head that leaves without being served
+// (its wait ended) takes no turn from its flow: the flow's next item is
+// still next.
+func TestRemoveUnservedKeepsTurn(t *testing.T) {
+	q := flow.NewBands[int](flow.Options{Max: 100, Fair: true})
+	push(t, q, 0, 1, 10)
+	push(t, q, 0, 1, 11)
+	push(t, q, 0, 2, 20)
+	if v, _ := q.Peek(); v != 10 {
+		t.Fatalf("head %d, want 10", v)
+	}
+	if !q.Remove(0, 1, 10, false) {
+		t.Fatal("remove 10")
+	}
+	if got, want := drain(q), []int{11, 20}; !slices.Equal(got, want) {
+		t.Errorf("order = %v, want %v: the expired head took its flow's turn", got, want)
 	}
 }
 
@@ -236,7 +255,7 @@ func TestProperty(t *testing.T) {
 					continue
 				}
 				v := order[rng.IntN(len(order))]
-				if !q.Remove(at[v].p, at[v].key, v) {
+				if !q.Remove(at[v].p, at[v].key, v, rng.IntN(2) == 0) {
 					t.Fatalf("seed %d: remove %d failed", seed, v)
 				}
 				gone(v)

@@ -48,6 +48,10 @@ type CostModelParams struct {
 	SessionSlots int
 	// HotPrefix configures hot-prefix replication.
 	HotPrefix HotPrefixParams
+	// ColdRendezvous places a cold prompt on its first block's rendezvous
+	// owner among the near-best (see CostModel), so that several gateway
+	// instances place a new prefix alike.
+	ColdRendezvous bool
 }
 
 // DefaultCostModelParams returns the routing section's defaults.
@@ -88,6 +92,20 @@ func DefaultCostModelParams() CostModelParams {
 // naming its conversation goes back to the conversation's last replica
 // (from the policy's table, or Candidate.Session) while the guards allow.
 // Ties go to fewer in flight, then to chance.
+//
+// With ColdRendezvous, a cold prompt, of which no candidate the guards
+// allow is predicted to hold a single token, goes to the highest
+// rendezvous weight for its first block among the near-best: those whose
+// estimate is within half a cold prefill of the prompt (the best one's) of
+// the lowest. Several gateway instances see the same engines but each its
+// own queue of assignments, so their lowest estimates differ; the
+// rendezvous makes them place a new prefix alike, where chance and their
+// own loads would scatter it (issue 17). The band bounds what agreeing
+// costs: at most half a prefill more, once, against recomputing the prefix
+// on every replica it scattered to. It is off by default: an owner takes
+// its prefixes back after evicting them whatever room the others have,
+// which under cache pressure costs a lone instance hit rate
+// (bench/results/instances-2026-12-01.md).
 //
 // Each Pick adds the winner's estimated prefill to the sketch under the
 // prompt's root and records the winner for the conversation; Explain does
@@ -273,19 +291,39 @@ const guardFiltered Guard = "filtered"
 // BoundedLoad is cost_model's bounded-load guard over the candidates at
 // positions in: it appends to dst the positions of those that may take one
 // more request under cost.Cap of the requests in flight on them all, and
-// returns the cap. The least loaded always may.
+// returns the cap. The least loaded always may. A candidate's load is the
+// larger of this gateway's requests in flight there and its engine's fresh
+// running and waiting count (guardLoad): with several gateway instances in
+// front of the same engines, each instance's own count is a fraction of
+// the load, and a cap from fractions set aside the replica holding the
+// prefix far too early (in the fleet simulator two instances kept 0.966
+// of one instance's hit rate on W1 by their own counts, 0.999 by the
+// engines'; bench/results/instances-2026-12-01.md).
 func BoundedLoad(dst []int, cands []Candidate, in []int, epsilon float64) ([]int, int) {
 	total := 0
 	for _, i := range in {
-		total += max(cands[i].InFlight, 0)
+		total += guardLoad(&cands[i])
 	}
 	capN := cost.Cap(total, len(in), epsilon)
 	for _, i := range in {
-		if cost.WithinCap(cands[i].InFlight, capN) {
+		if cost.WithinCap(guardLoad(&cands[i]), capN) {
 			dst = append(dst, i)
 		}
 	}
 	return dst, capN
+}
+
+// guardLoad is the load the bounded-load guard counts on c: the requests
+// this gateway has in flight there, or, when more, the requests its
+// engine last reported running and waiting. An engine behind several
+// gateway instances serves all of theirs, and each instance's own count
+// is a share of it.
+func guardLoad(c *Candidate) int {
+	n := max(c.InFlight, 0)
+	if c.Fresh {
+		n = max(n, c.Running+c.Waiting)
+	}
+	return n
 }
 
 // KVPressure is cost_model's KV pressure guard over the candidates at
@@ -461,12 +499,57 @@ func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costSc
 		}
 	case d.Owners > 0 && raw.i != best.i && cachedTokens(&cands[best.i], prompt) < min(credit, prompt):
 		d.Steer = SteerHotPrefix
+	default:
+		if c := p.cold(req, cands, s.guard, best); c.i >= 0 && c.i != best.i {
+			d.Steer = SteerCold
+			win, runner = c, best
+		}
 	}
 	d.Winner = win.i
 	if runner.i >= 0 {
 		d.Term = term(win.est, runner.est)
 	}
 }
+
+// cold is the cold-prefix rendezvous (see CostModel), when on: for a prompt with a
+// full block of which no candidate guard allows is predicted to hold any
+// token, the candidate of highest rendezvous weight for its first block
+// among those within half a cold prefill of best's estimate; rank{i: -1} for
+// a prompt that is not cold.
+func (p *CostModel) cold(req *Request, cands []Candidate, guard []Guard, best rank) rank {
+	if !p.p.ColdRendezvous || len(req.Blocks) == 0 {
+		return rank{i: -1}
+	}
+	for i := range cands {
+		if guard[i] == GuardNone && cands[i].CachedTokens > 0 {
+			return rank{i: -1}
+		}
+	}
+	m, prompt := p.p.Model, max(req.PromptTokens, 0)
+	limit := best.total + best.est.Prefill/coldBand
+	root := hashKey(req.Blocks[0])
+	win, weight := rank{i: -1}, uint64(0)
+	for i := range cands {
+		c := &cands[i]
+		if guard[i] != GuardNone {
+			continue
+		}
+		est := m.Estimate(prompt, 0, c.QueuedPrefill, c.Running)
+		if t := est.Total(); t <= limit {
+			if w := hrw(root, candKey(c)); win.i < 0 || w > weight {
+				win, weight = rank{i, t, est}, w
+			}
+		}
+	}
+	return win
+}
+
+// coldBand divides a cold prompt's prefill into the band of the
+// rendezvous: within half a prefill of the lowest estimate. In the fleet
+// simulator (one seed of W1 and W2, two instances) a whole prefill bought
+// two instances no more than half did, and no band at all (ties only) left
+// their picks nearly as scattered as without the rendezvous.
+const coldBand = 2
 
 // term returns the term on which w leads r the most, TermNone if on none.
 func term(w, r cost.Estimate) Term {

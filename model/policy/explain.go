@@ -47,6 +47,10 @@ const (
 	// SteerNoPrefix: prefix_hash's power of two choices for a prompt with
 	// no full block.
 	SteerNoPrefix Steer = "no_prefix"
+	// SteerCold: cost_model's cold-prefix rendezvous, a prompt no candidate
+	// holds any of placed on the highest rendezvous weight for its first
+	// block among the near-best, where the lowest estimate was another.
+	SteerCold Steer = "cold_rendezvous"
 )
 
 // Term names the term of the estimate that put the winner furthest ahead

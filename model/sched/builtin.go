@@ -76,6 +76,7 @@ func costModelPlugins(s policy.Spec) []any {
 			"decodeInterferenceSecs": p.Model.DecodeInterferenceSecs,
 			"sessionAffinity":        p.SessionAffinity,
 			"sessionSlots":           p.SessionSlots,
+			"coldRendezvous":         p.ColdRendezvous,
 			"hotPrefix": map[string]any{
 				"enabled": on, "blocks": hp.Blocks, "window": hp.Window, "utilization": hp.Utilization,
 				"sketchDepth": hp.SketchDepth, "sketchWidth": hp.SketchWidth,

@@ -42,19 +42,17 @@ var documentParams = []Param{
 	{Name: "requestHandler", Doc: "llm-d's request parsers."},
 	{Name: "parser", Doc: "llm-d's deprecated request parser."},
 	{Name: "dataLayer", Doc: "llm-d's metrics sources."},
-	{Name: "flowControl", Doc: "llm-d's flow control."},
-	{Name: "saturationDetector", Doc: "llm-d's deprecated saturation detector."},
+	{Name: "flowControl", Doc: "llm-d's flow control, mapped onto flow_control.", Fields: flowControlParams},
+	{Name: "saturationDetector", Doc: "llm-d's deprecated saturation detector (flowControl.saturationDetector).", Fields: detectorRefParams},
 }
 
 // elsewhere says where Inferrail configures what a section of the
 // document does in llm-d.
 var elsewhere = map[string]string{
-	"featureGates":       "Inferrail has no feature gates (flow control is the flow_control section)",
-	"requestHandler":     "Inferrail parses the OpenAI API itself",
-	"parser":             "Inferrail parses the OpenAI API itself",
-	"dataLayer":          "the load section configures the engines' metrics scrape",
-	"flowControl":        "the flow_control section configures flow control",
-	"saturationDetector": "the flow_control section configures flow control",
+	"featureGates":   "Inferrail has no feature gates but " + FlowGate + ", which turns flow_control on",
+	"requestHandler": "Inferrail parses the OpenAI API itself",
+	"parser":         "Inferrail parses the OpenAI API itself",
+	"dataLayer":      "the load section configures the engines' metrics scrape",
 }
 
 // Config is a validated EndpointPickerConfig, llm-d's default plugins
@@ -66,6 +64,7 @@ type Config struct {
 	profiles []profileEntry
 	handler  int
 	signals  Signal
+	flow     *FlowControl
 }
 
 type pluginEntry struct {
@@ -74,6 +73,8 @@ type pluginEntry struct {
 	// params is the entry's parameters as the document gives them (nil for
 	// none, and for an injected plugin).
 	params map[string]any
+	// flow is a flow-control plugin's configuration; nil for other kinds.
+	flow *FlowPlugin
 }
 
 type profileEntry struct {
@@ -118,10 +119,7 @@ func Parse(name string, doc any) (*Config, []Warning, error) {
 	if k := f.String("kind"); k != ConfigKind {
 		f.Fail("kind", "want %s, got %q", ConfigKind, k)
 	}
-	for _, g := range f.Strings("featureGates") {
-		f.Warn("featureGates", "%s has no effect: %s", g, elsewhere["featureGates"])
-	}
-	for _, key := range []string{"requestHandler", "parser", "dataLayer", "flowControl", "saturationDetector"} {
+	for _, key := range []string{"requestHandler", "parser", "dataLayer"} {
 		switch v := f.raw(key); v.(type) {
 		case nil:
 		case map[string]any:
@@ -132,6 +130,7 @@ func Parse(name string, doc any) (*Config, []Warning, error) {
 	}
 	c := &Config{name: name, handler: -1}
 	c.plugins = d.plugins(f.List("plugins"))
+	c.parseFlow(f)
 	c.profiles = c.parseProfiles(d, f)
 	c.inject(d)
 	d.finish()
@@ -177,9 +176,14 @@ func (d *decoding) plugins(list []*Fields) []pluginEntry {
 		if pf == nil {
 			continue
 		}
-		checkKind(typ, typ.New(pf))
+		inst := typ.New(pf)
+		checkKind(typ, inst)
 		m, _ := params.(map[string]any)
-		out = append(out, pluginEntry{name: name, path: e.path, typ: typ, params: m})
+		p := pluginEntry{name: name, path: e.path, typ: typ, params: m}
+		if typ.Kind == KindFlow {
+			p.flow = inst.(*FlowPlugin)
+		}
+		out = append(out, p)
 	}
 	return out
 }
@@ -199,6 +203,8 @@ func checkKind(t *Type, inst any) {
 		_, ok = inst.(ProfileHandler)
 	case KindProducer:
 		ok = inst == nil
+	case KindFlow:
+		_, ok = inst.(*FlowPlugin)
 	}
 	if !ok {
 		panic(fmt.Sprintf("BUG: sched: plugin type %s makes a %T, not a %s", t.Name, inst, t.Kind))
@@ -251,6 +257,9 @@ func (c *Config) parseProfiles(d *decoding, f *Fields) []profileEntry {
 			switch kind {
 			case KindHandler:
 				rf.Fail("pluginRef", "%q is a profile handler, which chooses profiles and is in none", ref)
+				continue
+			case KindFlow:
+				rf.Fail("pluginRef", "%q is a flow-control plugin, which flowControl references and no profile runs", ref)
 				continue
 			case KindPicker:
 				if pickers++; pickers > 1 {
@@ -378,6 +387,8 @@ func share(w, sum float64) float64 {
 
 // Document returns the Config as an EndpointPickerConfig document, its
 // injected plugins included; Parse of it gives the same Config.
+// Its flow control (FlowControl), which the gateway's config maps onto
+// flow_control, is left out.
 func (c *Config) Document() map[string]any {
 	plugins := make([]any, 0, len(c.plugins))
 	for _, p := range c.plugins {

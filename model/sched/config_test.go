@@ -282,7 +282,7 @@ schedulingProfiles: [{name: d, plugins: [{pluginRef: queue-scorer}, {pluginRef: 
 	for _, w := range warns {
 		got = append(got, w.Path)
 	}
-	want := []string{"apiVersion", "featureGates", "flowControl", "plugins[1].parameters.maxNumOfEndpoints",
+	want := []string{"apiVersion", "plugins[1].parameters.maxNumOfEndpoints",
 		"plugins[2].parameters.blockSizeTokens", "schedulingProfiles[0].plugins[1].weight"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("warnings %v", warns)

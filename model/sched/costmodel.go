@@ -35,7 +35,9 @@ var boundedLoadFilter = Type{
 	Name: "bounded-load-filter", Kind: KindFilter, Own: true,
 	Doc: "cost_model's bounded load: sets aside the replicas that would hold more than " +
 		"ceil((1 + epsilon) · (in flight + 1) / replicas) requests with this one (consistent hashing " +
-		"with bounded loads). The least loaded replica is always kept.",
+		"with bounded loads). A replica's load is the gateway's requests in flight there, or its engine's " +
+		"fresh running and waiting count when more (several gateway instances share it). The least " +
+		"loaded replica is always kept.",
 	Params: []Param{{Name: "epsilon", Default: costDefaults.Epsilon, Doc: "How far above the mean load a replica may go, at least 0 (routing.epsilon)."}},
 	New: func(f *Fields) any {
 		e := f.Float("epsilon")
@@ -99,6 +101,7 @@ var costModelPicker = Type{
 	Params: append(append([]Param(nil), costModelParams...),
 		Param{Name: "sessionAffinity", Default: costDefaults.SessionAffinity, Doc: "Send a conversation back to its last replica while the filters allow (routing.session_affinity)."},
 		Param{Name: "sessionSlots", Default: costDefaults.SessionSlots, Doc: "Size of the conversation table, rounded up to a power of two."},
+		Param{Name: "coldRendezvous", Default: costDefaults.ColdRendezvous, Doc: "Place a prompt no replica holds on its first block's rendezvous owner among the near-best, so that several gateway instances agree (routing.cold_rendezvous)."},
 		Param{Name: "hotPrefix", Doc: "Hot-prefix replication (routing.hot_prefix).", Fields: []Param{
 			{Name: "enabled", Default: costDefaults.HotPrefix.Enabled, Doc: "Give a hot root prefix more owners."},
 			{Name: "blocks", Default: costDefaults.HotPrefix.Blocks, Doc: "Leading blocks that make a root prefix."},
@@ -116,6 +119,7 @@ func newCostModelPicker(f *Fields) any {
 		Model:           decodeCostModel(f),
 		SessionAffinity: f.Bool("sessionAffinity"),
 		SessionSlots:    f.Int("sessionSlots"),
+		ColdRendezvous:  f.Bool("coldRendezvous"),
 	}
 	if p.SessionSlots < 1 || p.SessionSlots > policy.MaxSessionSlots {
 		f.Fail("sessionSlots", "want 1 to %d, got %d", policy.MaxSessionSlots, p.SessionSlots)

@@ -84,7 +84,7 @@ func replace(t *testing.T, doc, begin, end, body string) string {
 	return doc[:i+len(begin)] + "\n" + body + doc[j:]
 }
 
-var kindTitles = map[Kind]string{KindFilter: "Filters", KindScorer: "Scorers", KindPicker: "Pickers", KindHandler: "Profile handlers", KindProducer: "Data producers"}
+var kindTitles = map[Kind]string{KindFilter: "Filters", KindScorer: "Scorers", KindPicker: "Pickers", KindHandler: "Profile handlers", KindProducer: "Data producers", KindFlow: "Flow control"}
 
 // registryDoc renders every plugin type and every policy's profile.
 func registryDoc(t *testing.T) string {
@@ -157,10 +157,10 @@ func defaultText(v any) string {
 	if v == nil {
 		return "—"
 	}
-	return "`" + flow(v) + "`"
+	return "`" + flowText(v) + "`"
 }
 
-func flow(v any) string {
+func flowText(v any) string {
 	switch x := v.(type) {
 	case string:
 		return strconv.Quote(x)
@@ -171,7 +171,7 @@ func flow(v any) string {
 	case []any:
 		parts := make([]string, len(x))
 		for i, e := range x {
-			parts[i] = flow(e)
+			parts[i] = flowText(e)
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	case map[string]any:
@@ -182,7 +182,7 @@ func flow(v any) string {
 		slices.Sort(keys)
 		parts := make([]string, len(keys))
 		for i, k := range keys {
-			parts[i] = k + ": " + flow(x[k])
+			parts[i] = k + ": " + flowText(x[k])
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	}

@@ -42,6 +42,7 @@ func FuzzParse(f *testing.F) {
 		"apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nplugins: [{type: label-selector-filter, parameters: {matchExpressions: [{key: a, operator: In, values: [1]}]}}]",
 		"apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nplugins: [{type: queue-scorer}]\nschedulingProfiles: [{name: a, plugins: [{pluginRef: queue-scorer, weight: .nan}]}]",
 		"a: &a [*a, *a, *a]",
+		"apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nfeatureGates: [flowControl=false]\nsaturationDetector: {pluginRef: concurrency-detector}\nflowControl: {maxRequests: 9999999Gi, defaultRequestTTL: 0s, priorityBands: [{priority: 1, fairnessPolicyRef: x}]}",
 	} {
 		f.Add([]byte(s))
 	}

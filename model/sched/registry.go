@@ -69,6 +69,13 @@ var registry = []*Type{
 	&inflightLoadProducer,
 	&metricsDataSource,
 	&coreMetricsExtractor,
+
+	&globalStrictFairness,
+	&roundRobinFairness,
+	&fcfsOrdering,
+	&edfOrdering,
+	&utilizationDetector,
+	&concurrencyDetector,
 }
 
 // Types returns every plugin type, by kind, then in the registry's order.

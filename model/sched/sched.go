@@ -96,9 +96,13 @@ const (
 	KindPicker
 	KindHandler
 	KindProducer
+	// KindFlow is a flow-control plugin: a fairness or ordering policy or
+	// a saturation detector, which the flowControl block references and
+	// no profile runs.
+	KindFlow
 )
 
-var kindNames = [...]string{KindFilter: "filter", KindScorer: "scorer", KindPicker: "picker", KindHandler: "profile handler", KindProducer: "data producer"}
+var kindNames = [...]string{KindFilter: "filter", KindScorer: "scorer", KindPicker: "picker", KindHandler: "profile handler", KindProducer: "data producer", KindFlow: "flow-control plugin"}
 
 // String returns the kind's name, such as "scorer".
 func (k Kind) String() string {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/inferrail/inferrail/model/policy"
@@ -76,6 +77,20 @@ type Config struct {
 	// with index.kv_events, on top of the routing decisions it records.
 	KVEvents bool
 
+	// Instances is how many gateway instances route the traffic, in front
+	// of the same engines; 0 takes 1. Each has its own routing core, its
+	// own shadow index of every engine and its own counts of what it
+	// routed, and a load balancer gives each request to one of them
+	// (Balance). With KVEvents every instance follows every engine's
+	// events; without, an instance learns only from its own decisions.
+	// The engines' load, scraped, is the same for all.
+	Instances int
+	// Balance is how the load balancer spreads the requests over the
+	// instances.
+	Balance Balance
+	// Faults are what goes wrong during the run (issue 17's fault runs).
+	Faults Faults
+
 	// Workload makes the requests, arriving at Rate per second on average.
 	// Its text is tokenized as the simulator does.
 	Workload workload.Workload
@@ -92,6 +107,79 @@ type Config struct {
 	// Config gives the same Result.
 	Seed uint64
 }
+
+// Balance is how a load balancer in front of several gateway instances
+// spreads the requests.
+type Balance int
+
+const (
+	// BalanceRoundRobin gives the instances the requests in turn.
+	BalanceRoundRobin Balance = iota
+	// BalanceRandom gives each request to an instance drawn at random.
+	BalanceRandom
+)
+
+// balanceNames are the balances' names, as String writes and ParseBalance
+// reads them.
+var balanceNames = [...]string{BalanceRoundRobin: "round-robin", BalanceRandom: "random"}
+
+// String is the balance's name, as ParseBalance reads it.
+func (b Balance) String() string {
+	if b >= 0 && int(b) < len(balanceNames) {
+		return balanceNames[b]
+	}
+	return "Balance(" + strconv.Itoa(int(b)) + ")"
+}
+
+// ParseBalance reads a balance's name ("round-robin", "random"); "" is
+// round-robin.
+func ParseBalance(s string) (Balance, error) {
+	if s == "" {
+		return BalanceRoundRobin, nil
+	}
+	for b, n := range balanceNames {
+		if n == s {
+			return Balance(b), nil
+		}
+	}
+	return 0, fmt.Errorf("balance %q: want round-robin or random", s)
+}
+
+// Faults are the faults a run injects. The zero value injects none.
+type Faults struct {
+	// KillAt, when positive, kills instance KillInstance at that virtual
+	// time: the load balancer sends it nothing more, and the requests it
+	// had in flight count as lost (Record.Lost), as a killed gateway cuts
+	// their connections; the engines finish them unobserved.
+	KillAt       time.Duration
+	KillInstance int
+	// WithholdFrom and WithholdFor, when WithholdFor is positive, hold back
+	// every engine's KV events from WithholdFrom for WithholdFor, then
+	// deliver them all in order, as a subscription that stalls and resumes
+	// (the engines' replay covers the gap). Meanwhile the instances predict
+	// from their decisions alone, the approximate index.
+	WithholdFrom, WithholdFor time.Duration
+}
+
+func (f *Faults) validate(instances int) error {
+	var errs []error
+	if f.KillAt < 0 || f.KillAt > 0 && (f.KillInstance < 0 || f.KillInstance >= instances || instances < 2) {
+		errs = append(errs, fmt.Errorf("faults: kill instance %d at %v: want a positive time and one of %d instances, at least 2",
+			f.KillInstance, f.KillAt, instances))
+	}
+	if f.WithholdFrom < 0 || f.WithholdFor < 0 {
+		errs = append(errs, fmt.Errorf("faults: withhold events from %v for %v: want both at least 0", f.WithholdFrom, f.WithholdFor))
+	}
+	return errors.Join(errs...)
+}
+
+// withheld reports whether events published at at are held back.
+func (f *Faults) withheld(at time.Duration) bool {
+	return f.WithholdFor > 0 && at >= f.WithholdFrom && at < f.WithholdFrom+f.WithholdFor
+}
+
+// instances is how many gateway instances route the run.
+func (c *Config) instances() int { return max(c.Instances, 1) }
 
 func (c *Config) validate() error {
 	var errs []error
@@ -114,6 +202,15 @@ func (c *Config) validate() error {
 	}
 	if c.Fanout < 0 {
 		errs = append(errs, fmt.Errorf("fanout %d: want at least 0", c.Fanout))
+	}
+	if c.Instances < 0 {
+		errs = append(errs, fmt.Errorf("instances %d: want at least 0", c.Instances))
+	}
+	if c.Balance != BalanceRoundRobin && c.Balance != BalanceRandom {
+		errs = append(errs, fmt.Errorf("balance %v: want round-robin or random", c.Balance))
+	}
+	if err := c.Faults.validate(c.instances()); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MaxConcurrency < 0 {
 		errs = append(errs, fmt.Errorf("max concurrency %d: want at least 0", c.MaxConcurrency))

@@ -217,8 +217,8 @@ func TestBaselinesGetCountsOnly(t *testing.T) {
 			}
 		}
 	})
-	for _, p := range r0.reps {
-		if p.est.Index.Len() != 0 || p.est.Queue.Waiting() != 0 {
+	for i, p := range r0.reps {
+		if sh := r0.gates[0].reps[i]; sh.est.Index.Len() != 0 || sh.est.Queue.Waiting() != 0 {
 			t.Fatalf("replica %s: shadow state recorded for a baseline", p.id)
 		}
 	}

@@ -32,28 +32,23 @@ type load struct {
 	kvUsage          float64
 }
 
-// replica is one simulated engine with what the gateway keeps about it.
+// streamBalance is the stream of the load balancer's generator
+// (BalanceRandom).
+const streamBalance = 0x62616c616e636521 // "balance!"
+
+// replica is one simulated engine.
 type replica struct {
 	id  string
+	i   int    // its position in run.reps
 	key uint64 // policy.Candidate.Key: a stable hash of id
 	eng *engine.Engine
-	est *estimate.Replica
-	// events maps the engine's KV events onto est (Config.KVEvents).
-	events *estimate.Events
 
 	// The step in flight: planned at its start, applied at end.
 	busy bool
 	end  time.Duration
 	step engine.StepResult
-
-	inFlight int // routed and not finished
-	pending  int // routed and no first token yet
-	// pendingTokens is the prompt tokens less those predicted cached of
-	// the pending requests (route.View.PendingTokens).
-	pendingTokens int
-	// seq is the last assignment number taken: the replica applies each
-	// assignment as it is made (its ledger, route.Ledger).
-	seq uint64
+	// held are the engine's events held back (Faults.WithholdFor).
+	held []kvevent.Event
 
 	// now is the engine's state at its last step boundary, which is what
 	// a scrape between boundaries reads (Step already holds the state at
@@ -65,22 +60,56 @@ type replica struct {
 	seenOK bool
 }
 
+// shadow is what one gateway instance keeps about one engine: its
+// estimates and its own counts of what it routed there.
+type shadow struct {
+	est *estimate.Replica
+	// events maps the engine's KV events onto est (Config.KVEvents).
+	events *estimate.Events
+
+	inFlight int // routed by this instance and not finished
+	pending  int // routed by this instance and no first token yet
+	// pendingTokens is the prompt tokens less those predicted cached of
+	// the pending requests (route.View.PendingTokens).
+	pendingTokens int
+	// seq is the last assignment number taken: the replica applies each
+	// assignment as it is made (its ledger, route.Ledger).
+	seq uint64
+}
+
 // Next takes the replica's next assignment number (route.Ledger).
-func (p *replica) Next() uint64 { p.seq++; return p.seq }
+func (p *shadow) Next() uint64 { p.seq++; return p.seq }
 
 // Applied is the last assignment number taken: the simulator applies an
 // assignment as soon as it is made (route.Ledger).
-func (p *replica) Applied() uint64 { return p.seq }
+func (p *shadow) Applied() uint64 { return p.seq }
 
 // Queued is the replica's prefill queue at now (route.Ledger).
-func (p *replica) Queued(now time.Time) time.Duration { return p.est.Queue.Queued(now) }
+func (p *shadow) Queued(now time.Time) time.Duration { return p.est.Queue.Queued(now) }
 
-var _ route.Ledger = (*replica)(nil)
+var _ route.Ledger = (*shadow)(nil)
+
+// gate is one gateway instance (Config.Instances): its routing core and
+// what it keeps about each engine, reps[i] about run.reps[i].
+type gate struct {
+	// core is the gateway's routing core, deciding as a routing actor
+	// does: the policy, the shortlist and the pricing.
+	core *route.Core
+	pcg  *rand.PCG // the policy's random source
+	reps []*shadow
+
+	views  []route.View
+	cands  []policy.Candidate
+	listed []int // scratch: the shortlist (Config.Fanout)
+	asked  []bool
+}
 
 // inflight is the fleet's view of one routed request.
 type inflight struct {
-	rec       int  // index in run.recs
-	assigned  bool // recorded on its replica's estimate.Replica
+	rec int     // index in run.recs
+	sh  *shadow // what the instance that routed it keeps about its replica
+	// assigned reports that it is recorded on sh's estimate.Replica.
+	assigned  bool
 	firstByte bool
 	// tokens is what the request adds to its replica's pending tokens
 	// until its first byte.
@@ -91,12 +120,13 @@ type inflight struct {
 type run struct {
 	cfg  *Config
 	reps []*replica
-	// core is the gateway's routing core, deciding as a routing actor
-	// does: the policy, the shortlist and the pricing.
-	core    *route.Core
-	aware   bool      // the policy routes on estimates (sched.SignalEstimates): decisions are priced and assigned
-	detail  bool      // candidates carry keys, load and pending tokens (it routes on estimates or load)
-	pcg     *rand.PCG // the policy's random source
+	// gates are the gateway instances, each with its own routing core;
+	// gates[0] is the only one unless Config.Instances says more.
+	gates   []*gate
+	balance *rand.Rand // the load balancer's draws (BalanceRandom)
+	dead    int        // the instance killed (Faults.KillAt), -1 while none is
+	aware   bool       // the policy routes on estimates (sched.SignalEstimates): decisions are priced and assigned
+	detail  bool       // candidates carry keys, load and pending tokens (it routes on estimates or load)
 	root    prefix.Hash
 	bs      int
 	scrape  time.Duration
@@ -108,15 +138,13 @@ type run struct {
 
 	hasher prefix.Hasher
 	blocks []prefix.Hash
-	views  []route.View
-	cands  []policy.Candidate
 	oracle map[prefix.Hash]struct{}
 	seq    []uint32      // scratch: a prompt and its output, for the oracle
 	seqBlk []prefix.Hash // scratch: their blocks
-	listed []int         // scratch: the shortlist (Config.Fanout)
-	asked  []bool
+	others []int         // scratch: the other instances' picks
 
 	now        time.Duration
+	released   bool // the withheld events went out (Faults.WithholdFor)
 	nextScrape time.Duration
 	steps      int
 	idleSteps  int // consecutive steps that did nothing, to catch a stuck engine
@@ -141,24 +169,24 @@ func newRun(cfg *Config) (*run, error) {
 	return newRunOf(cfg, s, s.Signals())
 }
 
-// newRunOf prepares cfg's run routed by pol, which routes on signals.
+// newRunOf prepares cfg's run routed by pol, which routes on signals; a
+// second instance and those after it route by a fresh scheduler of cfg's.
 func newRunOf(cfg *Config, pol policy.Policy, signals sched.Signal) (*run, error) {
 	model := cfg.Model
 	if model == "" {
 		model = DefaultModel
 	}
-	pcg := rand.NewPCG(cfg.Seed, streamRouting)
 	r := &run{
-		cfg:    cfg,
-		core:   route.New(route.Config{Policy: pol, Rand: rand.New(pcg), Cost: cfg.costParams().Model, Fanout: cfg.Fanout}),
-		aware:  signals&sched.SignalEstimates != 0,
-		detail: signals&(sched.SignalEstimates|sched.SignalLoad) != 0,
-		pcg:    pcg,
-		root:   prefix.Root(model, "", ""),
-		bs:     cfg.Engine.BlockSize,
-		scrape: cfg.ScrapeInterval,
-		maxAge: cfg.MaxAge,
-		oracle: make(map[prefix.Hash]struct{}),
+		cfg:     cfg,
+		balance: rand.New(rand.NewPCG(cfg.Seed, streamBalance)),
+		dead:    -1,
+		aware:   signals&sched.SignalEstimates != 0,
+		detail:  signals&(sched.SignalEstimates|sched.SignalLoad) != 0,
+		root:    prefix.Root(model, "", ""),
+		bs:      cfg.Engine.BlockSize,
+		scrape:  cfg.ScrapeInterval,
+		maxAge:  cfg.MaxAge,
+		oracle:  make(map[prefix.Hash]struct{}),
 	}
 	if r.scrape == 0 {
 		r.scrape = DefaultScrapeInterval
@@ -172,17 +200,33 @@ func newRunOf(cfg *Config, pol policy.Policy, signals sched.Signal) (*run, error
 			return nil, err
 		}
 		id := "r" + strconv.Itoa(i)
-		r.reps = append(r.reps, &replica{
-			id:  id,
-			key: policy.ReplicaKey(id),
-			eng: eng,
+		r.reps = append(r.reps, &replica{id: id, i: i, key: policy.ReplicaKey(id), eng: eng})
+	}
+	for k := range cfg.instances() {
+		if k > 0 {
+			s, err := cfg.scheduler()
+			if err != nil {
+				return nil, err
+			}
+			pol = s
+		}
+		// Each instance draws from its own stream; the first from the one
+		// a run of one instance always used.
+		pcg := rand.NewPCG(cfg.Seed, streamRouting+uint64(k))
+		g := &gate{
+			core: route.New(route.Config{Policy: pol, Rand: rand.New(pcg), Cost: cfg.costParams().Model, Fanout: cfg.Fanout}),
+			pcg:  pcg,
+		}
+		for range cfg.Replicas {
 			// The gateway sizes a replica's index by the KV capacity its
 			// engine reports.
-			est: estimate.New(cfg.Engine.NumBlocks),
-		})
-		if cfg.KVEvents {
-			r.reps[i].events = estimate.NewEvents(model, estimate.EventChecks{})
+			sh := &shadow{est: estimate.New(cfg.Engine.NumBlocks)}
+			if cfg.KVEvents {
+				sh.events = estimate.NewEvents(model, estimate.EventChecks{})
+			}
+			g.reps = append(g.reps, sh)
 		}
+		r.gates = append(r.gates, g)
 	}
 	r.feed = newFeed(cfg.Workload, cfg.Seed, cfg.Rate)
 	r.pull()
@@ -204,6 +248,7 @@ func (r *run) pull() {
 // request arriving at the same instant is routed.
 const (
 	evStep = iota
+	evFault
 	evScrape
 	evArrival
 	evNone
@@ -223,7 +268,10 @@ func (r *run) loop() error {
 			kind, at = evArrival, r.next.at
 		}
 		if kind == evNone {
-			return nil
+			return r.release()
+		}
+		if ft, ok := r.nextFault(); ok && ft <= at {
+			kind, at = evFault, ft
 		}
 		if r.nextScrape < at || r.nextScrape == at && kind == evArrival {
 			kind, at = evScrape, r.nextScrape
@@ -232,6 +280,10 @@ func (r *run) loop() error {
 		switch kind {
 		case evStep:
 			if err := r.finishStep(rep); err != nil {
+				return err
+			}
+		case evFault:
+			if err := r.fault(); err != nil {
 				return err
 			}
 		case evScrape:
@@ -247,12 +299,50 @@ func (r *run) loop() error {
 	}
 }
 
+// nextFault is when the next fault happens: the kill, or the end of the
+// withholding, while they are ahead.
+func (r *run) nextFault() (time.Duration, bool) {
+	f := &r.cfg.Faults
+	at, ok := time.Duration(math.MaxInt64), false
+	if f.KillAt > 0 && r.dead < 0 && f.KillAt >= r.now {
+		at, ok = f.KillAt, true
+	}
+	if end := f.WithholdFrom + f.WithholdFor; f.WithholdFor > 0 && !r.released && end >= r.now && end < at {
+		at, ok = end, true
+	}
+	return at, ok
+}
+
+// fault applies the fault due now.
+func (r *run) fault() error {
+	f := &r.cfg.Faults
+	if f.KillAt > 0 && r.dead < 0 && f.KillAt == r.now {
+		r.kill()
+		return nil
+	}
+	return r.release()
+}
+
+// release ends the withholding: every held event goes out.
+func (r *run) release() error {
+	if r.released {
+		return nil
+	}
+	r.released = true
+	for _, p := range r.reps {
+		if len(p.held) > 0 {
+			r.publish(p, nil)
+		}
+	}
+	return nil
+}
+
 // startStep plans p's next step at the current time.
 func (r *run) startStep(p *replica) error {
 	st := p.eng.Stats()
 	p.now = load{running: st.Running, waiting: st.Waiting, kvUsage: st.KVUsage}
 	p.step = p.eng.Step(r.now)
-	if p.events == nil {
+	if !r.cfg.KVEvents {
 		p.step.Events = nil // nobody reads them; drop them early
 	}
 	p.end = r.now + p.step.Duration
@@ -280,24 +370,30 @@ func (r *run) finishStep(p *replica) error {
 		if o.NewTokens > 0 && !f.firstByte {
 			rec.FirstToken = o.Req.FirstToken
 			rec.CachedTokens = o.Req.CachedTokens
-			p.firstByte(f, now)
+			f.sh.firstByte(f, now)
 		}
 		if o.Done {
 			if !f.firstByte {
 				// The gateway settles an attempt that ends without a
 				// first byte the same way (replica.attemptEnded).
-				p.firstByte(f, now)
+				f.sh.firstByte(f, now)
 			}
 			rec.Finished = o.Req.Finished
 			rec.CachedTokens = o.Req.CachedTokens
 			rec.Preemptions = o.Req.Preemptions
 			rec.OutputTokens = o.Req.Generated
-			p.inFlight--
+			f.sh.inFlight--
 		}
 	}
-	if p.events != nil && len(p.step.Events) > 0 {
-		// The engine publishes a step's events as it ends.
-		p.events.Apply(&kvevent.Batch{Events: p.step.Events}, p.est.Index)
+	if r.cfg.KVEvents && len(p.step.Events) > 0 {
+		// The engine publishes a step's events as it ends, and every
+		// instance follows every engine's events; held back ones go out
+		// first once the withholding ends.
+		if r.cfg.Faults.withheld(r.now) {
+			p.held = append(p.held, p.step.Events...)
+		} else {
+			r.publish(p, p.step.Events)
+		}
 	}
 	p.step = engine.StepResult{}
 	p.busy = false
@@ -307,9 +403,36 @@ func (r *run) finishStep(p *replica) error {
 	return nil
 }
 
+// publish delivers events of p's engine to every instance, after those
+// held back (Faults.WithholdFor), in the order the engine made them.
+func (r *run) publish(p *replica, events []kvevent.Event) {
+	if len(p.held) > 0 {
+		events = append(p.held, events...)
+		p.held = nil
+	}
+	b := &kvevent.Batch{Events: events}
+	for _, g := range r.gates {
+		sh := g.reps[p.i]
+		sh.events.Apply(b, sh.est.Index)
+	}
+}
+
+// kill is Faults.KillAt: the instance takes no more requests, and those it
+// has in flight are lost.
+func (r *run) kill() {
+	k := r.cfg.Faults.KillInstance
+	r.dead = k
+	for i := range r.recs {
+		rec := &r.recs[i]
+		if rec.Instance == k && !rec.Rejected && rec.Finished == 0 {
+			rec.Lost = true
+		}
+	}
+}
+
 // firstByte settles f, routed to p, at its first byte (or its end without
 // one): it no longer waits for a response head.
-func (p *replica) firstByte(f *inflight, now time.Time) {
+func (p *shadow) firstByte(f *inflight, now time.Time) {
 	f.firstByte = true
 	p.pending--
 	p.pendingTokens -= f.tokens
@@ -318,8 +441,11 @@ func (p *replica) firstByte(f *inflight, now time.Time) {
 	}
 }
 
-// arrive routes the next request as the gateway would and hands it to the
-// chosen engine.
+// arrive routes the next request as the gateway would, through the
+// instance the load balancer hands it to, and gives it to the chosen
+// engine. With several instances it also asks every other instance where
+// it would have sent the request, changing nothing, and records how many
+// would have chosen another replica.
 func (r *run) arrive() error {
 	in := r.next
 	r.arrived++
@@ -327,11 +453,13 @@ func (r *run) arrive() error {
 
 	idx := len(r.recs)
 	id := strconv.Itoa(idx)
+	gi := r.spread(idx)
 	r.recs = append(r.recs, Record{
 		Class:        in.class,
 		Arrival:      in.at,
 		PromptTokens: len(in.prompt),
 		Replica:      -1,
+		Instance:     gi,
 		WarmUp:       in.at < r.cfg.WarmUp,
 	})
 	rec := &r.recs[idx]
@@ -341,13 +469,6 @@ func (r *run) arrive() error {
 	r.record(in.prompt, in.output)
 
 	now := epoch.Add(r.now)
-	r.see()
-	var offered int
-	r.cands, offered = route.Collect(r.cands[:0], r.views, nil, r.detail)
-	if len(r.cands) == 0 {
-		rec.Rejected = true // every replica at MaxConcurrency
-		return nil
-	}
 	key := in.session
 	if key == 0 {
 		key = xxh3.HashString(id)
@@ -360,10 +481,27 @@ func (r *run) arrive() error {
 		SessionKey:   in.session,
 		Now:          now,
 	}
-	if r.aware {
-		r.price(&preq, now)
+	g := r.gates[gi]
+	var offered int
+	if offered = r.offer(g, &preq, now); len(g.cands) == 0 {
+		rec.Rejected = true // every replica at MaxConcurrency
+		return nil
 	}
-	cands, w, err := r.core.Choose(&preq, r.cands, offered, func(*policy.Candidate) bool { return true })
+	r.others = r.others[:0]
+	if len(r.gates) > 1 {
+		// Asked before the pick, so that every instance sees the same
+		// engines and the pick's own assignment is in none of them.
+		for hi, h := range r.gates {
+			if hi == gi {
+				continue
+			}
+			if w, ok := r.wouldPick(h, &preq, now); ok {
+				rec.Asked++
+				r.others = append(r.others, w)
+			}
+		}
+	}
+	cands, w, err := g.core.Choose(&preq, g.cands, offered, func(*policy.Candidate) bool { return true })
 	if err != nil {
 		// Every replica takes what it is offered, so only a profile whose
 		// filters left nothing gets here: the gateway answers 503 and
@@ -376,23 +514,29 @@ func (r *run) arrive() error {
 	}
 	c := &cands[w]
 	p := r.reps[c.Replica]
+	sh := g.reps[c.Replica]
 	rec.Replica = c.Replica
+	for _, o := range r.others {
+		if o != c.Replica {
+			rec.Disagreed++
+		}
+	}
 	rec.PredictedTokens = min(c.CachedTokens, len(in.prompt))
-	f := &inflight{rec: idx, tokens: len(in.prompt) - rec.PredictedTokens}
+	f := &inflight{rec: idx, sh: sh, tokens: len(in.prompt) - rec.PredictedTokens}
 	if r.aware {
 		// As the routing actor assigns: the winner's estimated prefill
 		// joins its queue and the prompt's blocks its index. The receipt
 		// is only needed to take back a failed attempt, and a simulated
 		// engine never fails one.
-		if as, ok := r.core.Assign(c, p, &preq); ok {
-			p.est.Assign(r.blocks, as.Estimate.Prefill, now)
+		if as, ok := g.core.Assign(c, sh, &preq); ok {
+			sh.est.Assign(r.blocks, as.Estimate.Prefill, now)
 			f.assigned = true
 			rec.Predicted = true
 		}
 	}
-	p.inFlight++
-	p.pending++
-	p.pendingTokens += f.tokens
+	sh.inFlight++
+	sh.pending++
+	sh.pendingTokens += f.tokens
 
 	er := &engine.Request{
 		ID:      id,
@@ -412,61 +556,120 @@ func (r *run) arrive() error {
 	return nil
 }
 
-// see builds every replica's view as the gateway's routing actor reads it
-// from a replica's snapshot: healthy and not ejected (a simulated engine
-// never fails), with room while under MaxConcurrency (the breaker), its
-// counts, and the engine's load while the last scrape is fresh.
-func (r *run) see() {
-	r.views = r.views[:0]
-	for _, p := range r.reps {
+// spread is the load balancer: the instance that routes request n, one of
+// those alive.
+func (r *run) spread(n int) int {
+	k := len(r.gates)
+	if k == 1 {
+		return 0
+	}
+	if r.dead >= 0 {
+		k--
+	}
+	i := n % k
+	if r.cfg.Balance == BalanceRandom {
+		i = r.balance.IntN(k)
+	}
+	if r.dead >= 0 && i >= r.dead {
+		i++
+	}
+	return i
+}
+
+// offer fills g.cands with the candidates g offers req, priced when the
+// policy routes on estimates, and returns how many qualifying replicas
+// there were.
+func (r *run) offer(g *gate, req *policy.Request, now time.Time) int {
+	r.see(g)
+	var offered int
+	g.cands, offered = route.Collect(g.cands[:0], g.views, nil, r.detail)
+	if len(g.cands) > 0 && r.aware {
+		r.price(g, req, now)
+	}
+	return offered
+}
+
+// wouldPick is the replica instance g would route req to, changing none of
+// its state: its policy explains the decision with a copy of its random
+// source. It reports false when g would route it nowhere, or when its
+// policy cannot explain (a policy passed in by a test).
+func (r *run) wouldPick(g *gate, req *policy.Request, now time.Time) (int, bool) {
+	s, ok := g.core.Policy.(*sched.Scheduler)
+	if !ok {
+		return 0, false
+	}
+	if r.offer(g, req, now); len(g.cands) == 0 {
+		return 0, false
+	}
+	src := *g.pcg
+	ex, err := s.Explain(req, g.cands, rand.New(&src))
+	if err != nil || ex.Primary < 0 {
+		return 0, false
+	}
+	w := ex.Profiles[ex.Primary].Winner
+	if w < 0 {
+		return 0, false
+	}
+	return g.cands[w].Replica, true
+}
+
+// see builds g's view of every replica as the gateway's routing actor reads
+// it from a replica's snapshot: healthy and not ejected (a simulated engine
+// never fails), with room while g has fewer than MaxConcurrency in flight
+// there (the breaker), g's counts, and the engine's load while the last
+// scrape is fresh.
+func (r *run) see(g *gate) {
+	g.views = g.views[:0]
+	for i, p := range r.reps {
+		sh := g.reps[i]
 		v := route.View{ID: p.id, Key: p.key, Serves: true, Healthy: true,
-			Room:     r.cfg.MaxConcurrency == 0 || p.inFlight < r.cfg.MaxConcurrency,
-			InFlight: p.inFlight, Pending: p.pending, PendingTokens: p.pendingTokens, Ledger: p}
+			Room:     r.cfg.MaxConcurrency == 0 || sh.inFlight < r.cfg.MaxConcurrency,
+			InFlight: sh.inFlight, Pending: sh.pending, PendingTokens: sh.pendingTokens, Ledger: sh}
 		if p.seenOK && r.now-p.seenAt <= r.maxAge {
 			v.Fresh, v.Running, v.Waiting, v.KVUsage = true, p.seen.running, p.seen.waiting, p.seen.kvUsage
 		}
-		r.views = append(r.views, v)
+		g.views = append(g.views, v)
 	}
 }
 
-// price fills the candidates' predictions as the routing actor does: for a
+// price fills g's candidates' predictions as the routing actor does: for a
 // prompt with blocks, each replica asked (every one, or the routing core's
-// shortlist past Config.Fanout) answers with its estimate, and the rest are
+// shortlist past Config.Fanout) answers with g's estimate, and the rest are
 // priced from their queues alone, with nothing cached.
-func (r *run) price(req *policy.Request, now time.Time) {
+func (r *run) price(g *gate, req *policy.Request, now time.Time) {
 	if len(req.Blocks) == 0 {
 		// The routing actor broadcasts only for a prompt with blocks;
 		// without, it prices each replica from its published queue.
-		for i := range r.cands {
-			r.core.Price(&r.cands[i], r.reps[r.cands[i].Replica], req, nil, now)
+		for i := range g.cands {
+			g.core.Price(&g.cands[i], g.reps[g.cands[i].Replica], req, nil, now)
 		}
 		return
 	}
 	q := estimate.Query{Blocks: req.Blocks, PromptTokens: req.PromptTokens, BlockSize: req.BlockSize}
-	r.listed = r.core.Ask(r.listed[:0], r.cands, r.views, req, now)
-	shortlisted := r.listed != nil
-	if shortlisted && r.onShortlist != nil {
-		full := append([]policy.Candidate(nil), r.cands...)
+	g.listed = g.core.Ask(g.listed[:0], g.cands, g.views, req, now)
+	shortlisted := g.listed != nil
+	if shortlisted && r.onShortlist != nil && g == r.gates[0] {
+		full := append([]policy.Candidate(nil), g.cands...)
 		for i := range full {
-			r.reps[full[i].Replica].est.Estimate(&q, now).Fill(&full[i])
+			g.reps[full[i].Replica].est.Estimate(&q, now).Fill(&full[i])
 		}
-		r.onShortlist(req, full, *r.pcg)
+		r.onShortlist(req, full, *g.pcg)
 	}
-	r.asked = r.asked[:0]
-	for range r.cands {
-		r.asked = append(r.asked, !shortlisted)
+	g.asked = g.asked[:0]
+	for range g.cands {
+		g.asked = append(g.asked, !shortlisted)
 	}
-	for _, i := range r.listed {
-		r.asked[i] = true
+	for _, i := range g.listed {
+		g.asked[i] = true
 	}
-	for i := range r.cands {
-		p := r.reps[r.cands[i].Replica]
-		if !r.asked[i] {
-			r.core.Price(&r.cands[i], p, req, nil, now)
+	for i := range g.cands {
+		sh := g.reps[g.cands[i].Replica]
+		if !g.asked[i] {
+			g.core.Price(&g.cands[i], sh, req, nil, now)
 			continue
 		}
-		reply := route.Reply{Reply: p.est.Estimate(&q, now), Applied: p.seq}
-		r.core.Price(&r.cands[i], p, req, &reply, now)
+		reply := route.Reply{Reply: sh.est.Estimate(&q, now), Applied: sh.seq}
+		g.core.Price(&g.cands[i], sh, req, &reply, now)
 	}
 }
 

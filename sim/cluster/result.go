@@ -30,6 +30,14 @@ type Record struct {
 	OracleTokens int
 	// Replica is the index of the replica it went to, -1 when rejected.
 	Replica int
+	// Instance is the gateway instance the load balancer gave it to
+	// (Config.Instances). Asked counts the other instances asked where
+	// they would have sent it, and Disagreed those that would have picked
+	// another replica than Replica.
+	Instance, Asked, Disagreed int
+	// Lost reports that its instance was killed while it was in flight
+	// (Faults.KillAt): its client got an error, whatever the engine did.
+	Lost bool
 	// Preemptions counts the times the engine preempted it.
 	Preemptions int
 	// WarmUp reports that it arrived before the warm-up ended.
@@ -53,6 +61,8 @@ type Result struct {
 	// (Config.Name).
 	Policy, Workload string
 	Replicas         int
+	// Instances is how many gateway instances routed the run.
+	Instances int
 	// Requests lists every request in arrival order, warm-up and rejected
 	// ones included.
 	Requests []Record
@@ -67,8 +77,10 @@ type Result struct {
 // Summary condenses a set of requests.
 type Summary struct {
 	// Requests counts them, Rejected those refused with every replica full
-	// or filtered out (left out of everything below).
-	Requests, Rejected int
+	// or filtered out (left out of everything below). Lost counts those a
+	// killed instance had in flight (Faults.KillAt), which the engines
+	// still served and which count below.
+	Requests, Rejected, Lost int
 	// Time to first token and end to end latency.
 	MeanTTFT, P50TTFT, P90TTFT, P99TTFT, MaxTTFT time.Duration
 	MeanE2E, P99E2E                              time.Duration
@@ -87,16 +99,22 @@ type Summary struct {
 	BusiestShare float64
 	// Preemptions sums the engines' preemptions of these requests.
 	Preemptions int
+	// Disagreement is, with several gateway instances, the share of the
+	// other instances asked about a request that would have sent it to
+	// another replica than the instance that routed it (Record.Disagreed
+	// over Record.Asked); 0 with one instance.
+	Disagreement float64
 }
 
 func (r *run) result() Result {
 	res := Result{
-		Policy:   r.cfg.Name(),
-		Workload: r.cfg.Workload.Name(),
-		Replicas: len(r.reps),
-		Requests: r.recs,
-		End:      r.now,
-		Steps:    r.steps,
+		Policy:    r.cfg.Name(),
+		Workload:  r.cfg.Workload.Name(),
+		Replicas:  len(r.reps),
+		Instances: len(r.gates),
+		Requests:  r.recs,
+		End:       r.now,
+		Steps:     r.steps,
 	}
 	res.Summary = res.Summarize(func(rec *Record) bool { return !rec.WarmUp })
 	return res
@@ -111,6 +129,7 @@ func (res *Result) Summarize(keep func(*Record) bool) Summary {
 	var e2e []time.Duration
 	var predicted, oracle int64
 	exact, over, under := 0, 0, 0
+	asked, disagreed := 0, 0
 	for i := range res.Requests {
 		rec := &res.Requests[i]
 		if !keep(rec) {
@@ -120,6 +139,9 @@ func (res *Result) Summarize(keep func(*Record) bool) Summary {
 		if rec.Rejected {
 			s.Rejected++
 			continue
+		}
+		if rec.Lost {
+			s.Lost++
 		}
 		ttft = append(ttft, rec.TTFT())
 		e2e = append(e2e, rec.E2E())
@@ -139,6 +161,8 @@ func (res *Result) Summarize(keep func(*Record) bool) Summary {
 		}
 		s.Shares[rec.Replica]++
 		s.Preemptions += rec.Preemptions
+		asked += rec.Asked
+		disagreed += rec.Disagreed
 	}
 	n := len(ttft)
 	if n == 0 {
@@ -158,6 +182,9 @@ func (res *Result) Summarize(keep func(*Record) bool) Summary {
 		s.HitRate = float64(s.CachedTokens) / pt
 		s.PredictedHitRate = float64(predicted) / pt
 		s.OracleHitRate = float64(oracle) / pt
+	}
+	if asked > 0 {
+		s.Disagreement = float64(disagreed) / float64(asked)
 	}
 	s.Accuracy = float64(exact) / float64(n)
 	s.Over = float64(over) / float64(n)

@@ -226,7 +226,7 @@ func TestShortlistAgreesWithBroadcast(t *testing.T) {
 			var listed, same int
 			var want int
 			short := runHooked(t, cfg, func(r *run) {
-				s := r.core.Policy.(*sched.Scheduler)
+				s := r.gates[0].core.Policy.(*sched.Scheduler)
 				r.onShortlist = func(req *policy.Request, cands []policy.Candidate, src rand.PCG) {
 					ex, err := s.Explain(req, cands, rand.New(&src))
 					if err != nil {

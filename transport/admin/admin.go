@@ -1,8 +1,12 @@
 // Package admin serves the gateway's admin port: GET /metrics for
 // Prometheus and VictoriaMetrics, GET /admin/replicas (with the discovery
 // sources, WithSources), GET /admin/index
-// (each replica's KV index and event stream) and GET /admin/shadow (each
+// (each replica's KV index and event stream), GET /admin/index/snapshot
+// (the indexes themselves, for a peer's warm start; WithIndexSnapshot) and GET /admin/shadow (each
 // shadow policy against the routing policy) for operators, and
+// GET /admin/ (the fleet page, built in: each replica, each model's
+// routing, the last sampled decisions and an explain box), GET
+// /admin/models and GET /admin/decisions (the last sampled decisions), and
 // POST /admin/explain/v1/chat/completions (or /v1/completions), which
 // answers what the routing policy would do with a request, routing nothing
 // (?policy=NAME: what that arm of an A/B split would do). With a live
@@ -88,14 +92,17 @@ func (s *Server) WithConfig(c Configs) *Server {
 
 // Server is the admin HTTP server.
 type Server struct {
-	configs Configs
-	sources Sources
-	fleet   Fleet
-	met     *telemetry.Registry
-	ex      *ExplainOptions
-	trials  Trials
-	auth    *auth.Guard
-	srv     *fasthttp.Server
+	configs   Configs
+	sources   Sources
+	current   Current
+	decisions Decisions
+	fleet     Fleet
+	indexes   Indexes
+	met       *telemetry.Registry
+	ex        *ExplainOptions
+	trials    Trials
+	auth      *auth.Guard
+	srv       *fasthttp.Server
 }
 
 // WithExplain turns on /admin/explain; call it before Serve.
@@ -172,8 +179,28 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.met.WritePrometheus(ctx)
 	case "/admin/replicas":
 		s.replicas(ctx)
+	case "/admin/", "/admin":
+		s.page(ctx)
+	case "/admin/models":
+		if s.current == nil {
+			s.notFound(ctx)
+			return
+		}
+		s.models(ctx)
+	case "/admin/decisions":
+		if s.decisions == nil {
+			s.notFound(ctx)
+			return
+		}
+		s.recentDecisions(ctx)
 	case "/admin/index":
 		s.index(ctx)
+	case SnapshotPath:
+		if s.indexes == nil {
+			s.notFound(ctx)
+			return
+		}
+		s.snapshot(ctx)
 	case "/admin/config":
 		if s.configs == nil {
 			s.notFound(ctx)
@@ -245,6 +272,47 @@ type replicaView struct {
 	// IndexMode is how its cache prediction is fed: exact while it follows
 	// its engine's KV events in step, else approximate (GET /admin/index).
 	IndexMode replica.IndexMode `json:"index_mode"`
+	// Prediction is how its cache predictions compared with the cached
+	// tokens its engine reported (inferrail_prediction_total).
+	Prediction predictionView `json:"prediction"`
+}
+
+// predictionView is a replica's prediction accuracy: counts by result,
+// and over the compared ones the exact share and the predicted and
+// delivered hit rates (cached over prompt tokens), null before the first;
+// and the engine's own hit rate from its prefix-cache counters
+// (vllm:prefix_cache_hits over vllm:prefix_cache_queries, since the
+// engine started), null when it reports none.
+type predictionView struct {
+	Exact            uint64   `json:"exact"`
+	Over             uint64   `json:"over"`
+	Under            uint64   `json:"under"`
+	Unknown          uint64   `json:"unknown"`
+	Exactness        *float64 `json:"exactness"`
+	PredictedHitRate *float64 `json:"predicted_hit_rate"`
+	DeliveredHitRate *float64 `json:"delivered_hit_rate"`
+	EngineHitRate    *float64 `json:"engine_hit_rate"`
+}
+
+// share is a/b, or null when b is 0.
+func share(a, b float64) *float64 {
+	if b <= 0 {
+		return nil
+	}
+	r := a / b
+	return &r
+}
+
+func (s *Server) prediction(r *replica.Snapshot) predictionView {
+	a := s.met.Accuracy(r.ID)
+	v := predictionView{Exact: a.Exact, Over: a.Over, Under: a.Under, Unknown: a.Unknown,
+		Exactness:        share(float64(a.Exact), float64(a.Exact+a.Over+a.Under)),
+		PredictedHitRate: share(float64(a.PredictedCached), float64(a.PromptTokens)),
+		DeliveredHitRate: share(float64(a.DeliveredCached), float64(a.PromptTokens))}
+	if !r.LoadAt.IsZero() {
+		v.EngineHitRate = share(r.Load.PrefixHits, r.Load.PrefixQueries)
+	}
+	return v
 }
 
 type engineView struct {
@@ -299,7 +367,7 @@ func (s *Server) replicas(ctx *fasthttp.RequestCtx) {
 	for _, r := range snaps {
 		v := replicaView{ID: r.ID, URL: r.URL, Models: r.Models, Healthy: r.Healthy, Ejected: r.Ejected(now),
 			Ejections: r.Ejections, InFlight: r.Counters.InFlight(), Pending: r.Counters.Pending(), Restarts: r.Restarts,
-			Warnings: r.Warnings.List(), IndexMode: r.IndexMode}
+			Warnings: r.Warnings.List(), IndexMode: r.IndexMode, Prediction: s.prediction(r)}
 		checked, mismatched := s.met.PromptChecks(r.ID)
 		if v.PromptTokensChecked = checked; checked > 0 {
 			a := float64(checked-min(mismatched, checked)) / float64(checked)

@@ -19,6 +19,7 @@ import (
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/transport/auth"
 	"github.com/inferrail/inferrail/transport/certs"
+	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
@@ -66,7 +67,9 @@ func serveAdmin(t *testing.T, c *config.Config, tc *tls.Config) string {
 		t.Fatal(err)
 	}
 	s := New(noReplicas{}, telemetry.New(noReplicas{})).WithConfig(configs{c}).WithTrials(reports(nil)).
-		WithExplain(ExplainOptions{Fleet: noModels{}, Timeout: time.Second}).WithAuth(g)
+		WithModels(configs{c}).WithDecisions(decisionlog.Memory()).
+		WithExplain(ExplainOptions{Fleet: noModels{}, Timeout: time.Second}).WithAuth(g).
+		WithIndexSnapshot(snapshots{testSnapshot()})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +107,7 @@ func call(t *testing.T, c *http.Client, method, url string, lines ...string) (in
 var adminRoutes = []struct{ method, path string }{
 	{"GET", "/metrics"}, {"GET", "/admin/replicas"}, {"GET", "/admin/config"}, {"PATCH", "/admin/config"},
 	{"POST", "/admin/reload"}, {"GET", "/admin/shadow"}, {"POST", "/admin/explain/v1/chat/completions"},
-	{"GET", "/admin/nothing"},
+	{"GET", "/admin/index/snapshot"}, {"GET", "/admin/nothing"}, {"GET", "/admin/"}, {"GET", "/admin/models"}, {"GET", "/admin/decisions"},
 }
 
 // TestAdminEveryRoute asks every admin route without the token, with a

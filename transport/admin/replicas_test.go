@@ -8,6 +8,7 @@ import (
 
 	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
@@ -81,5 +82,43 @@ func TestReplicasDiscovery(t *testing.T) {
 	}
 	if _, b := get(New(replicas{}, met), "/admin/replicas"); strings.Contains(string(b), "discovery") {
 		t.Errorf("without sources: %s", b)
+	}
+}
+
+// /admin/replicas shows each replica's predictions by result, summed over
+// its models, with the exact share and the predicted and delivered hit
+// rates of the compared ones; null before the first.
+func TestReplicasPrediction(t *testing.T) {
+	fleet := replicas{
+		replica.NewHandle("a", "http://a", []string{"m", "n"}, replica.NewCounters(0, 0)).Snapshot(),
+		replica.NewHandle("b", "http://b", []string{"m"}, replica.NewCounters(0, 0)).Snapshot(),
+	}
+	met := telemetry.New(fleet)
+	u := func(c int) openai.Usage { return openai.Usage{CachedTokens: c, Details: true} }
+	met.Replica("a", "m", "cost_model").Prediction.Compare(met.Model("m"), 100, 64, u(64), true)
+	met.Replica("a", "n", "cost_model").Prediction.Compare(met.Model("n"), 100, 32, u(0), true)
+	met.Replica("a", "n", "cost_model").Prediction.Compare(met.Model("n"), 100, 32, openai.Usage{}, false)
+	met.Replica("b", "m", "cost_model")
+	code, b := get(New(fleet, met), "/admin/replicas")
+	var page struct {
+		Replicas []struct {
+			Prediction struct {
+				Exact, Over, Under, Unknown uint64
+				Exactness                   *float64 `json:"exactness"`
+				Predicted                   *float64 `json:"predicted_hit_rate"`
+				Delivered                   *float64 `json:"delivered_hit_rate"`
+			} `json:"prediction"`
+		} `json:"replicas"`
+	}
+	if err := json.Unmarshal(b, &page); code != 200 || err != nil || len(page.Replicas) != 2 {
+		t.Fatalf("%d %v %s", code, err, b)
+	}
+	a, bv := page.Replicas[0].Prediction, page.Replicas[1].Prediction
+	if a.Exact != 1 || a.Over != 1 || a.Unknown != 1 || a.Exactness == nil || *a.Exactness != 0.5 ||
+		a.Predicted == nil || *a.Predicted != 0.48 || a.Delivered == nil || *a.Delivered != 0.32 {
+		t.Errorf("a: %s", b)
+	}
+	if bv.Exactness != nil || bv.Predicted != nil || bv.Delivered != nil {
+		t.Errorf("b: %s", b)
 	}
 }

@@ -389,3 +389,23 @@ func (g *Guard) EngineKey(base string) string {
 	}
 	return string(es.def)
 }
+
+// AdminToken reads the admin token itself from auth.admin.token_file, for a
+// request this instance makes to a peer's admin port (index.warm_start_from:
+// the instances of one fleet share the token). It returns nil without a
+// token file.
+func AdminToken(cfg *config.Config) ([]byte, error) {
+	path := cfg.Auth.Admin.TokenFile
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("auth.admin.token_file: %w", err)
+	}
+	v, err := secretValue(b)
+	if err != nil {
+		return nil, fmt.Errorf("auth.admin.token_file %s: %w", path, err)
+	}
+	return v, nil
+}

@@ -47,8 +47,9 @@ const QueueLen = 4096
 // Writer appends records to a file from its own goroutine. Its methods are
 // safe for concurrent use.
 type Writer struct {
-	rate  float64
-	lines *jsonl.Writer
+	rate   float64
+	lines  *jsonl.Writer // nil: memory only (Memory)
+	recent recent
 }
 
 // Open opens (creating, or appending to) the file at path and starts the
@@ -66,11 +67,23 @@ func Open(path string, rate float64, set *metrics.Set) (*Writer, error) {
 	return &Writer{rate: rate, lines: lines}, nil
 }
 
-// Sampled reports whether the request with this id is logged. The same id
-// always gets the same answer, and ids are sampled at the configured rate.
-// A nil Writer samples nothing.
+// Sampled reports whether the request with this id is logged. With a file,
+// the same id always gets the same answer, and ids are sampled at the
+// configured rate; a memory-only Writer (Memory) samples one request per
+// quarter second. A nil Writer samples nothing.
 func (w *Writer) Sampled(requestID string) bool {
-	if w == nil || w.rate <= 0 {
+	if w == nil {
+		return false
+	}
+	if w.lines == nil {
+		return w.recent.due(time.Now())
+	}
+	return w.toFile(requestID)
+}
+
+// toFile reports whether the request with this id goes to the file.
+func (w *Writer) toFile(requestID string) bool {
+	if w.lines == nil || w.rate <= 0 {
 		return false
 	}
 	if w.rate >= 1 {
@@ -87,13 +100,16 @@ func (w *Writer) Log(r *Record) {
 	if r.Time == "" {
 		r.Time = time.Now().UTC().Format(time.RFC3339Nano)
 	}
-	w.lines.Log(r)
+	w.recent.add(r)
+	if w.toFile(r.RequestID) {
+		w.lines.Log(r)
+	}
 }
 
 // Close stops the writer once every record queued before it is written,
 // and closes the file. It returns the first write error, if any.
 func (w *Writer) Close() error {
-	if w == nil {
+	if w == nil || w.lines == nil {
 		return nil
 	}
 	return w.lines.Close()

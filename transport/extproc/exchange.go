@@ -64,9 +64,12 @@ type exchange struct {
 	status  int
 	sse     bool
 	sawBody bool // a response body chunk came
-	tail    openai.StreamTail
-	json    []byte // a JSON response's body, up to maxUsageBody
-	jsonCut bool
+	// sawHeaders: the response headers came, so the attempt committed and
+	// its prediction was counted.
+	sawHeaders bool
+	tail       openai.StreamTail
+	json       []byte // a JSON response's body, up to maxUsageBody
+	jsonCut    bool
 }
 
 // maxUsageBody bounds the JSON response body kept to read its usage.

@@ -3,6 +3,7 @@ package extproc
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -353,6 +354,12 @@ func TestShedQueued(t *testing.T) {
 		c.Replicas[0].MaxConcurrency = 1
 		c.FlowControl.Enabled, c.FlowControl.MaxWait = true, 100*time.Millisecond
 	})
+	// The utilization-detector counts a replica without a load report as
+	// saturated (stale metrics fail closed): wait for the first scrape.
+	waitFor(t, "a load report", 5*time.Second, func() bool {
+		s, ok := p.fl.Snapshot("r0")
+		return ok && !s.LoadAt.IsZero()
+	})
 	hold, held := p.route(post(chat("first", 1, false), 0))
 	if held.Immediate != nil {
 		t.Fatal("the first request was refused")
@@ -373,5 +380,79 @@ func TestShedQueued(t *testing.T) {
 	hold.Close() // the first one's client leaves: its slot frees
 	if r := <-queued; r == nil || r.Immediate != nil || len(r.Endpoints) == 0 {
 		t.Fatalf("the queued request: %+v", r)
+	}
+}
+
+// TestServedFallbackIndex: when Envoy retries onto the fallback and it
+// serves, the fallback's shadow index records the prompt, not the replica
+// the picker chose: the same prompt then ranks the fallback first, with
+// its blocks predicted cached there.
+func TestServedFallbackIndex(t *testing.T) {
+	p := startPicker(t, 2, func(c *config.Config) { c.Routing.DefaultPolicy = "cost_model" })
+	body := chat(strings.Repeat("a long shared system prompt ", 60), 2, false)
+	x, routed := p.route(post(body, 0))
+	if len(routed.Endpoints) != 2 {
+		t.Fatalf("fallback list %v", routed.Endpoints)
+	}
+	fallback := p.replica(routed.Endpoints[1])
+	hdr, err := x.ResponseHeaders(200, "application/json", routed.Endpoints[1], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage := `{"id":"x","choices":[],"usage":{"prompt_tokens":` + hdr["x-inferrail-prompt-tokens"] + `,"completion_tokens":1,"total_tokens":2}}`
+	if _, err := x.ResponseChunk([]byte(usage), true); err != nil {
+		t.Fatal(err)
+	}
+	x.CloseSend()
+	x2, again := p.route(post(body, 0))
+	if again.Immediate != nil || len(again.Endpoints) == 0 {
+		t.Fatalf("second request: %+v", again)
+	}
+	if got := p.replica(again.Endpoints[0]); got != fallback {
+		t.Fatalf("the same prompt ranks %s first; the fallback %s served it", got, fallback)
+	}
+	hdr2, err := x2.ResponseHeaders(200, "application/json", again.Endpoints[0], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := strconv.Atoi(hdr2["x-inferrail-cached-tokens"]); c == 0 {
+		t.Fatalf("no cached tokens predicted on the fallback that served the prompt: %v", hdr2)
+	}
+	x2.ResponseChunk([]byte(usage), true)
+}
+
+// TestPredictionAccounted: the picker compares the engine's cached tokens
+// with its prediction as the gateway does (frontend.Account): a usage with
+// prompt_tokens_details counts exact, over or under on the replica that
+// served, one without counts unknown, and delivered tokens are summed.
+func TestPredictionAccounted(t *testing.T) {
+	p := startPicker(t, 1, func(c *config.Config) { c.Routing.DefaultPolicy = "cost_model" })
+	waitFor(t, "engine load read", 2*time.Second, func() bool { s, ok := p.fl.Snapshot("r0"); return ok && !s.LoadAt.IsZero() })
+	long := strings.Repeat("a prompt of several blocks ", 12)
+	respond := func(details string) {
+		r := post(chat(long, 1, false), 0)
+		x, routed := p.route(r)
+		hdr, err := x.ResponseHeaders(200, "application/json", routed.Endpoints[0], false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hdr["x-inferrail-cached-tokens"] == "" {
+			t.Fatalf("no prediction: %v", hdr)
+		}
+		usage := `{"id":"x","choices":[],"usage":{"prompt_tokens":` + hdr["x-inferrail-prompt-tokens"] + `,"completion_tokens":1,"total_tokens":2` +
+			strings.ReplaceAll(details, "PREDICTED", hdr["x-inferrail-cached-tokens"]) + `}}`
+		if _, err := x.ResponseChunk([]byte(usage), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	respond(`,"prompt_tokens_details":{"cached_tokens":PREDICTED}`)
+	respond(``)
+	respond(`,"prompt_tokens_details":{"cached_tokens":100000}`)
+	a := p.met.Accuracy("r0")
+	if a.Exact != 1 || a.Unknown != 1 || a.Under != 1 || a.Over != 0 {
+		t.Fatalf("accuracy %+v", a)
+	}
+	if got := p.met.Model(model).DeliveredCached.Get(); got != a.DeliveredCached || got < 100000 {
+		t.Fatalf("delivered %d, accuracy %+v", got, a)
 	}
 }

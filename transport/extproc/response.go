@@ -9,6 +9,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/inferrail/inferrail/actors/fleet"
+	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/transport/frontend"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
@@ -31,6 +32,7 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders, md *corev3.Metadata
 		}
 	}
 	x.served(md)
+	x.sawHeaders = true
 	s := x.s
 	s.fleet.FirstByte(x.d)
 	s.gate.Wake(x.model)
@@ -106,26 +108,26 @@ func (x *exchange) firstChunk() bool {
 }
 
 // finish ends the attempt as the engine answered: the usage's prompt
-// tokens checked against the gateway's count, fleet.Done with the
-// outcome (a 5xx failed), the request counted.
+// tokens checked against the gateway's count and its cached tokens
+// against the prediction, fleet.Done with the outcome (a 5xx failed), the
+// request counted.
 func (x *exchange) finish() {
 	if !x.live {
 		return
 	}
-	if x.tokenized && x.status == 200 {
-		var found bool
-		var engine int
+	var u openai.Usage
+	found := false
+	if x.status == 200 {
 		if x.sse {
-			u, ok := frontend.StreamUsage(x.messages, nil, &x.tail)
-			engine, found = u.PromptTokens, ok
+			u, found = frontend.StreamUsage(x.messages, nil, &x.tail)
 		} else if !x.jsonCut {
-			u, ok := frontend.ResponseUsage(x.messages, x.json)
-			engine, found = u.PromptTokens, ok
+			u, found = frontend.ResponseUsage(x.messages, x.json)
 		}
-		if found {
-			frontend.CheckPrompt(x.s.fleet, x.s.log, x.model, x.d.Replica, x.series, x.policy.PromptTokens, engine)
+		if found && x.tokenized {
+			frontend.CheckPrompt(x.s.fleet, x.s.log, x.model, x.d.Replica, x.series, x.policy.PromptTokens, u.PromptTokens)
 		}
 	}
+	x.account(u, found)
 	o := fleet.OutcomeOK
 	if x.status >= 500 {
 		o = fleet.OutcomeFailed
@@ -157,5 +159,14 @@ func (x *exchange) end() {
 		return
 	}
 	x.met.Disconnects.Inc()
+	x.account(openai.Usage{}, false)
 	x.done(fleet.OutcomeCancelled, telemetry.StatusCancelled)
+}
+
+// account compares the engine's usage (u, when found) with the attempt's
+// prediction, once its response headers have come (frontend.Account).
+func (x *exchange) account(u openai.Usage, found bool) {
+	if x.sawHeaders {
+		frontend.Account(x.s.fleet, x.s.log, x.met, x.series, x.d, x.policy.PromptTokens, u, found)
+	}
 }

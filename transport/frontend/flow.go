@@ -92,19 +92,33 @@ type flowQueue struct {
 	// verdict is the detector's last verdict on the model's pool, reused
 	// for satReuse.
 	verdict atomic.Pointer[verdict]
+	// sent counts the requests flow control let through to a pick that
+	// succeeded, so that a verdict of room is reused only for as many.
+	sent atomic.Int64
 }
 
 // satReuse is how long a saturation verdict is reused: the engines'
 // reports change at each scrape (load.scrape_interval, 100 ms by default),
 // and llm-d reads them every 50 ms, so a millisecond-old verdict is as
-// good as a new one, and a burst of requests reads the snapshots once.
-const satReuse = time.Millisecond
+// good as a new one, and a burst of requests reads the snapshots once. A
+// verdict of room is reused for at most the requests it found room for
+// (flow.Room, up to satRoom): otherwise a burst that arrives within the
+// millisecond, as one does after the process was descheduled, all passes
+// on it (issue 15's overload scenario saw the engines hold 35 waiting
+// behind a threshold of 15 together).
+const (
+	satReuse = time.Millisecond
+	satRoom  = 64
+)
 
 // verdict is a saturation verdict and when it was reached; immutable.
 type verdict struct {
 	at                   time.Time
 	cfg                  *gateConfig
 	saturated, endpoints bool
+	// room is how many requests the pool took then (flow.Room), and sent
+	// the model's dispatches then (flowQueue.sent).
+	room, sent int64
 }
 
 type waiter struct {
@@ -230,25 +244,27 @@ func flowKey(t *Ticket) uint64 {
 
 // saturated reports whether model's pool is saturated by gc's detector,
 // from the replicas' snapshots; endpoints is false when the model has no
-// healthy replica, which no detector judges. A verdict of the same config
-// less than satReuse old is reused.
-func (g *Gate) saturated(gc *gateConfig, model string) (saturated, endpoints bool) {
+// healthy replica, which no detector judges. With reuse, a verdict of the
+// same config less than satReuse old is reused.
+func (g *Gate) saturated(gc *gateConfig, model string, reuse bool) (saturated, endpoints bool) {
 	now := time.Now()
 	fq := g.models[model]
-	if fq != nil {
-		if v := fq.verdict.Load(); v != nil && v.cfg == gc && now.Sub(v.at) < satReuse {
+	if fq != nil && reuse {
+		if v := fq.verdict.Load(); v != nil && v.cfg == gc && now.Sub(v.at) < satReuse && (v.saturated || fq.sent.Load()-v.sent < v.room) {
 			return v.saturated, v.endpoints
 		}
 	}
-	saturated, endpoints = g.judge(gc, model, now)
+	saturated, endpoints, room := g.judge(gc, model, now)
 	if fq != nil {
-		fq.verdict.Store(&verdict{at: now, cfg: gc, saturated: saturated, endpoints: endpoints})
+		fq.verdict.Store(&verdict{at: now, cfg: gc, saturated: saturated, endpoints: endpoints,
+			room: int64(room), sent: fq.sent.Load()})
 	}
 	return saturated, endpoints
 }
 
-// judge is saturated's verdict from the snapshots, at now.
-func (g *Gate) judge(gc *gateConfig, model string, now time.Time) (saturated, endpoints bool) {
+// judge is saturated's verdict from the snapshots, at now, and the
+// requests the pool takes before it is saturated (flow.Room).
+func (g *Gate) judge(gc *gateConfig, model string, now time.Time) (saturated, endpoints bool, room int) {
 	var buf [16]flow.Endpoint
 	eps := buf[:0]
 	for _, snap := range g.fleet.Replicas() {
@@ -257,16 +273,19 @@ func (g *Gate) judge(gc *gateConfig, model string, now time.Time) (saturated, en
 		}
 		e := flow.Endpoint{Waiting: snap.Load.Waiting, KVUsage: snap.Load.KVUsage,
 			HasReport: !snap.LoadAt.IsZero() && !snap.LoadFailing, ReportAge: now.Sub(snap.LoadAt),
-			InFlight: snap.Counters.InFlight()}
+			InFlight: snap.Counters.InFlight(), InFlightAtReport: snap.LoadInFlight}
 		eps = append(eps, e)
 		if gc.staleAfter > 0 {
 			g.warnStale(snap, &e, gc.staleAfter, now)
 		}
 	}
 	if len(eps) == 0 {
-		return false, false
+		return false, false, 0
 	}
-	return flow.Saturated(gc.detector.Saturation(eps), gc.headroom), true
+	if flow.Saturated(gc.detector.Saturation(eps), gc.headroom) {
+		return true, true, 0
+	}
+	return false, true, flow.Room(gc.detector, eps, gc.headroom, satRoom)
 }
 
 // warnStale raises WarnFlowStale on a replica the utilization-detector
@@ -305,6 +324,9 @@ func (r *request) ticket(attempt int) Ticket {
 
 // dispatch picks a replica for r through flow control (Gate.Admit).
 func (s *Server) dispatch(r *request, tried []string, attempt int) (fleet.Decision, error) {
+	if !s.gate.On() {
+		return s.pick(r, tried, attempt) // without the ticket's allocations
+	}
 	t := r.ticket(attempt)
 	t.Arm = func(cancel context.CancelCauseFunc) { r.w.arm("", cancel) }
 	return s.gate.Admit(s.base, &t, func() (fleet.Decision, error) { return s.pick(r, tried, attempt) })
@@ -333,6 +355,9 @@ func (g *Gate) Admit(ctx context.Context, t *Ticket, pick func() (fleet.Decision
 	if errors.Is(err, route.ErrOverloaded) {
 		return g.wait(ctx, t, fq, gc, prio, pick)
 	}
+	if err == nil {
+		fq.sent.Add(1)
+	}
 	return d, err
 }
 
@@ -345,7 +370,7 @@ func (g *Gate) hold(t *Ticket, gc *gateConfig, fq *flowQueue) (prio int, wait bo
 	if t.Attempt > 1 {
 		return prio, false, nil
 	}
-	sat, _ := g.saturated(gc, t.Model)
+	sat, _ := g.saturated(gc, t.Model, true)
 	if sat && prio < 0 {
 		fq.met.Shed.Inc()
 		return prio, false, ErrFlowShed
@@ -383,9 +408,12 @@ func (g *Gate) wait(ctx context.Context, t *Ticket, fq *flowQueue, gc *gateConfi
 		return fleet.Decision{}, ErrFlowFull
 	}
 	fq.met.Queued.Inc()
+	// served is set when w leaves for a pick that did not find the fleet
+	// full: only that takes its flow's turn.
+	served := false
 	defer func() {
 		fq.mu.Lock()
-		if fq.q.Remove(w.prio, w.key, w) {
+		if fq.q.Remove(w.prio, w.key, w, served) {
 			fq.n.Add(-1)
 		}
 		fq.band(w.prio)
@@ -415,13 +443,19 @@ func (g *Gate) wait(ctx context.Context, t *Ticket, fq *flowQueue, gc *gateConfi
 			return fleet.Decision{}, ErrFlowEvicted
 		}
 		if head {
-			// The live config's detector, in case a reload changed it.
-			sat, _ := g.saturated(g.cfg.Load(), t.Model)
+			// The live config's detector, in case a reload changed it,
+			// judged afresh: the head before this one may have been
+			// dispatched a moment ago, and a reused verdict would let a
+			// queue drain into the engines all at once (issue 15's
+			// overload scenario saw engines queue past the threshold).
+			sat, _ := g.saturated(g.cfg.Load(), t.Model, false)
 			if !sat {
 				d, err := pick()
 				if !errors.Is(err, route.ErrOverloaded) {
+					served = true
 					if err == nil {
 						fq.met.Dispatched.Inc()
+						fq.sent.Add(1)
 					}
 					return d, err
 				}
@@ -433,7 +467,7 @@ func (g *Gate) wait(ctx context.Context, t *Ticket, fq *flowQueue, gc *gateConfi
 		case <-w.wake:
 		case <-pollC:
 		case <-limit.C:
-			if _, endpoints := g.saturated(gc, t.Model); !endpoints {
+			if _, endpoints := g.saturated(gc, t.Model, true); !endpoints {
 				fq.met.NoEndpoints.Inc()
 				return fleet.Decision{}, ErrFlowNoEndpoints
 			}

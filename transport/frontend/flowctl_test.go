@@ -11,6 +11,7 @@ import (
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/flow"
 	"github.com/inferrail/inferrail/sim"
+	"github.com/inferrail/inferrail/sim/engine"
 )
 
 // startOneSlot runs one slow replica with room for one request, flow
@@ -173,21 +174,30 @@ func TestFlowShed(t *testing.T) {
 	}
 }
 
+// startOneSeq runs one replica whose engine runs one sequence at a time,
+// with room for slots at the gateway and the utilization-detector's
+// queue_depth_threshold at threshold.
+func startOneSeq(t *testing.T, threshold, slots int) *gw {
+	t.Helper()
+	g := startOneSlot(t, func(o *sim.Options) { o.Engine.MaxNumSeqs = 1 }, func(fc *config.FlowControl) {
+		fc.SaturationDetector.QueueDepthThreshold = threshold
+	})
+	next := *g.cfg
+	next.Replicas = slices.Clone(g.cfg.Replicas)
+	next.Replicas[0].MaxConcurrency = slots
+	if err := g.fl.Reconfigure(&next); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // TestFlowUtilization: the utilization-detector reads the engine's own
 // waiting queue: an engine that runs one sequence and holds another
 // waiting is saturated at queue_depth_threshold 1, so a sheddable request
 // is refused although the gateway's own caps have room.
 func TestFlowUtilization(t *testing.T) {
-	g := startOneSlot(t, func(o *sim.Options) { o.Engine.MaxNumSeqs = 1 }, func(fc *config.FlowControl) {
-		fc.SaturationDetector.QueueDepthThreshold = 1
-	})
 	// Room for 8 at the gateway: the engine's own queue is what saturates.
-	next := *g.cfg
-	next.Replicas = slices.Clone(g.cfg.Replicas)
-	next.Replicas[0].MaxConcurrency = 8
-	if err := g.fl.Reconfigure(&next); err != nil {
-		t.Fatal(err)
-	}
+	g := startOneSeq(t, 1, 8)
 	s := &sender{g: g}
 	s.send("run", `{"prompt":"a","max_tokens":40}`)
 	s.send("wait", `{"prompt":"b","max_tokens":40}`)
@@ -297,5 +307,74 @@ func TestFlowNoEndpoints(t *testing.T) {
 	resp, body := g.post("/v1/completions", quick)
 	if resp.StatusCode != 503 || resp.Header.Get("X-Llm-D-Request-Dropped-Reason") != "rejected-no-endpoints" || time.Since(t0) > time.Second {
 		t.Errorf("no healthy replica: %d %s %v after %v", resp.StatusCode, body, resp.Header, time.Since(t0))
+	}
+}
+
+// TestFlowDrainStopsAtThreshold: when an engine's report shows room
+// again, the gateway's queue does not drain into it all at once: the head
+// is judged afresh at each dispatch, and the requests sent since the
+// report count in the engine's waiting queue, so the engine queues no more
+// than queue_depth_threshold, give or take the one request that may come
+// and go between the engine's last step and the scrape that reads its page
+// (issue 15's overload scenario saw engines of 4 sequences queue 33 behind
+// a threshold of 5 before).
+func TestFlowDrainStopsAtThreshold(t *testing.T) {
+	const threshold = 2
+	g := startOneSeq(t, threshold, 64)
+	s := &sender{g: g}
+	long := `{"prompt":"x","max_tokens":20}`
+	s.send("run", long)
+	s.send("wait-1", long)
+	s.send("wait-2", long)
+	waitFor(t, "the engine's queue reported full", 3*time.Second, func() bool { return g.fl.Replicas()[0].Load.Waiting >= threshold })
+	for i := range 8 {
+		s.sendQueued(t, int64(i+1), "queued", long)
+	}
+	// Until every request is answered, the engine's own queue stays at the
+	// threshold.
+	done := make(chan []sent)
+	go func() { done <- s.wait() }()
+	most := 0
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	var out []sent
+	for out == nil {
+		select {
+		case out = <-done:
+		case <-tick.C:
+			g.sims[0].Inspect(func(e *engine.Engine) { most = max(most, e.Stats().Waiting) })
+		}
+	}
+	if most > threshold+1 {
+		t.Errorf("the engine queued %d while the gateway drained its queue, over queue_depth_threshold %d + 1", most, threshold)
+	}
+	for _, o := range out {
+		if o.status != 200 {
+			t.Errorf("%s: %d %s", o.name, o.status, o.body)
+		}
+	}
+}
+
+// TestFlowVerdictRoom: a verdict of room is reused for no more dispatches
+// than it found room for, so a burst that lands within satReuse cannot all
+// pass on it: with queue_depth_threshold 5 and an idle engine, the sixth
+// request in a burst, the first five dispatched, finds the pool saturated.
+// Checks that dispatch nothing reuse it freely.
+func TestFlowVerdictRoom(t *testing.T) {
+	g := startFull(t, func(c *gwConfig) {})
+	gate, gc := g.fe.gate, g.fe.gate.cfg.Load()
+	fq, counters := gate.models[model], g.fl.Replicas()[0].Counters
+	for i := range 5 {
+		for range 10 {
+			if sat, _ := gate.saturated(gc, model, true); sat {
+				t.Fatalf("request %d of the burst found the pool saturated", i+1)
+			}
+		}
+		// Dispatched, as Admit counts it.
+		fq.sent.Add(1)
+		defer counters.Acquire().Release()
+	}
+	if sat, _ := gate.saturated(gc, model, true); !sat {
+		t.Error("the sixth request of the burst, five in flight since the report, found room")
 	}
 }

@@ -33,6 +33,13 @@ type MessagesTokenizer interface {
 	PrepareMessages(model string, count bool, body []byte, deadline time.Time) (p Prompt, ok bool)
 }
 
+// openAIGeneration reports whether path is an OpenAI generation API, the
+// only ones whose streams take stream_options.include_usage (Messages
+// streams carry their usage anyway).
+func openAIGeneration(path []byte) bool {
+	return string(path) == "/v1/chat/completions" || string(path) == "/v1/completions"
+}
+
 // anthropicPath reports whether errors on path take Anthropic's shape.
 func anthropicPath(path []byte) bool {
 	return string(path) == pathMessages || string(path) == pathCountTokens

@@ -2,6 +2,9 @@ package frontend
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -214,4 +217,45 @@ func FuzzMessagesStream(f *testing.F) {
 		ResponseUsage(true, b)
 		anthropicUser(b)
 	})
+}
+
+// TestMessagesStreamNotStripped: with usage_for_accuracy: inject, a
+// Messages body goes to the engine as it came (stream_options is an
+// OpenAI field) and its stream reaches the client whole.
+func TestMessagesStreamNotStripped(t *testing.T) {
+	const stream = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"output_tokens\":0}}}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":1}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	bodies := make(chan string, 4)
+	eng := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/health":
+			return
+		case "/v1/models":
+			io.WriteString(w, `{"object":"list","data":[]}`)
+			return
+		case "/metrics":
+			http.NotFound(w, r)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		bodies <- string(b)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, stream)
+	}))
+	t.Cleanup(eng.Close)
+	g := startWith(t, []string{eng.URL}, func(c *config.Config) { c.Observability.UsageForAccuracy = config.UsageInject })
+	sent := `{"model":"sim","max_tokens":4,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	resp, body := g.post("/v1/messages", sent)
+	if resp.StatusCode != 200 || body != stream {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+	select {
+	case got := <-bodies:
+		if strings.Contains(got, "stream_options") {
+			t.Fatalf("the engine got %s", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the engine got nothing")
+	}
 }

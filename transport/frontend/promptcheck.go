@@ -7,6 +7,7 @@ import (
 
 	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
@@ -78,3 +79,46 @@ func CheckPrompt(fl *fleet.Fleet, log *slog.Logger, model, replicaID string, ser
 		snap.Warnings.RaiseNew(log, now, replica.WarnCapacityUnits, msg, "replica", replicaID, "model", model)
 	}
 }
+
+// Account compares the engine's usage for a committed response of decision
+// d (u, read when found) with d's prediction, when the KV index priced d:
+// inferrail_prediction_total, inferrail_prediction_error_tokens and
+// inferrail_delivered_cached_tokens_total. prompt is the gateway's count of
+// the prompt. The gateway and the endpoint picker call it once per
+// committed response, so that every prediction counted in
+// inferrail_predicted_cached_tokens_total gets one result. When the
+// engine has sent a (replica, model) usage noDetailsMin times and never
+// with prompt_tokens_details, it raises WarnNoCachedTokens on the replica;
+// the first usage with them clears it.
+func Account(fl *fleet.Fleet, log *slog.Logger, met *telemetry.Model, series *telemetry.Series, d fleet.Decision, prompt int,
+	u openai.Usage, found bool) {
+	if !d.Predicted {
+		return
+	}
+	p := series.Prediction
+	p.Compare(met, prompt, d.CachedTokens, u, found)
+	if !found {
+		return
+	}
+	read, detailed := p.Usages()
+	raise := !u.Details && detailed == 0 && read == noDetailsMin
+	clear := u.Details && detailed == 1 && read > 1
+	if !raise && !clear {
+		return
+	}
+	snap, ok := fl.Snapshot(d.Replica)
+	if !ok {
+		return
+	}
+	if clear {
+		snap.Warnings.Clear(log, replica.WarnNoCachedTokens)
+		return
+	}
+	snap.Warnings.RaiseNew(log, time.Now(), replica.WarnNoCachedTokens, fmt.Sprintf(
+		"%d responses' usage carried no prompt_tokens_details.cached_tokens, so whether the cache predictions are right "+
+			"is unknown: start vLLM with --enable-prompt-tokens-details", read), "replica", d.Replica, "model", met.Name())
+}
+
+// noDetailsMin is how many usages without prompt_tokens_details, and none
+// with, raise WarnNoCachedTokens.
+const noDetailsMin = 8

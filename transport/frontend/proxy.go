@@ -38,6 +38,10 @@ type relayBuf struct {
 	b    [32 << 10]byte
 	tail openai.StreamTail
 	head streamHead // a Messages stream's start
+	// strip and out remove the usage chunk of a stream whose usage the
+	// gateway asked for (observability.usage_for_accuracy: inject).
+	strip openai.UsageStrip
+	out   []byte
 }
 
 var relayBufs = sync.Pool{New: func() any { return new(relayBuf) }}
@@ -62,6 +66,9 @@ type request struct {
 	// messages: an Anthropic Messages request (/v1/messages), whose
 	// responses and usage are Anthropic's.
 	messages bool
+	// stripUsage is set when the gateway added stream_options.include_usage
+	// to the body, so the usage chunk is not the client's.
+	stripUsage bool
 	// who is the API key the request came with; nil without API keys.
 	who *auth.Identity
 	// lim is the request's part in its tenant's rate limits.
@@ -112,6 +119,9 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 	}
 	ctx.Response.Header.Set("X-Request-Id", r.id)
 	s.policyRequest(r, ctx.Path())
+	if s.cfg.Observability.UsageForAccuracy == config.UsageInject && openAIGeneration(ctx.Path()) {
+		r.body, r.stripUsage = openai.IncludeUsage(make([]byte, 0, len(r.body)+40), r.body)
+	}
 	if span.Recording() {
 		tokens := -1
 		if r.tokenized {
@@ -438,7 +448,8 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		ctx.SetBodyStreamWriter(func(bw *bufio.Writer) {
 			defer s.unwatch(w)
 			defer cancel(nil)
-			o := s.relay(bw, conn, resp, actx, cancel, outcome, r, d.Replica, series)
+			o, u, found := s.relay(bw, conn, resp, actx, cancel, outcome, r, d.Replica, series)
+			Account(s.fleet, s.log, r.met, series, d, r.policy.PromptTokens, u, found)
 			s.done(r, d, o)
 			s.settleLimits(r)
 			switch o {
@@ -461,6 +472,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	cause := context.Cause(actx)
 	cancel(nil)
 	if err != nil {
+		Account(s.fleet, s.log, r.met, series, d, r.policy.PromptTokens, openai.Usage{}, false)
 		if errors.Is(cause, errClientGone) {
 			s.done(r, d, fleet.OutcomeCancelled)
 			r.met.Disconnects.Inc()
@@ -480,14 +492,17 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		// An engine's error answer generated nothing.
 		r.lim.used = 0
 	}
-	if r.wantsUsage() && status == fasthttp.StatusOK {
-		if u, ok := r.responseUsage(body); ok {
+	var u openai.Usage
+	found := false
+	if (r.wantsUsage() || d.Predicted) && status == fasthttp.StatusOK {
+		if u, found = r.responseUsage(body); found {
 			r.usage(u)
 			if r.tokenized {
 				s.checkPrompt(r, d.Replica, series, u.PromptTokens)
 			}
 		}
 	}
+	Account(s.fleet, s.log, r.met, series, d, r.policy.PromptTokens, u, found)
 	s.done(r, d, outcome)
 	r.finish(series, telemetry.StatusClass(status))
 	r.up.End(status, r.outcome, nil)
@@ -508,16 +523,19 @@ func attemptContext(base context.Context, deadline time.Time) (context.Context, 
 
 // relay copies the engine's body to the client as it arrives, flushing after
 // every read so that each SSE event leaves as soon as the engine sent it. It
-// returns the attempt's outcome.
+// returns the attempt's outcome, and the usage of a complete 200 event
+// stream's final usage chunk when it found one.
 //
 // Once the body's last byte has gone to the client (an event stream's
 // data: [DONE] event, or a Content-Length body's last byte), the response
 // is complete whatever happens next: a client that leaves at once, as many
 // do on [DONE], while the engine's closing chunk is still on its way, is
 // not a cancellation, and the attempt is ok. What the relay passes on is
-// never changed; the tail it keeps is bounded and holds nothing per token.
+// never changed, but for the usage chunk of a stream whose usage the
+// gateway asked for (r.stripUsage), which it removes; the tail it keeps is
+// bounded and holds nothing per token.
 func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, actx context.Context,
-	cancel context.CancelCauseFunc, ok fleet.Outcome, r *request, replicaID string, series *telemetry.Series) fleet.Outcome {
+	cancel context.CancelCauseFunc, ok fleet.Outcome, r *request, replicaID string, series *telemetry.Series) (fleet.Outcome, openai.Usage, bool) {
 	defer resp.Close()
 	rb := relayBufs.Get().(*relayBuf)
 	defer relayBufs.Put(rb)
@@ -525,6 +543,24 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 	tail.Reset()
 	head.n = 0
 	sse := bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream"))
+	strip := sse && r.stripUsage && resp.StatusCode() == fasthttp.StatusOK
+	if strip {
+		rb.strip.Flush(nil) // empties it
+	}
+	write := func(p []byte) error {
+		if strip {
+			rb.out = rb.strip.Write(rb.out[:0], p)
+			p = rb.out
+			if len(p) == 0 {
+				return nil
+			}
+		}
+		_, err := w.Write(p)
+		if err == nil {
+			err = w.Flush()
+		}
+		return err
+	}
 	length, sent := resp.ContentLength(), int64(0)
 	complete := func() bool { return sse && r.streamDone(tail) || length >= 0 && sent == length }
 	first := true
@@ -536,13 +572,9 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 				r.up.Event(tracing.FirstChunk)
 				first = false
 			}
-			_, werr := w.Write(buf[:n])
-			if werr == nil {
-				werr = w.Flush()
-			}
-			if werr != nil {
+			if werr := write(buf[:n]); werr != nil {
 				cancel(errClientGone)
-				return fleet.OutcomeCancelled
+				return fleet.OutcomeCancelled, openai.Usage{}, false
 			}
 			sent += int64(n)
 			if sse {
@@ -557,22 +589,33 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 			continue
 		case errors.Is(err, io.EOF), complete():
 		case errors.Is(context.Cause(actx), errClientGone):
-			return fleet.OutcomeCancelled
+			return fleet.OutcomeCancelled, openai.Usage{}, false
 		default:
 			// The engine broke the stream: cut the client's connection so
 			// that it sees a truncated response, not a complete one.
 			conn.Close()
-			return fleet.OutcomeFailed
+			return fleet.OutcomeFailed, openai.Usage{}, false
 		}
-		if sse && r.wantsUsage() && resp.StatusCode() == fasthttp.StatusOK {
-			if u, found := r.streamUsage(head, tail); found {
+		if strip {
+			// What an unfinished last event held goes out as it came.
+			if rest := rb.strip.Flush(rb.out[:0]); len(rest) > 0 {
+				strip = false
+				if werr := write(rest); werr != nil {
+					return fleet.OutcomeCancelled, openai.Usage{}, false
+				}
+			}
+		}
+		var u openai.Usage
+		found := false
+		if sse && resp.StatusCode() == fasthttp.StatusOK {
+			if u, found = r.streamUsage(head, tail); found {
 				r.usage(u)
 				if r.tokenized {
 					s.checkPrompt(r, replicaID, series, u.PromptTokens)
 				}
 			}
 		}
-		return ok
+		return ok, u, found
 	}
 }
 

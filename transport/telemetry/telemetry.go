@@ -112,10 +112,18 @@ type Model struct {
 	// inferrail_predicted_cached_tokens_total).
 	PromptTokens    *metrics.Counter
 	PredictedCached *metrics.Counter
+	// DeliveredCached counts, of the same decisions, the cached tokens the
+	// engine reported in usage.prompt_tokens_details.cached_tokens
+	// (inferrail_delivered_cached_tokens_total); a response without them
+	// adds nothing, and counts as unknown in inferrail_prediction_total.
+	DeliveredCached *metrics.Counter
 	errMu           sync.Mutex
 	errs            map[string]*metrics.Counter
 	estimated       sync.Map // policy → *metrics.PrometheusHistogram
 }
+
+// Name is the model's name.
+func (m *Model) Name() string { return m.name }
 
 // Estimated records the cost model's estimated time to first token for the
 // chosen replica (inferrail_estimated_ttft_seconds), by policy.
@@ -149,6 +157,7 @@ func (r *Registry) Model(name string) *Model {
 		Disconnects:     r.global.NewCounter("inferrail_client_disconnects_total" + l),
 		PromptTokens:    r.global.NewCounter("inferrail_prompt_tokens_total" + l),
 		PredictedCached: r.global.NewCounter("inferrail_predicted_cached_tokens_total" + l),
+		DeliveredCached: r.global.NewCounter("inferrail_delivered_cached_tokens_total" + l),
 		errs:            make(map[string]*metrics.Counter),
 	}
 	r.models[name] = m
@@ -204,6 +213,7 @@ type Replica struct {
 	mu      sync.RWMutex // guards byMP and byModel
 	byMP    map[[2]string]*Series
 	byModel map[string]*PromptCheck
+	preds   map[string]*Prediction // by model
 }
 
 // Series are the series of one (replica, model, policy).
@@ -215,6 +225,9 @@ type Series struct {
 	// Prompt is the (replica, model)'s prompt count check, shared by the
 	// series of every policy.
 	Prompt *PromptCheck
+	// Prediction is the (replica, model)'s prediction accuracy, shared
+	// by the series of every policy.
+	Prediction *Prediction
 }
 
 // PromptCheck counts, for one (replica, model), the responses whose
@@ -264,7 +277,8 @@ func (r *Registry) Replica(id, model, policy string) *Series {
 	if rep == nil {
 		r.mu.Lock()
 		if rep = r.replicas[id]; rep == nil {
-			rep = &Replica{id: id, set: metrics.NewSet(), byMP: make(map[[2]string]*Series), byModel: make(map[string]*PromptCheck)}
+			rep = &Replica{id: id, set: metrics.NewSet(), byMP: make(map[[2]string]*Series),
+				byModel: make(map[string]*PromptCheck), preds: make(map[string]*Prediction)}
 			r.replicas[id] = rep
 		}
 		r.mu.Unlock()
@@ -298,6 +312,10 @@ func (r *Registry) Replica(id, model, policy string) *Series {
 			Mismatched: rep.set.NewCounter(`inferrail_prompt_tokens_mismatch_total{` + lm + `,` + lr + `}`),
 		}
 		rep.byModel[model] = s.Prompt
+	}
+	if s.Prediction = rep.preds[model]; s.Prediction == nil {
+		s.Prediction = newPrediction(rep.set, lm, lr)
+		rep.preds[model] = s.Prediction
 	}
 	rep.byMP[key] = s
 	return s
@@ -386,6 +404,7 @@ func writeGauges(b *bytes.Buffer, snaps []*replica.Snapshot, now time.Time) {
 	gauge("inferrail_replica_ejected", func(s *replica.Snapshot) float64 { return b2f(s.Ejected(now)) })
 	gauge("inferrail_replica_in_flight", func(s *replica.Snapshot) float64 { return float64(s.Counters.InFlight()) })
 	gauge("inferrail_replica_pending", func(s *replica.Snapshot) float64 { return float64(s.Counters.Pending()) })
+	writeModelHealth(b, snaps, now)
 	counter("inferrail_ejections_total", func(s *replica.Snapshot) float64 { return float64(s.Ejections) })
 	counter("inferrail_replica_restarts_total", func(s *replica.Snapshot) float64 { return float64(s.Restarts) })
 	counter("inferrail_replica_engine_restarts_total", func(s *replica.Snapshot) float64 { return float64(s.EngineRestarts) })
@@ -500,6 +519,32 @@ func writeGauges(b *bytes.Buffer, snaps []*replica.Snapshot, now time.Time) {
 	gauge("inferrail_replica_engine_prefix_cache_queries", func(s *replica.Snapshot) float64 { return s.Load.PrefixQueries })
 	gauge("inferrail_replica_engine_prefix_cache_hits", func(s *replica.Snapshot) float64 { return s.Load.PrefixHits })
 	gauge("inferrail_replica_report_age_seconds", func(s *replica.Snapshot) float64 { return now.Sub(s.LoadAt).Seconds() })
+}
+
+// writeModelHealth writes inferrail_model_healthy_replicas{model}: the
+// replicas of each model that are healthy and not ejected, the ones it can
+// be routed to; 0 is the alert "no healthy replica for a model".
+func writeModelHealth(b *bytes.Buffer, snaps []*replica.Snapshot, now time.Time) {
+	healthy := map[string]int{}
+	for _, s := range snaps {
+		for _, m := range s.Models {
+			if _, ok := healthy[m]; !ok {
+				healthy[m] = 0
+			}
+			if s.Healthy && !s.Ejected(now) {
+				healthy[m]++
+			}
+		}
+	}
+	models := make([]string, 0, len(healthy))
+	for m := range healthy {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	metrics.WriteMetadataIfNeeded(b, "inferrail_model_healthy_replicas", "gauge")
+	for _, m := range models {
+		b.WriteString(`inferrail_model_healthy_replicas{model=` + strconv.Quote(m) + `} ` + strconv.Itoa(healthy[m]) + "\n")
+	}
 }
 
 func b2f(b bool) float64 {

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/inferrail/inferrail/bench/agree"
+	"github.com/inferrail/inferrail/sim"
+	"github.com/inferrail/inferrail/sim/cluster"
+)
+
+// benchInstances runs bench/agree's matrix: 1, 2 and 4 gateway instances
+// in front of the same engines, in virtual time.
+func benchInstances(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("inferrail bench instances", flag.ContinueOnError)
+	policies := fs.String("policies", "cost_model,kv_aware", "comma-separated policies")
+	rendezvous := fs.String("cold-rendezvous", "cost_model", "comma-separated policies also run with routing.cold_rendezvous")
+	counts := fs.String("instances", "1,2,4", "comma-separated instance counts; the first is the control")
+	balance := fs.String("balance", "round-robin", "how the load balancer spreads requests: round-robin or random")
+	replicas := fs.Int("replicas", 3, "engines")
+	duration := fs.Duration("duration", 180*time.Second, "virtual time of arrivals per run")
+	warmUp := fs.Duration("warmup", 30*time.Second, "arrivals before this are left out")
+	seeds := fs.Int("seeds", 3, "seeds per cell (1, 2, …)")
+	jobs := fs.Int("jobs", 2, "runs at once")
+	out := fs.String("out", "", "Markdown file to write (default: stdout)")
+	faults := fs.Bool("faults", false, "run the fault runs instead: two instances with KV events, one killed, then events withheld 5 s")
+	if err := parseFlags(fs, args, stderr, "inferrail bench instances [flags]"); err != nil {
+		return err
+	}
+	bal, err := cluster.ParseBalance(*balance)
+	if err != nil {
+		return err
+	}
+	o := agree.Options{Variants: agree.Variants(strings.Split(*policies, ","), strings.Split(*rendezvous, ",")), Replicas: *replicas, Engine: sim.DefaultOptions().Engine,
+		Balance: bal, Duration: *duration, WarmUp: *warmUp, Jobs: *jobs}
+	for _, s := range strings.Split(*counts, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return fmt.Errorf("--instances: %q: want counts of at least 1", s)
+		}
+		o.Instances = append(o.Instances, n)
+	}
+	for k := range max(*seeds, 1) {
+		o.Seeds = append(o.Seeds, uint64(k+1))
+	}
+	if o.Points, err = agree.Points(); err != nil {
+		return err
+	}
+	w := stdout
+	if *out != "" {
+		f, err := os.Create(*out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	if *faults {
+		rows, err := agree.Faults(o)
+		if err != nil {
+			return err
+		}
+		return agree.WriteFaults(w, rows)
+	}
+	rows, err := agree.Run(o)
+	if err != nil {
+		return err
+	}
+	return agree.Write(w, rows)
+}

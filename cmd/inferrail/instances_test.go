@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/config"
+)
+
+// Two gateways in front of the same three simulators, the client
+// alternating between them, against one gateway on three fresh simulators
+// (issue 17's real-time run, issue 17's fleet: 400 blocks per engine, 12
+// system prompts of about 1,550 tokens): with the engines' KV events every
+// gateway follows every engine, so the pair keeps one gateway's hit rate
+// and its predictions stay exact; without them, routing.cold_rendezvous
+// makes the pair place each new prompt alike. Before each request both
+// gateways explain it, and the test counts how often they would pick
+// differently. Loopback only.
+func TestTwoGatewaysAgree(t *testing.T) {
+	type outcome struct {
+		hit, exact, disagree float64
+		n                    int
+	}
+	run := func(gateways int, events, rendezvous bool) outcome {
+		format := ""
+		if events {
+			format = "vllm"
+		}
+		_, cfg := eventFleet(t, format, 400, 6000)
+		cfg.Routing.ColdRendezvous = rendezvous
+		var addrs, admins []string
+		for range gateways {
+			c := *cfg
+			a, ad := startGateway(t, &c)
+			addrs, admins = append(addrs, a), append(admins, ad)
+		}
+		client := &http.Client{Timeout: 30 * time.Second}
+		rng := rand.New(rand.NewPCG(17, 17))
+		systems := make([]string, 12)
+		for i := range systems {
+			var b strings.Builder
+			for w := range 760 {
+				fmt.Fprintf(&b, "s%dw%d ", i, w)
+			}
+			systems[i] = b.String()
+		}
+		const requests = 120
+		var prompt, cached, exact, asked, disagreed int
+		for k := range requests {
+			msgs := []map[string]string{{"role": "system", "content": systems[rng.IntN(len(systems))]},
+				{"role": "user", "content": fmt.Sprintf("question %d", k)}}
+			if gateways > 1 {
+				var picks []string
+				for _, ad := range admins {
+					picks = append(picks, explainWinner(t, client, ad, msgs))
+				}
+				asked++
+				if picks[0] != picks[1] {
+					disagreed++
+				}
+			}
+			r, _, err := chatTurn(client, addrs[k%gateways], msgs, 4, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k < requests/4 {
+				continue // the warm-up: every system prompt's first visits
+			}
+			prompt += r.prompt
+			cached += r.cached
+			if r.predicted == r.cached {
+				exact++
+			}
+		}
+		o := outcome{hit: float64(cached) / float64(prompt), exact: float64(exact) / float64(requests-requests/4), n: requests}
+		if asked > 0 {
+			o.disagree = float64(disagreed) / float64(asked)
+		}
+		return o
+	}
+	var disagree [2]float64 // without events, without and with the rendezvous
+	for _, c := range []struct{ events, rendezvous bool }{{true, false}, {false, false}, {false, true}} {
+		one, two := run(1, c.events, c.rendezvous), run(2, c.events, c.rendezvous)
+		t.Logf("KV events %v, cold rendezvous %v: one gateway hit %.3f exact %.3f; two gateways hit %.3f (%.3f×) exact %.3f, disagreement %.3f",
+			c.events, c.rendezvous, one.hit, one.exact, two.hit, two.hit/one.hit, two.exact, two.disagree)
+		// The issue's targets (0.97× with events, 0.9× without) are
+		// measured over more requests by the committed runs
+		// (bench/results/instances-2026-12-01.md); 90 requests on a busy
+		// box, -race included, hold the pair to 0.95× with events, well
+		// above the 0.83× of decisions alone.
+		switch {
+		case c.events:
+			if two.hit < 0.95*one.hit || two.exact < 0.9 {
+				t.Errorf("with events: two gateways' hit rate %.3f against one's %.3f, exact %.3f; want at least 0.95× and 0.9",
+					two.hit, one.hit, two.exact)
+			}
+		case c.rendezvous:
+			disagree[1] = two.disagree
+			if two.hit < 0.9*one.hit {
+				t.Errorf("without events, with the rendezvous: two gateways' hit rate %.3f against one's %.3f; want at least 0.9×",
+					two.hit, one.hit)
+			}
+		default:
+			disagree[0] = two.disagree
+		}
+	}
+	if disagree[1] >= disagree[0] {
+		t.Errorf("without events: disagreement %.3f with the rendezvous, %.3f without; want it lower", disagree[1], disagree[0])
+	}
+}
+
+// explainWinner is the replica the gateway at admin would route msgs to.
+func explainWinner(t *testing.T, client *http.Client, admin string, msgs []map[string]string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"model": "sim", "max_tokens": 4, "messages": msgs})
+	resp, err := client.Post("http://"+admin+"/admin/explain/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var v struct {
+		Winner *string `json:"winner"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil || v.Winner == nil {
+		t.Fatalf("explain: %v %.300s", err, raw)
+	}
+	return *v.Winner
+}
+
+// A gateway that starts with index.warm_start_from naming a warm peer
+// predicts as the peer does from its first request; one whose peer cannot
+// be read says so on every replica and starts cold.
+func TestWarmStart(t *testing.T) {
+	_, cfg := eventFleet(t, "vllm", 4096, 8192)
+	peerCfg := *cfg
+	peer, peerAdmin := startGateway(t, &peerCfg)
+	client := &http.Client{Timeout: 30 * time.Second}
+	conv := func(k int) []map[string]string {
+		var b strings.Builder
+		for w := range 300 {
+			fmt.Fprintf(&b, "c%dw%d ", k, w)
+		}
+		return []map[string]string{{"role": "system", "content": b.String()}, {"role": "user", "content": "hello"}}
+	}
+	for k := range 12 {
+		if _, _, err := chatTurn(client, peer, conv(k), 8, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The peer's index follows the engines' events; let the last batches in.
+	time.Sleep(200 * time.Millisecond)
+
+	// The new gateways follow the events live, without the engines' replay:
+	// what the engines hold already only the peer's snapshot can tell.
+	live := *cfg
+	live.Replicas = append([]config.Replica(nil), cfg.Replicas...)
+	for i := range live.Replicas {
+		live.Replicas[i].KVEventsReplay = ""
+	}
+	warm := live
+	warm.Index.WarmStartFrom = []string{"http://" + peerAdmin}
+	cold := live
+	cold.Index.WarmStartFrom = []string{"http://127.0.0.1:1"} // nothing listens there
+	warmAddr, _ := startGateway(t, &warm)
+	coldAddr, coldAdmin := startGateway(t, &cold)
+	var warmExact, coldPredicted int
+	for k := range 12 {
+		msgs := conv(k)
+		msgs[1]["content"] = "again"
+		w, _, err := chatTurn(client, warmAddr, msgs, 4, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.predicted == w.cached && w.cached > 0 {
+			warmExact++
+		}
+		c, _, err := chatTurn(client, coldAddr, conv(k+100), 4, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		coldPredicted += max(c.predicted, 0)
+	}
+	t.Logf("warm-started: %d of 12 first requests predicted exactly with a hit", warmExact)
+	if warmExact < 11 {
+		t.Errorf("warm-started gateway: %d of 12 predictions exact and above 0, want at least 11", warmExact)
+	}
+	var view struct {
+		Replicas []struct {
+			ID       string            `json:"id"`
+			Warnings []replica.Warning `json:"warnings"`
+		} `json:"replicas"`
+	}
+	getJSON(t, client, "http://"+coldAdmin+"/admin/replicas", &view)
+	for _, r := range view.Replicas {
+		found := false
+		for _, w := range r.Warnings {
+			found = found || w.Code == replica.WarnWarmStart && strings.Contains(w.Message, "127.0.0.1:1")
+		}
+		if !found {
+			t.Errorf("replica %s of the gateway whose peer is unreachable: warnings %+v, want %s naming the peer", r.ID, r.Warnings, replica.WarnWarmStart)
+		}
+	}
+	resp, err := client.Get("http://" + coldAdmin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := `inferrail_replica_warning{replica="sim-0",warning="index_warm_start_failed"} 1`; !strings.Contains(string(page), want) {
+		t.Errorf("metrics: no %s", want)
+	}
+}
