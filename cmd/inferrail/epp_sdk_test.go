@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +20,6 @@ import (
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/sim"
 	"github.com/inferrail/inferrail/transport/extproc/envoytest"
-	"github.com/inferrail/inferrail/transport/tokenize"
 )
 
 // envoyProxy is the test's Envoy: for each HTTP request it asks the
@@ -137,31 +135,7 @@ func trafficSims(t *testing.T) *config.Config {
 	opts.Engine.Latency.PrefillToken = 2 * time.Microsecond
 	opts.Engine.Latency.PrefillFixed = time.Millisecond
 	opts.Engine.Latency.DecodeToken = time.Millisecond
-	sims, err := sim.StartN(3, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, s := range sims {
-			s.Close()
-		}
-	})
-	cfg := config.Default()
-	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Routing.DefaultPolicy = "cost_model"
-	cfg.Routing.Seed = 1
-	m := config.NewModel(opts.Model, "sim")
-	m.Tokenizer, m.BlockSize = tokenize.Sim, opts.Engine.BlockSize
-	cfg.Models = []config.Model{m}
-	for i, s := range sims {
-		r := config.NewReplica("sim-"+strconv.Itoa(i), s.URL(), opts.Model)
-		r.KVCapacityBlocks = opts.Engine.NumBlocks
-		cfg.Replicas = append(cfg.Replicas, r)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return costModelFleet(t, opts)
 }
 
 // TestEPPMatchesStandalone is the endpoint-picker issue's end-to-end

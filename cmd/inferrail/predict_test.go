@@ -60,6 +60,39 @@ type predictedUsage struct {
 	system    int // which shared system prompt it began with
 }
 
+// costModelFleet starts three simulators with opts and returns a gateway
+// config routing to them on cost_model (seed 1) with the simulators' own
+// tokenizer, so that predictions can be exact, each replica sized to the
+// engines' blocks: sim-0, sim-1, sim-2.
+func costModelFleet(t *testing.T, opts sim.Options) *config.Config {
+	t.Helper()
+	sims, err := sim.StartN(3, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, s := range sims {
+			s.Close()
+		}
+	})
+	cfg := config.Default()
+	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Routing.DefaultPolicy = "cost_model"
+	cfg.Routing.Seed = 1
+	m := config.NewModel(opts.Model, "sim")
+	m.Tokenizer, m.BlockSize = tokenize.Sim, opts.Engine.BlockSize
+	cfg.Models = []config.Model{m}
+	for i, s := range sims {
+		r := config.NewReplica("sim-"+strconv.Itoa(i), s.URL(), opts.Model)
+		r.KVCapacityBlocks = opts.Engine.NumBlocks
+		cfg.Replicas = append(cfg.Replicas, r)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // usageOf reads the usage of a streamed or whole response.
 func usageOf(stream bool, body []byte) (prompt, cached int, err error) {
 	var u struct {
@@ -111,30 +144,7 @@ func TestPredictionMatchesEngine(t *testing.T) {
 	opts.Engine.Latency.PrefillToken = 10 * time.Microsecond
 	opts.Engine.Latency.PrefillFixed = time.Millisecond
 	opts.Engine.Latency.DecodeToken = 2 * time.Millisecond
-	sims, err := sim.StartN(3, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, s := range sims {
-			s.Close()
-		}
-	})
-	cfg := config.Default()
-	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Routing.DefaultPolicy = "cost_model"
-	cfg.Routing.Seed = 1
-	m := config.NewModel(opts.Model, "sim")
-	m.Tokenizer, m.BlockSize = tokenize.Sim, opts.Engine.BlockSize
-	cfg.Models = []config.Model{m}
-	for i, s := range sims {
-		r := config.NewReplica("sim-"+strconv.Itoa(i), s.URL(), opts.Model)
-		r.KVCapacityBlocks = opts.Engine.NumBlocks
-		cfg.Replicas = append(cfg.Replicas, r)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	cfg := costModelFleet(t, opts)
 	addr, admin := startGateway(t, cfg)
 
 	// Twenty-four shared system prompts of 400-900 words; in the
