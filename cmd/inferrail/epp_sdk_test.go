@@ -141,10 +141,10 @@ func trafficSims(t *testing.T) *config.Config {
 // TestEPPMatchesStandalone is the endpoint-picker issue's end-to-end
 // check: the official openai SDK streams one fixed workload through a
 // gateway (inferrail serve), and through inferrail epp behind a proxy that
-// plays Envoy, each in front of three fresh simulators. Every request goes
-// to the same replica with the same predicted and delivered cached tokens
-// in both modes, so the hit rates are equal. Run by scripts/sdk-test.sh
-// (make test-sdk), which installs the SDK.
+// plays Envoy, each in front of three fresh simulators. Every request has
+// the same predicted and delivered cached tokens in both modes, so the hit
+// rates are equal, and every prediction through the EPP is exact. Run by
+// scripts/sdk-test.sh (make test-sdk), which installs the SDK.
 func TestEPPMatchesStandalone(t *testing.T) {
 	if os.Getenv("INFERRAIL_SDK") != "1" {
 		t.Skip("needs the openai npm SDK: run by scripts/sdk-test.sh (make test-sdk) with INFERRAIL_SDK=1")
@@ -188,10 +188,26 @@ func TestEPPMatchesStandalone(t *testing.T) {
 	hitE, exactE := rate(viaEPP)
 	t.Logf("standalone: hit rate %.4f, %d of %d predictions exact; EPP: hit rate %.4f, %d exact",
 		hitS, exactS, len(direct), hitE, exactE)
+	// Each request's prompt, prediction and delivered cache agree. Which
+	// replica takes a cold prompt may differ: with every replica cold, the
+	// choice follows the engines' last load reports, which the 100 ms
+	// scrapes time differently in the two runs (a CI rehearsal saw two
+	// tenants placed on sim-0 in one mode and on sim-1 and sim-2 in the
+	// other, with the same hits).
+	moved := 0
 	for i := range direct {
-		if direct[i] != viaEPP[i] {
+		s, e := direct[i], viaEPP[i]
+		if s.Replica != e.Replica {
+			moved++
+		}
+		s.Replica, e.Replica = "", ""
+		if s != e {
 			t.Errorf("request %d: standalone %+v, EPP %+v", i, direct[i], viaEPP[i])
 		}
+	}
+	t.Logf("%d of %d requests went to another replica id in the two modes", moved, len(direct))
+	if exactE != len(viaEPP) {
+		t.Errorf("EPP mode: %d of %d predictions exact", exactE, len(viaEPP))
 	}
 	if hitS == 0 {
 		t.Fatal("no cache hits at all: the workload does not exercise the cache")
