@@ -51,10 +51,14 @@ func zeroLatencySims(t *testing.T, n int) ([]*sim.Server, sim.Options) {
 // gatewayConfig is a gateway config in front of sims, run with opts:
 // loopback ports the kernel picks, the simulators' model with their own
 // tokenizer (so predictions can be exact) and one replica per simulator,
-// sim-0 to sim-<n-1>.
+// sim-0 to sim-<n-1>, each given a second to answer an estimate.
 func gatewayConfig(sims []*sim.Server, opts sim.Options) *config.Config {
 	cfg := config.Default()
 	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+	// Every replica answers in time: on a loaded test machine the 2 ms
+	// default is missed now and then, and a replica that misses it is
+	// priced without its cache, which would make predictions here flaky.
+	cfg.Routing.EstimateDeadline = time.Second
 	m := config.NewModel(opts.Model, "sim")
 	m.Tokenizer = tokenize.Sim
 	cfg.Models = []config.Model{m}

@@ -79,6 +79,10 @@ func costModelFleet(t *testing.T, opts sim.Options) *config.Config {
 	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Routing.DefaultPolicy = "cost_model"
 	cfg.Routing.Seed = 1
+	// Every replica answers in time: a loaded test machine can miss the 2 ms
+	// default, and a replica that does is priced without its cache (counted by
+	// inferrail_estimate_deadline_misses_total), which this test does not measure.
+	cfg.Routing.EstimateDeadline = time.Second
 	m := config.NewModel(opts.Model, "sim")
 	m.Tokenizer, m.BlockSize = tokenize.Sim, opts.Engine.BlockSize
 	cfg.Models = []config.Model{m}

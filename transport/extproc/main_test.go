@@ -94,6 +94,7 @@ func startPicker(t testing.TB, n int, cfgEdit func(*config.Config)) *picker {
 	cfg.Health.Interval = 100 * time.Millisecond
 	cfg.Health.Timeout = 100 * time.Millisecond
 	cfg.Routing.Seed = 1
+	cfg.Routing.EstimateDeadline = time.Second // a replica that missed it would be priced without its cache
 	for i, s := range sims {
 		cfg.Replicas = append(cfg.Replicas, config.NewReplica("r"+strconv.Itoa(i), s.URL(), model))
 		p.eps = append(p.eps, Endpoint(s.URL()))

@@ -123,6 +123,7 @@ func startOpts(t testing.TB, urls []string, cfgEdit func(*config.Config), optsEd
 	cfg.Health.Timeout = 100 * time.Millisecond
 	cfg.Retry.Backoff = time.Millisecond
 	cfg.Routing.Seed = 1
+	cfg.Routing.EstimateDeadline = time.Second // a replica that missed it would be priced without its cache
 	for i, u := range urls {
 		cfg.Replicas = append(cfg.Replicas, config.NewReplica("r"+strconv.Itoa(i), u, model))
 	}
