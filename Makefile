@@ -103,10 +103,12 @@ bench-kv-events: build
 	$(BIN) bench report --results bench/results/kv-events --out bench/report/kv-events
 
 ## bench-instances: 1, 2 and 4 gateway instances on the same engines, with and without KV events,
-## and the fault runs, in virtual time (bench/agree, minutes), for bench/results/instances-*.md
+## and the fault runs, in virtual time (bench/agree, minutes), then one of two gateway processes
+## killed under 1,000 req/s in real time, for bench/results/instances-*.md
 bench-instances: build
 	$(BIN) bench instances --seeds 3 --jobs 2
 	$(BIN) bench instances --faults --seeds 1
+	$(BIN) bench instances --kill
 
 ## bench-report: rebuild the committed reports from the committed result files alone
 bench-report: build

@@ -174,6 +174,14 @@ func (p *Proc) Alive() bool {
 	}
 }
 
+// Kill ends the process at once with SIGKILL, as a crash or an
+// out-of-memory kill would, and waits for it. Unlike the other methods it may
+// be called from any goroutine.
+func (p *Proc) Kill() {
+	p.cmd.Process.Kill()
+	<-p.exited
+}
+
 // Output is the head of what the process wrote to stderr (and, when it had
 // no ready line, to stdout).
 func (p *Proc) Output() string { return p.output.String() }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,7 +18,7 @@ import (
 
 // benchInstances runs bench/agree's matrix: 1, 2 and 4 gateway instances
 // in front of the same engines, in virtual time.
-func benchInstances(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func benchInstances(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inferrail bench instances", flag.ContinueOnError)
 	policies := fs.String("policies", "cost_model,kv_aware", "comma-separated policies")
 	rendezvous := fs.String("cold-rendezvous", "cost_model", "comma-separated policies also run with routing.cold_rendezvous")
@@ -30,8 +31,15 @@ func benchInstances(_ context.Context, args []string, stdout, stderr io.Writer) 
 	jobs := fs.Int("jobs", 2, "runs at once")
 	out := fs.String("out", "", "Markdown file to write (default: stdout)")
 	faults := fs.Bool("faults", false, "run the fault runs instead: two instances with KV events, one killed, then events withheld 5 s")
+	kill := fs.Bool("kill", false, "run the real-time kill run instead: two gateway processes, one killed with SIGKILL under load, with KV events and without")
+	killRate := fs.Float64("kill-rate", 1000, "the kill run's requests per second over both instances")
+	killFor := fs.Duration("kill-duration", 12*time.Second, "the kill run's arrivals")
+	killAt := fs.Duration("kill-at", 6*time.Second, "when the kill run kills instance 1")
 	if err := parseFlags(fs, args, stderr, "inferrail bench instances [flags]"); err != nil {
 		return err
+	}
+	if *kill {
+		return benchKill(ctx, agree.KillOptions{Rate: *killRate, Duration: *killFor, KillAt: *killAt, Log: stderr}, *out, stdout)
 	}
 	bal, err := cluster.ParseBalance(*balance)
 	if err != nil {
@@ -73,4 +81,40 @@ func benchInstances(_ context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	return agree.Write(w, rows)
+}
+
+// benchKill runs the kill run with KV events and without, with this binary
+// as the gateways, and writes both rows to out (stdout when empty). It fails
+// when either run breaks its promise (agree.KillResult.Check).
+func benchKill(ctx context.Context, o agree.KillOptions, out string, stdout io.Writer) error {
+	bin, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o.Bin = bin
+	w := stdout
+	if out != "" {
+		f, err := os.Create(out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	var errs []error
+	for _, events := range []bool{true, false} {
+		o.Events = events
+		r, err := agree.Kill(ctx, o)
+		if err != nil {
+			return err
+		}
+		if err := agree.WriteKill(w, o, r); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		if err := r.Check(); err != nil {
+			errs = append(errs, fmt.Errorf("KV events %v: %w", events, err))
+		}
+	}
+	return errors.Join(errs...)
 }

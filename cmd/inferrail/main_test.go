@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -18,7 +19,13 @@ import (
 // request (see sim/server_test.go); they exit on their next tick. zmq4
 // never stops a PUB socket's writer (transport/kvevents/main_test.go),
 // which simulators publishing KV events leave behind.
+//
+// With RUN_TEST_BINARY_AS_INFERRAIL=1 the test binary is the inferrail binary
+// instead, for tests that need a gateway process they can kill.
 func TestMain(m *testing.M) {
+	if os.Getenv(asBinary) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*pubMWriter).run"),
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
@@ -28,6 +35,10 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*Client).mCleaner"),
 	)
 }
+
+// asBinary is the environment variable (outside the INFERRAIL_ prefix, which config reads) that makes the test binary run as
+// inferrail (TestMain).
+const asBinary = "RUN_TEST_BINARY_AS_INFERRAIL"
 
 // zeroLatencySims starts n simulators whose steps take no time, closed
 // when the test ends, and returns them with the options they run with.
