@@ -18,7 +18,11 @@ type eventSink struct {
 
 // newEventSink starts a publisher for --kv-events-config, or returns nil
 // when events are off.
-func newEventSink(o *Options) (*eventSink, error) {
+//
+// pub and replay, when set, are the endpoints a previous life of the same
+// simulator bound: a restarted engine publishes where it did before, as
+// one started with the same --kv-events-config would.
+func newEventSink(o *Options, pub, replay string) (*eventSink, error) {
 	if o.KVEventsConfig == "" {
 		return nil, nil
 	}
@@ -33,15 +37,21 @@ func newEventSink(o *Options) (*eventSink, error) {
 	if cfg.SnapshotEndpoint != "" {
 		return nil, fmt.Errorf("--kv-events-config: snapshot_endpoint: the simulator serves no snapshots")
 	}
+	if pub != "" {
+		cfg.Endpoint = pub
+	}
+	if replay != "" {
+		cfg.ReplayEndpoint = replay
+	}
 	enc := kvevent.EncodingMap
 	if o.KVEventsEncoding == "array" {
 		enc = kvevent.EncodingArray
 	}
-	pub, err := kvevents.NewPublisher(cfg, kvevents.Options{Encoding: enc, Bind: o.KVEventsBind, Engine: engine})
+	p, err := kvevents.NewPublisher(cfg, kvevents.Options{Encoding: enc, Bind: o.KVEventsBind, Engine: engine})
 	if err != nil {
 		return nil, fmt.Errorf("--kv-events-config: %w", err)
 	}
-	return &eventSink{pub: pub, sglang: engine == kvevent.EngineSGLang}, nil
+	return &eventSink{pub: p, sglang: engine == kvevent.EngineSGLang}, nil
 }
 
 func (e *eventSink) publish(events []kvevent.Event) {

@@ -27,8 +27,11 @@ import (
 type Server struct {
 	opts Options
 	addr string // fixed at the first listen, so Restart keeps the port
+	// eventsPub and eventsReplay are the KV event endpoints the first life
+	// bound, which Restart binds again.
+	eventsPub, eventsReplay string
 
-	mu   sync.Mutex // guards inst and closed
+	mu   sync.Mutex // guards inst, closed and, after the first start, the event endpoints
 	inst *instance
 	// closed is set by Close; Restart refuses afterwards.
 	closed bool
@@ -204,13 +207,14 @@ func (s *Server) startInstance() (*instance, error) {
 	}
 	inst.stats = newEngineStats(inst)
 	inst.drv.onStep = inst.stats.onStep
-	if inst.events, err = newEventSink(&s.opts); err != nil {
+	if inst.events, err = newEventSink(&s.opts, s.eventsPub, s.eventsReplay); err != nil {
 		inst.watch.Close()
 		ln.Close()
 		return nil, err
 	}
 	if inst.events != nil {
 		inst.drv.onBatch = inst.events.publish
+		s.eventsPub, s.eventsReplay = inst.events.pub.Endpoint(), inst.events.pub.ReplayEndpoint()
 	}
 	inst.srv = &fasthttp.Server{
 		Handler:                       inst.handle,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -280,4 +281,91 @@ func answerOf(stream bool, body []byte) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// An engine restarted under a gateway that follows its KV events (issue
+// 17's second fault): the gateway sees the restart (the new engine's event
+// sequence starts again, its counters go backwards), empties that
+// replica's index, counts the restart on /admin/replicas, and predicts
+// exactly again from the new engine's events: no cache for the prompt the
+// old engine held, then what the new one stores.
+func TestEngineRestartResetsIndex(t *testing.T) {
+	sims, cfg := eventFleet(t, "vllm", 4096, 8192)
+	addr, admin := startGateway(t, cfg)
+	client := &http.Client{Timeout: 30 * time.Second}
+	var b strings.Builder
+	for w := range 400 {
+		fmt.Fprintf(&b, "restart%d ", w)
+	}
+	msgs := []map[string]string{{"role": "system", "content": b.String()}, {"role": "user", "content": "first"}}
+	first, _, err := chatTurn(client, addr, msgs, 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs[1]["content"] = "second"
+	warm, _, err := chatTurn(client, addr, msgs, 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if warm.replica != first.replica || warm.cached == 0 || warm.predicted != warm.cached {
+		t.Fatalf("before the restart: %+v after %+v, want the same replica, a hit, predicted exactly", warm, first)
+	}
+	k := slices.IndexFunc(cfg.Replicas, func(r config.Replica) bool { return r.ID == warm.replica })
+	restarts := func() int {
+		var p struct {
+			Replicas []struct {
+				ID     string `json:"id"`
+				Engine *struct {
+					Restarts int `json:"engine_restarts"`
+				} `json:"engine"`
+			} `json:"replicas"`
+		}
+		getJSON(t, client, "http://"+admin+"/admin/replicas", &p)
+		for _, r := range p.Replicas {
+			if r.ID == warm.replica && r.Engine == nil {
+				return 0 // not scraped yet
+			}
+			if r.ID == warm.replica {
+				return r.Engine.Restarts
+			}
+		}
+		t.Fatalf("%s not on /admin/replicas", warm.replica)
+		return 0
+	}
+	if n := restarts(); n != 0 {
+		t.Fatalf("%d engine restarts before any", n)
+	}
+	sims[k].Kill()
+	if err := sims[k].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if pub, _ := sims[k].EventEndpoints(); pub != cfg.Replicas[k].KVEvents {
+		t.Fatalf("the restarted engine publishes on %s, not %s", pub, cfg.Replicas[k].KVEvents)
+	}
+	eventually(t, "the restart counted on /admin/replicas", 10*time.Second, func() bool { return restarts() >= 1 })
+
+	// Only the restarted engine is asked from here on, so that each
+	// prediction is for it.
+	for i := range cfg.Replicas {
+		if i != k {
+			sims[i].SetFault(sim.Fault{Kind: sim.FaultFail, Status: http.StatusServiceUnavailable})
+		}
+	}
+	msgs[1]["content"] = "third"
+	cold, _, err := chatTurn(client, addr, msgs, 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cold.replica != warm.replica || cold.cached != 0 || cold.predicted != 0 {
+		t.Fatalf("after the restart: %+v, want %s with no cache, predicted none", cold, warm.replica)
+	}
+	msgs[1]["content"] = "fourth"
+	var again predictedUsage
+	eventually(t, "an exact hit on the new engine", 5*time.Second, func() bool {
+		again, _, err = chatTurn(client, addr, msgs, 4, false)
+		return err == nil && again.cached > 0 && again.predicted == again.cached
+	})
+	if n := restarts(); n != 1 {
+		t.Errorf("one restart counted %d times", n)
+	}
 }
