@@ -311,30 +311,38 @@ func TestEngineRestartResetsIndex(t *testing.T) {
 		t.Fatalf("before the restart: %+v after %+v, want the same replica, a hit, predicted exactly", warm, first)
 	}
 	k := slices.IndexFunc(cfg.Replicas, func(r config.Replica) bool { return r.ID == warm.replica })
-	restarts := func() int {
+	// engine reads the replica's engine as the gateway last scraped it:
+	// its prefix-cache queries and the restarts counted.
+	engine := func() (queries float64, restarts int) {
 		var p struct {
 			Replicas []struct {
 				ID     string `json:"id"`
 				Engine *struct {
-					Restarts int `json:"engine_restarts"`
+					Queries  float64 `json:"prefix_cache_queries"`
+					Restarts int     `json:"engine_restarts"`
 				} `json:"engine"`
 			} `json:"replicas"`
 		}
 		getJSON(t, client, "http://"+admin+"/admin/replicas", &p)
 		for _, r := range p.Replicas {
 			if r.ID == warm.replica && r.Engine == nil {
-				return 0 // not scraped yet
+				return 0, 0 // not scraped yet
 			}
 			if r.ID == warm.replica {
-				return r.Engine.Restarts
+				return r.Engine.Queries, r.Engine.Restarts
 			}
 		}
 		t.Fatalf("%s not on /admin/replicas", warm.replica)
-		return 0
+		return 0, 0
 	}
+	restarts := func() int { _, n := engine(); return n }
 	if n := restarts(); n != 0 {
 		t.Fatalf("%d engine restarts before any", n)
 	}
+	// The counters that go backwards must have been scraped once: a restart
+	// between two scrapes with no request in between shows only at the
+	// new engine's first KV event (load.Restarted).
+	eventually(t, "a scrape of the served requests", 10*time.Second, func() bool { q, _ := engine(); return q > 0 })
 	sims[k].Kill()
 	if err := sims[k].Restart(); err != nil {
 		t.Fatal(err)
