@@ -57,6 +57,10 @@ func (inst *instance) handle(ctx *fasthttp.RequestCtx) {
 		if inst.allow(ctx, "POST") {
 			inst.countTokens(ctx)
 		}
+	case "/v1/responses":
+		if inst.allow(ctx, "POST") {
+			inst.responses(ctx)
+		}
 	case "/v1/embeddings":
 		if inst.allow(ctx, "POST") {
 			inst.embeddings(ctx)
