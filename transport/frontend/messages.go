@@ -8,7 +8,6 @@ import (
 
 	"github.com/inferrail/inferrail/model/anthropic"
 	"github.com/inferrail/inferrail/model/openai"
-	"github.com/inferrail/inferrail/model/responses"
 	"github.com/inferrail/inferrail/transport/auth"
 )
 
@@ -119,7 +118,7 @@ func (h *streamHead) messagesStart() (anthropic.Usage, bool) {
 // responseUsage reads the usage of r's non-streamed response body.
 func (r *request) responseUsage(body []byte) (openai.Usage, bool) {
 	if r.responses {
-		return responses.FindUsage(body)
+		return ResponsesUsage(body)
 	}
 	return ResponseUsage(r.messages, body)
 }

@@ -170,6 +170,17 @@ func (s *Server) remember(r *request, replica string, status int, answer []byte)
 	}
 }
 
+// ResponsesUsage reads the usage of a non-streamed Responses answer, for
+// the endpoint picker (the gateway's request does it through
+// responseUsage).
+func ResponsesUsage(body []byte) (openai.Usage, bool) { return responses.FindUsage(body) }
+
+// ResponsesStreamUsage reads the usage of a Responses stream from its
+// tail, for the endpoint picker.
+func ResponsesStreamUsage(tail *openai.StreamTail) (openai.Usage, bool) {
+	return responsesStreamUsage(tail)
+}
+
 // responsesStreamDone reports whether a Responses stream has ended with
 // its last event (response.completed, or an error).
 func responsesStreamDone(tail *openai.StreamTail) bool {
