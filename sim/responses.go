@@ -33,21 +33,28 @@ const storeSize = 4096
 // use.
 type responseStore struct {
 	mu    sync.Mutex
-	byID  map[string]*responses.History
+	byID  map[string]*stored
 	order []string // ids, oldest first
 }
 
-func (st *responseStore) get(id string) *responses.History {
+// stored is one stored response: the conversation that continues it, and
+// its ResponsesResponse as GET /v1/responses/{id} answers it.
+type stored struct {
+	hist *responses.History
+	body []byte
+}
+
+func (st *responseStore) get(id string) *stored {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.byID[id]
 }
 
-func (st *responseStore) put(id string, h *responses.History) {
+func (st *responseStore) put(id string, h *stored) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.byID == nil {
-		st.byID = make(map[string]*responses.History)
+		st.byID = make(map[string]*stored)
 	}
 	if _, ok := st.byID[id]; !ok {
 		st.order = append(st.order, id)
@@ -80,11 +87,12 @@ func (inst *instance) responses(ctx *fasthttp.RequestCtx) {
 	}
 	var hist *responses.History
 	if id := rr.PreviousResponseID; id != "" {
-		if hist = inst.store.get(id); hist == nil {
-			writeError(ctx, &openai.Error{Status: fasthttp.StatusNotFound, Type: "invalid_request_error", Param: "response_id",
-				Message: "Response with id '" + id + "' not found."})
+		prev := inst.store.get(id)
+		if prev == nil {
+			writeError(ctx, responseNotFound(id))
 			return
 		}
+		hist = prev.hist
 	}
 	call := &responseCall{req: rr, created: time.Now().Unix(), id: "resp_" + randomHex()}
 	var e *openai.Error
@@ -108,6 +116,23 @@ func (inst *instance) responses(ctx *fasthttp.RequestCtx) {
 		e = asAPIError(err)
 	}
 	writeError(ctx, e)
+}
+
+// responseNotFound is vLLM's _make_not_found_error.
+func responseNotFound(id string) *openai.Error {
+	return &openai.Error{Status: fasthttp.StatusNotFound, Type: "invalid_request_error", Param: "response_id",
+		Message: "Response with id '" + id + "' not found."}
+}
+
+// retrieveResponse answers GET /v1/responses/{id} (vLLM's
+// retrieve_responses): the stored response, or a 404.
+func (inst *instance) retrieveResponse(ctx *fasthttp.RequestCtx, id string) {
+	st := inst.store.get(id)
+	if st == nil {
+		writeError(ctx, responseNotFound(id))
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, st.body)
 }
 
 // serveResponse runs r on the engine and answers with call's response.
@@ -134,13 +159,14 @@ func (inst *instance) serveResponse(ctx *fasthttp.RequestCtx, call *responseCall
 	}
 	n, _ := j.progress()
 	text := token.Generate(j.seed, n)
-	inst.storeResponse(call, text)
-	writeJSON(ctx, fasthttp.StatusOK, call.appendResponse(nil, r, responseStatus(j.reason), text, n, j.cached, true))
+	body := call.appendResponse(nil, r, responseStatus(j.reason), text, n, j.cached, true)
+	inst.storeResponse(call, text, body)
+	writeJSON(ctx, fasthttp.StatusOK, body)
 }
 
 // storeResponse keeps a finished response for previous_response_id, when
 // its request asked to store it.
-func (inst *instance) storeResponse(call *responseCall, text string) {
+func (inst *instance) storeResponse(call *responseCall, text string, body []byte) {
 	if !call.req.Store {
 		return
 	}
@@ -148,7 +174,7 @@ func (inst *instance) storeResponse(call *responseCall, text string) {
 	if text != "" {
 		h.Output = []string{text}
 	}
-	inst.store.put(call.id, h)
+	inst.store.put(call.id, &stored{hist: h, body: body})
 }
 
 // outputID is the id of call's output message.
@@ -311,10 +337,11 @@ func (inst *instance) responseStream(w *bufio.Writer, conn net.Conn, j *job, r *
 		buf = call.appendMessage(buf, text, "completed")
 		buf = append(buf, `,"output_index":0`...)
 		buf = closeEvent(buf, "response.output_item.done")
-		inst.storeResponse(call, text)
+		final := call.appendResponse(nil, r, responseStatus(j.reason), text, n, j.cached, true)
+		inst.storeResponse(call, text, final)
 		buf = open(buf, "response.completed")
 		buf = append(buf, `{"response":`...)
-		buf = call.appendResponse(buf, r, responseStatus(j.reason), text, n, j.cached, true)
+		buf = append(buf, final...)
 		return closeEvent(buf, "response.completed")
 	})
 }

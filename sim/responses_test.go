@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 
@@ -93,6 +94,21 @@ func TestResponsesPrevious(t *testing.T) {
 	}
 	if !strings.Contains(body2, `"previous_response_id":"`+id+`"`) {
 		t.Errorf("previous_response_id not echoed: %s", body2)
+	}
+	// GET /v1/responses/{id} answers the stored response.
+	resp, err := client().Get(s.URL() + "/v1/responses/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(got) != body {
+		t.Errorf("GET the stored response: %d %s, want %s", resp.StatusCode, got, body)
+	}
+	if resp, err := client().Get(s.URL() + "/v1/responses/resp_nope"); err != nil || resp.StatusCode != 404 {
+		t.Errorf("GET an unknown response: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	status, _, body3 := post(t, s, "/v1/responses", strings.Replace(next, id, "resp_nope", 1))
 	if status != 404 || !strings.Contains(body3, "Response with id 'resp_nope' not found.") {

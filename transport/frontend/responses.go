@@ -1,6 +1,8 @@
 package frontend
 
 import (
+	"context"
+	"net/url"
 	"sync"
 	"time"
 
@@ -20,21 +22,28 @@ import (
 // response, because vLLM keeps its responses in that engine's memory
 // (with VLLM_ENABLE_RESPONSES_API_STORE=1; without it, it stores none and
 // answers every previous_response_id with a 404): the gateway remembers
-// which replica served each response id it relayed. When that replica has
-// left the fleet, the gateway answers 404 as the engine would, saying
-// why; an id it never relayed (from before a restart, or through another
-// gateway instance) is routed as any request and the engine that gets it
-// answers.
+// which replica served each response id it relayed, and asks the
+// model's replicas (vLLM's GET /v1/responses/{id}) about an id it did not
+// relay (one from before a restart, or through another gateway
+// instance). When the replica that stored it has left the fleet, the
+// gateway answers 404 as the engine would, saying why; an id no replica
+// holds is routed as any request, and the engine that gets it answers
+// its 404.
 const pathResponses = "/v1/responses"
 
 // HeaderAffinity names, on a request with previous_response_id, how the
 // gateway placed it: AffinityPinned (on the replica that stored the
-// response) or AffinityUnknown (an id this gateway did not relay).
+// response) or AffinityUnknown (no replica said it holds the id).
 const (
 	HeaderAffinity  = "x-inferrail-affinity"
 	AffinityPinned  = "pinned"
 	AffinityUnknown = "unknown"
 )
+
+// responseLookupWait bounds how long the gateway asks the replicas about
+// a response id it did not relay; a replica that has not answered by then
+// is taken not to hold it.
+const responseLookupWait = 250 * time.Millisecond
 
 // reasonResponseGone counts, in inferrail_request_errors_total, requests
 // refused because the replica that stored their previous response has
@@ -129,10 +138,13 @@ func (s *Server) pinResponse(r *request) bool {
 	id := f.Name
 	home, ok := s.homes.get(id)
 	if !ok {
-		r.ctx.Response.Header.Set(HeaderAffinity, AffinityUnknown)
-		s.log.Debug("previous_response_id is not one this gateway relayed; routed on the request alone",
-			"id", r.id, "model", r.model, "previous_response_id", id)
-		return true
+		if home, ok = s.findHome(r, id); !ok {
+			r.ctx.Response.Header.Set(HeaderAffinity, AffinityUnknown)
+			s.log.Debug("no replica holds the previous_response_id; routed on the request alone",
+				"id", r.id, "model", r.model, "previous_response_id", id)
+			return true
+		}
+		s.homes.put(id, home)
 	}
 	if snap, ok := s.fleet.Snapshot(home); !ok || !snap.Serves(r.model) {
 		r.fail(reasonResponseGone, nil)
@@ -153,6 +165,64 @@ func (s *Server) pinResponse(r *request) bool {
 	r.pin = p
 	r.ctx.Response.Header.Set(HeaderAffinity, AffinityPinned)
 	return true
+}
+
+// findHome asks every replica serving r's model, at once, whether it
+// stores the response id (GET /v1/responses/{id}, with r's Authorization
+// and the replica's engine key), and returns the first that answers 200,
+// within responseLookupWait.
+func (s *Server) findHome(r *request, id string) (string, bool) {
+	deadline := time.Now().Add(responseLookupWait)
+	if r.deadline.Before(deadline) {
+		deadline = r.deadline
+	}
+	ctx, cancel := context.WithDeadline(s.base, deadline)
+	defer cancel()
+	uri := pathResponses + "/" + url.PathEscape(id)
+	authz := string(r.ctx.Request.Header.Peek("Authorization"))
+	found := make(chan string, 1)
+	var wg sync.WaitGroup
+	for _, snap := range s.fleet.Replicas() {
+		if !snap.Serves(r.model) {
+			continue
+		}
+		pool, err := s.pool(snap.URL)
+		if err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func(replica string) {
+			defer wg.Done()
+			req := fasthttp.AcquireRequest()
+			defer fasthttp.ReleaseRequest(req)
+			req.Header.SetMethod(fasthttp.MethodGet)
+			req.SetRequestURI(uri)
+			if len(authz) > 0 {
+				req.Header.Set("Authorization", authz)
+			}
+			s.engineAuth(&req.Header, replica)
+			resp, err := pool.Do(ctx, req)
+			if err != nil {
+				return
+			}
+			ok := resp.StatusCode() == fasthttp.StatusOK
+			resp.Close()
+			if ok {
+				select {
+				case found <- replica:
+					cancel() // the others need not answer
+				default:
+				}
+			}
+		}(snap.ID)
+	}
+	wg.Wait()
+	select {
+	case home := <-found:
+		return home, true
+	default:
+		return "", false
+	}
 }
 
 // remember notes which replica served the response r's answer names (a

@@ -208,3 +208,30 @@ func FuzzResponsesStream(f *testing.F) {
 		r.responseUsage(b)
 	})
 }
+
+// TestResponsesAffinityAcrossGateways: a conversation begun through one
+// gateway and continued through another (several instances, or a
+// restart) stays on the replica that stores it: the second gateway asks
+// the replicas which holds the id.
+func TestResponsesAffinityAcrossGateways(t *testing.T) {
+	sims, urls := startSims(t, 3, nil)
+	rr := func(c *config.Config) { c.Models[0].Policy = "round_robin" }
+	a, b := startWith(t, urls, rr), startWith(t, urls, rr)
+	a.sims, b.sims = sims, sims
+	resp, body := a.post("/v1/responses", responsesBody("Start.", false, ""))
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	home, prev := resp.Header.Get(HeaderReplica), responses.ID([]byte(body))
+	for turn := 1; turn <= 4; turn++ {
+		next := `{"model":"sim","max_output_tokens":4,"previous_response_id":"` + prev + `","input":"Turn ` + strconv.Itoa(turn) + `."}`
+		resp, body := b.post("/v1/responses", next)
+		if resp.StatusCode != 200 {
+			t.Fatalf("turn %d: %d %s", turn, resp.StatusCode, body)
+		}
+		if got := resp.Header.Get(HeaderReplica); got != home || resp.Header.Get(HeaderAffinity) != AffinityPinned {
+			t.Fatalf("turn %d through the other gateway: served by %s (%s), stored on %s", turn, got, resp.Header.Get(HeaderAffinity), home)
+		}
+		prev = responses.ID([]byte(body))
+	}
+}
