@@ -57,6 +57,10 @@ func (inst *instance) handle(ctx *fasthttp.RequestCtx) {
 		if inst.allow(ctx, "POST") {
 			inst.countTokens(ctx)
 		}
+	case "/v1/responses":
+		if inst.allow(ctx, "POST") {
+			inst.responses(ctx)
+		}
 	case "/v1/embeddings":
 		if inst.allow(ctx, "POST") {
 			inst.embeddings(ctx)
@@ -89,6 +93,12 @@ func (inst *instance) handle(ctx *fasthttp.RequestCtx) {
 			inst.tokenize(ctx)
 		}
 	default:
+		if id, ok := bytes.CutPrefix(path, []byte("/v1/responses/")); ok && len(id) > 0 && bytes.IndexByte(id, '/') < 0 {
+			if inst.allow(ctx, "GET") {
+				inst.retrieveResponse(ctx, string(id))
+			}
+			return
+		}
 		writeError(ctx, httpError(fasthttp.StatusNotFound))
 	}
 }

@@ -178,6 +178,7 @@ type instance struct {
 	fingerprint string // system_fingerprint
 	reqSeq      atomic.Uint64
 	watch       *conncheck.Watcher // clients of requests waiting on the engine
+	store       responseStore      // stored Responses API responses
 	// stopping is closed when the instance starts to stop.
 	stopping chan struct{}
 	serving  sync.WaitGroup

@@ -23,6 +23,7 @@ const modelName = "inferrail/sim-8b"
 const (
 	completionsPath = "/v1/completions"
 	chatPath        = "/v1/chat/completions"
+	responsesPath   = "/v1/responses"
 )
 
 // replicaID names the i-th replica of a scenario's gateway.

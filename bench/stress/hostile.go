@@ -431,6 +431,28 @@ func (g *hostileGen) variants() []variant {
 	} {
 		add(at(kindWrongTypes, false, func() []byte { return withField(false, f.name, f.raw) }, f.e), "completion "+f.name+": "+f.raw, 0)
 	}
+	// The Responses API (/v1/responses): the gateway parses these to
+	// render their prompt and to read previous_response_id.
+	for _, f := range []struct {
+		raw string
+		e   expect
+	}{
+		{`"input":42`, any4xx}, {`"input":null`, any4xx}, {`"input":[42]`, any4xx}, {`"input":{}`, any4xx},
+		{`"input":[{"role":"wizard","content":"x"}]`, any4xx}, {`"input":[{"role":"user","content":42}]`, any4xx},
+		{`"input":[{"type":"function_call","name":7,"call_id":"c","arguments":"{}"}]`, any4xx},
+		{`"input":[{"type":"function_call_output"}]`, any4xx}, {`"input":[{"type":"reasoning","content":[{"text":{}}]}]`, okOr4xx},
+		{`"input":"hi","instructions":["x"]`, any4xx}, {`"input":"hi","tools":"x"`, any4xx}, {`"input":"hi","tools":[{"type":"function"}]`, any4xx},
+		{`"input":"hi","previous_response_id":42`, any4xx}, {`"input":"hi","previous_response_id":"resp_` + strings.Repeat("x", 4096) + `"`, any4xx},
+		{`"input":"hi","max_output_tokens":"x"`, any4xx}, {`"input":"hi","store":"yes"`, okOr4xx},
+		{`"input":[{"type":"item_reference","id":"x"}]`, okOr4xx},
+	} {
+		add(variant{kind: kindWrongTypes, make: func(*hostileGen) hostile {
+			return one(hostile{}, f.e, w(postJSON(responsesPath, []byte(`{"model":"`+modelName+`","max_output_tokens":1,`+f.raw+`}`))))
+		}}, "responses "+f.raw[:min(len(f.raw), 60)], 0)
+	}
+	add(heavy(kindDeepJSON, any4xx, func() []byte {
+		return postJSON(responsesPath, []byte(`{"model":"`+modelName+`","input":`+deep("[", "", "]", sz.Deep)+`}`))
+	}), "deep arrays as Responses input", 20)
 	for _, raw := range []string{`42`, `true`, `{}`, `[]`, `null`} {
 		add(body(kindWrongTypes, func(_ *hostileGen, chat bool) []byte { return withField(chat, "model", raw) }, okOr4xx),
 			"model: "+raw, 0)

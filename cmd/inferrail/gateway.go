@@ -117,6 +117,11 @@ func (e edgeTokenizer) PrepareMessages(model string, count bool, body []byte, _ 
 	return e.prepare(model, kind, body)
 }
 
+// PrepareResponses prepares an OpenAI Responses body.
+func (e edgeTokenizer) PrepareResponses(model string, body []byte, _ time.Time) (frontend.Prompt, bool) {
+	return e.prepare(model, tokenize.Responses, body)
+}
+
 func (e edgeTokenizer) prepare(model string, kind tokenize.Kind, body []byte) (frontend.Prompt, bool) {
 	// tokenizer.max_wait bounds the wait, far inside any request deadline.
 	pr, r := e.p.Prepare(context.Background(), model, kind, body)

@@ -119,6 +119,28 @@ func (t *StreamTail) LastData() ([]byte, bool) {
 	return dataValue(line)
 }
 
+// LastDataEnd is LastData for a stream whose last event may be longer
+// than the tail: the data of the stream's last event when the stream so
+// far ends with one, whole when its line is all in the tail, else the
+// line's last bytes (whole false), which may not be a data line at all.
+// A Responses stream ends with response.completed, which carries the
+// whole response.
+func (t *StreamTail) LastDataEnd() (v []byte, whole, ok bool) {
+	b, cut := t.last()
+	end := len(b)
+	for end > 0 && (b[end-1] == '\n' || b[end-1] == '\r') {
+		end--
+	}
+	if !blankLineEnd(b[end:]) {
+		return nil, false, false
+	}
+	if line := lastLine(b[:end], cut); line != nil {
+		v, ok = dataValue(line)
+		return v, true, ok
+	}
+	return b[:end], false, end > 0
+}
+
 // Usage returns the usage of the last data event the tail holds that
 // carries one: the final usage chunk of a stream sent with
 // stream_options.include_usage. It reports false when the tail holds none.

@@ -236,3 +236,26 @@ func FuzzFindMaxTokens(f *testing.F) {
 		}
 	})
 }
+
+// TestLastDataEnd: a last event whose line the tail holds whole is read
+// whole; one longer than the tail is its last bytes; an unfinished event
+// is nothing.
+func TestLastDataEnd(t *testing.T) {
+	var tl StreamTail
+	tl.Write([]byte("event: a\ndata: {\"x\":1}\n\nevent: b\ndata: {\"y\":2}\n\n"))
+	if v, whole, ok := tl.LastDataEnd(); !ok || !whole || string(v) != `{"y":2}` {
+		t.Errorf("short event: %q whole %v ok %v", v, whole, ok)
+	}
+	tl.Reset()
+	long := "data: {\"t\":\"" + strings.Repeat("x", 3*tailBytes) + "\",\"type\":\"end\"}"
+	tl.Write([]byte(long + "\n\n"))
+	v, whole, ok := tl.LastDataEnd()
+	if !ok || whole || !strings.HasSuffix(long, string(v)) || len(v) < tailBytes-4 {
+		t.Errorf("long event: %d bytes, whole %v ok %v", len(v), whole, ok)
+	}
+	tl.Reset()
+	tl.Write([]byte(long + "\n"))
+	if _, _, ok := tl.LastDataEnd(); ok {
+		t.Error("an event without its blank line reads as ended")
+	}
+}

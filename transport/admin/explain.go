@@ -59,7 +59,7 @@ func (s *Server) explain(ctx *fasthttp.RequestCtx, path string) {
 		return
 	}
 	switch path {
-	case "/v1/chat/completions", "/v1/completions", "/v1/messages":
+	case "/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/responses":
 	default:
 		notFound(ctx)
 		return

@@ -56,9 +56,12 @@ type exchange struct {
 	tokenized bool
 	// messages: an Anthropic Messages request, whose usage is Anthropic's.
 	messages bool
-	d        fleet.Decision
-	series   *telemetry.Series
-	live     bool // d holds a lease that Done has not ended
+	// responses: an OpenAI Responses request, whose usage is in its
+	// response.completed event (or its body's usage object).
+	responses bool
+	d         fleet.Decision
+	series    *telemetry.Series
+	live      bool // d holds a lease that Done has not ended
 
 	// The response.
 	status  int
@@ -198,6 +201,7 @@ func (x *exchange) route() (bool, error) {
 	}
 	path, _, _ := strings.Cut(x.path, "?")
 	x.messages = strings.HasSuffix(path, "/v1/messages")
+	x.responses = strings.HasSuffix(path, "/v1/responses")
 	x.policy, _, x.tokenized = frontend.PreparePolicy(s.tok, x.model, path,
 		[]byte(x.sessionID), x.body, x.requestID, deadline)
 	if s.live.Load().Logging.LogPrompts {

@@ -23,13 +23,22 @@ func (simTokenizer) PrepareMessages(model string, count bool, body []byte, _ tim
 // requests (Claude Code's ?beta=true path) as the gateway does, and checks
 // the engine's Anthropic usage, streamed and not, against its count.
 func TestMessagesUsage(t *testing.T) {
-	p := startPicker(t, 2, nil)
-	for i, stream := range []bool{false, true} {
-		body := []byte(`{"model":"sim","max_tokens":6,"stream":` + map[bool]string{false: "false", true: "true"}[stream] +
+	checkUsage(t, "/v1/messages?beta=true", func(stream string) []byte {
+		return []byte(`{"model":"sim","max_tokens":6,"stream":` + stream +
 			`,"system":[{"type":"text","text":"x-anthropic-billing-header: cch=7;"},{"type":"text","text":"Be brief."}],` +
 			`"messages":[{"role":"user","content":[{"type":"text","text":"Summarise the design of the parser in a few words."}]}]}`)
-		r := post(body, 0)
-		r.Path = "/v1/messages?beta=true"
+	})
+}
+
+// checkUsage sends the body for path, unstreamed then streamed ("false",
+// "true"), through the picker to an engine, and checks that the picker
+// read the engine's usage and found its prompt count equal to its own.
+func checkUsage(t *testing.T, path string, body func(stream string) []byte) {
+	t.Helper()
+	p := startPicker(t, 2, nil)
+	for i, stream := range []string{"false", "true"} {
+		r := post(body(stream), 0)
+		r.Path = path
 		x, routed := p.route(r)
 		status, hdr, out := p.forward(x, r, routed, 0)
 		if status != 200 || !strings.Contains(out, `"input_tokens"`) {

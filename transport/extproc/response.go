@@ -118,9 +118,14 @@ func (x *exchange) finish() {
 	var u openai.Usage
 	found := false
 	if x.status == 200 {
-		if x.sse {
+		switch {
+		case x.responses && x.sse:
+			u, found = frontend.ResponsesStreamUsage(&x.tail)
+		case x.responses && !x.jsonCut:
+			u, found = frontend.ResponsesUsage(x.json)
+		case x.sse:
 			u, found = frontend.StreamUsage(x.messages, nil, &x.tail)
-		} else if !x.jsonCut {
+		case !x.jsonCut:
 			u, found = frontend.ResponseUsage(x.messages, x.json)
 		}
 		if found && x.tokenized {

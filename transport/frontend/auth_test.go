@@ -146,6 +146,7 @@ func TestAuthEveryRoute(t *testing.T) {
 		"/v1/completions":      `{"model":"sim","prompt":"hi","max_tokens":2}`,
 		pathMessages:           `{"model":"sim","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`,
 		pathCountTokens:        `{"model":"sim","messages":[{"role":"user","content":"hi"}]}`,
+		pathResponses:          `{"model":"sim","input":"hi","max_output_tokens":2}`,
 	}
 	for _, p := range poolingPaths {
 		bodies[p] = `{"model":"sim","input":"hi"}`

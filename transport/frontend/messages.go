@@ -117,6 +117,9 @@ func (h *streamHead) messagesStart() (anthropic.Usage, bool) {
 
 // responseUsage reads the usage of r's non-streamed response body.
 func (r *request) responseUsage(body []byte) (openai.Usage, bool) {
+	if r.responses {
+		return ResponsesUsage(body)
+	}
 	return ResponseUsage(r.messages, body)
 }
 
@@ -133,6 +136,9 @@ func ResponseUsage(messages bool, body []byte) (openai.Usage, bool) {
 // streamDone reports whether r's stream has ended with its last event:
 // data: [DONE], or a Messages stream's message_stop.
 func (r *request) streamDone(tail *openai.StreamTail) bool {
+	if r.responses {
+		return responsesStreamDone(tail)
+	}
 	if !r.messages {
 		return tail.Done()
 	}
@@ -142,6 +148,9 @@ func (r *request) streamDone(tail *openai.StreamTail) bool {
 
 // streamUsage reads the usage of r's stream (StreamUsage).
 func (r *request) streamUsage(head *streamHead, tail *openai.StreamTail) (openai.Usage, bool) {
+	if r.responses {
+		return responsesStreamUsage(tail)
+	}
 	return StreamUsage(r.messages, head, tail)
 }
 

@@ -68,6 +68,16 @@ func PreparePolicy(tok Tokenizer, model, path string, sessionID, body []byte, id
 			req.PromptTokens, req.Blocks, req.BlockSize = p.Tokens, p.Blocks, p.BlockSize
 		}
 		return req, p, ok
+	case strings.HasSuffix(path, pathResponses):
+		req, _, _ := PolicyRequest(nil, model, false, sessionID, body, id, deadline)
+		if tok == nil {
+			return req, Prompt{}, false
+		}
+		p, ok := prepareResponses(tok, model, body, deadline)
+		if ok {
+			req.PromptTokens, req.Blocks, req.BlockSize = p.Tokens, p.Blocks, p.BlockSize
+		}
+		return req, p, ok
 	case strings.HasSuffix(path, pathCountTokens) || poolingPath(path):
 		return PolicyRequest(nil, model, false, sessionID, body, id, deadline)
 	}

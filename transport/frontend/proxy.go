@@ -66,6 +66,10 @@ type request struct {
 	// messages: an Anthropic Messages request (/v1/messages), whose
 	// responses and usage are Anthropic's.
 	messages bool
+	// responses: an OpenAI Responses request (/v1/responses); pin keeps
+	// one that continues a stored response on the replica holding it.
+	responses bool
+	pin       *pin
 	// stripUsage is set when the gateway added stream_options.include_usage
 	// to the body, so the usage chunk is not the client's.
 	stripUsage bool
@@ -111,7 +115,7 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 	model, body := rs.Model, rs.Body
 	r := &request{ctx: ctx, model: model, body: body, start: start,
 		deadline: start.Add(s.cfg.Server.RequestTimeout), met: s.met.Model(model), live: s.live.Load(), span: span, who: who,
-		messages: string(ctx.Path()) == pathMessages}
+		messages: string(ctx.Path()) == pathMessages, responses: string(ctx.Path()) == pathResponses}
 	if id := ctx.Request.Header.Peek("X-Request-Id"); ValidRequestID(id) {
 		r.id = string(id)
 	} else {
@@ -119,6 +123,10 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 	}
 	ctx.Response.Header.Set("X-Request-Id", r.id)
 	s.policyRequest(r, ctx.Path())
+	if !s.pinResponse(r) {
+		span.End(ctx.Response.StatusCode(), r.outcome, nil)
+		return
+	}
 	if s.cfg.Observability.UsageForAccuracy == config.UsageInject && openAIGeneration(ctx.Path()) {
 		r.body, r.stripUsage = openai.IncludeUsage(make([]byte, 0, len(r.body)+40), r.body)
 	}
@@ -294,10 +302,10 @@ func (s *Server) pick(r *request, tried []string, attempt int) (fleet.Decision, 
 	rec := decisionlog.Record{RequestID: r.id, Model: r.model, Attempt: attempt,
 		PromptTokens: r.policy.PromptTokens, Blocks: len(r.policy.Blocks), Tokenized: r.tokenized,
 		Tenant: tenantOf(r.who), KeyID: keyIDOf(r.who)}
-	pr := fleet.PickRequest{Model: r.model, Policy: r.policy, Exclude: tried, Deadline: dl}
+	pr := fleet.PickRequest{Model: r.model, Policy: r.policy, Exclude: r.pin.exclude(tried), Deadline: dl}
 	d, err := Decide(s.fleet, s.dlog, r.met, pr, rec)
 	if (errors.Is(err, route.ErrNoReplica) || errors.Is(err, route.ErrFilteredOut)) && len(tried) > 0 {
-		pr.Exclude = nil
+		pr.Exclude = r.pin.exclude(nil)
 		d, err = Decide(s.fleet, s.dlog, r.met, pr, rec)
 	}
 	return d, err
@@ -488,6 +496,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		return result{done: true}
 	}
 	ctx.SetBody(body)
+	s.remember(r, d.Replica, status, body)
 	if status >= 400 {
 		// An engine's error answer generated nothing.
 		r.lim.used = 0
@@ -579,7 +588,7 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 			sent += int64(n)
 			if sse {
 				tail.Write(buf[:n])
-				if r.messages {
+				if r.messages || r.responses {
 					head.Write(buf[:n])
 				}
 			}
@@ -605,6 +614,7 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 				}
 			}
 		}
+		s.remember(r, replicaID, resp.StatusCode(), head.b[:head.n])
 		var u openai.Usage
 		found := false
 		if sse && resp.StatusCode() == fasthttp.StatusOK {
@@ -638,6 +648,8 @@ func spanName(path []byte) string {
 		return "POST " + pathMessages
 	case pathCountTokens:
 		return "POST " + pathCountTokens
+	case pathResponses:
+		return "POST " + pathResponses
 	}
 	return "POST"
 }

@@ -77,6 +77,8 @@ type Server struct {
 	// gate queues requests while every replica of their model is full or
 	// the pool is saturated (flow_control).
 	gate *Gate
+	// homes remembers which replica stored each Responses response.
+	homes responseHomes
 
 	poolsMu sync.RWMutex
 	pools   map[string]*upstream.Pool // by replica base URL
@@ -216,6 +218,7 @@ var routes = withPooling(map[string]string{
 	"/v1/completions":      "POST",
 	pathMessages:           "POST",
 	pathCountTokens:        "POST",
+	pathResponses:          "POST",
 	"/v1/models":           "GET, HEAD",
 	"/health":              "GET, HEAD",
 })

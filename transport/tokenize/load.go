@@ -59,6 +59,7 @@ const (
 	Completion                  // a /v1/completions body
 	Messages                    // an Anthropic /v1/messages body
 	CountTokens                 // an Anthropic /v1/messages/count_tokens body
+	Responses                   // an OpenAI /v1/responses body
 )
 
 // Prepare prepares one request body synchronously. now is the clock the
@@ -72,6 +73,8 @@ func (m *Model) Prepare(kind Kind, body []byte, now time.Time) (prompt.Prompt, e
 		return m.prep.Completion(body)
 	case Messages, CountTokens:
 		return m.prep.Messages(body, kind == CountTokens, now)
+	case Responses:
+		return m.prep.Responses(body, now)
 	}
 	return prompt.Prompt{}, fmt.Errorf("tokenize: unknown request kind %d", kind)
 }

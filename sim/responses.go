@@ -1,0 +1,360 @@
+package sim
+
+import (
+	"bufio"
+	"encoding/hex"
+	"encoding/json"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/inferrail/inferrail/model/openai"
+	"github.com/inferrail/inferrail/model/responses"
+	"github.com/inferrail/inferrail/model/token"
+)
+
+// The OpenAI Responses API as vLLM serves it
+// (vllm/entrypoints/openai/responses/serving.py): the body is converted
+// into the chat conversation vLLM builds (responses.Messages, with a
+// stored response's conversation before it for previous_response_id) and
+// served by the chat path; the answer is a ResponsesResponse, or its
+// event stream (response.created, response.in_progress, one message of
+// output_text deltas, response.completed with the usage). The simulator
+// stores responses as vLLM does with VLLM_ENABLE_RESPONSES_API_STORE=1,
+// in memory, the most recent storeSize of them.
+
+// storeSize bounds the simulator's response store (vLLM's grows forever).
+const storeSize = 4096
+
+// responseStore is an instance's stored responses. Safe for concurrent
+// use.
+type responseStore struct {
+	mu    sync.Mutex
+	byID  map[string]*stored
+	order []string // ids, oldest first
+}
+
+// stored is one stored response: the conversation that continues it, and
+// its ResponsesResponse as GET /v1/responses/{id} answers it.
+type stored struct {
+	hist *responses.History
+	body []byte
+}
+
+func (st *responseStore) get(id string) *stored {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.byID[id]
+}
+
+func (st *responseStore) put(id string, h *stored) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.byID == nil {
+		st.byID = make(map[string]*stored)
+	}
+	if _, ok := st.byID[id]; !ok {
+		st.order = append(st.order, id)
+	}
+	st.byID[id] = h
+	for len(st.order) > storeSize {
+		delete(st.byID, st.order[0])
+		st.order = st.order[1:]
+	}
+}
+
+// responseCall is one Responses request being served.
+type responseCall struct {
+	req      *responses.Request
+	messages []json.RawMessage // what the store keeps for it
+	id       string
+	created  int64
+	maxOut   int // max_output_tokens as the answer reports it
+}
+
+func (inst *instance) responses(ctx *fasthttp.RequestCtx) {
+	if err := openai.CheckContentType(string(ctx.Request.Header.ContentType())); err != nil {
+		writeError(ctx, asAPIError(err))
+		return
+	}
+	rr, err := responses.Parse(ctx.PostBody())
+	if err != nil {
+		writeError(ctx, &openai.Error{Status: fasthttp.StatusBadRequest, Type: openai.TypeBadRequestError, Message: err.Error()})
+		return
+	}
+	var hist *responses.History
+	if id := rr.PreviousResponseID; id != "" {
+		prev := inst.store.get(id)
+		if prev == nil {
+			writeError(ctx, responseNotFound(id))
+			return
+		}
+		hist = prev.hist
+	}
+	call := &responseCall{req: rr, created: time.Now().Unix(), id: "resp_" + randomHex()}
+	var e *openai.Error
+	if call.messages, err = responses.Messages(rr, hist); err == nil {
+		var body []byte
+		if body, err = responses.ToChat(rr, hist); err == nil {
+			var req *openai.ChatRequest
+			if req, err = openai.ParseChat(body); err == nil {
+				r := &request{chat: true}
+				if e = inst.chatRequest(r, req); e == nil {
+					maxTok, explicit := req.MaxOutputTokens()
+					if e = inst.fitContext(r, maxTok, explicit); e == nil {
+						inst.serveResponse(ctx, call, r)
+						return
+					}
+				}
+			}
+		}
+	}
+	if e == nil {
+		e = asAPIError(err)
+	}
+	writeError(ctx, e)
+}
+
+// responseNotFound is vLLM's _make_not_found_error.
+func responseNotFound(id string) *openai.Error {
+	return &openai.Error{Status: fasthttp.StatusNotFound, Type: "invalid_request_error", Param: "response_id",
+		Message: "Response with id '" + id + "' not found."}
+}
+
+// retrieveResponse answers GET /v1/responses/{id} (vLLM's
+// retrieve_responses): the stored response, or a 404.
+func (inst *instance) retrieveResponse(ctx *fasthttp.RequestCtx, id string) {
+	st := inst.store.get(id)
+	if st == nil {
+		writeError(ctx, responseNotFound(id))
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, st.body)
+}
+
+// serveResponse runs r on the engine and answers with call's response.
+func (inst *instance) serveResponse(ctx *fasthttp.RequestCtx, call *responseCall, r *request) {
+	r.baseID = call.id
+	call.maxOut = inst.opts.Engine.MaxModelLen - len(r.prompt)
+	if r.maxParam > 0 {
+		call.maxOut = r.maxParam
+	}
+	j, e := inst.submit(r)
+	if e != nil {
+		writeError(ctx, e)
+		return
+	}
+	conn := ctx.Conn()
+	if call.req.Stream {
+		ctx.SetStatusCode(fasthttp.StatusOK)
+		ctx.SetContentType("text/event-stream; charset=utf-8")
+		ctx.SetBodyStreamWriter(func(w *bufio.Writer) { inst.responseStream(w, conn, j, r, call) })
+		return
+	}
+	if !inst.wait(conn, j) {
+		return
+	}
+	n, _ := j.progress()
+	text := token.Generate(j.seed, n)
+	body := call.appendResponse(nil, r, responseStatus(j.reason), text, n, j.cached, true)
+	inst.storeResponse(call, text, body)
+	writeJSON(ctx, fasthttp.StatusOK, body)
+}
+
+// storeResponse keeps a finished response for previous_response_id, when
+// its request asked to store it.
+func (inst *instance) storeResponse(call *responseCall, text string, body []byte) {
+	if !call.req.Store {
+		return
+	}
+	h := &responses.History{Messages: call.messages}
+	if text != "" {
+		h.Output = []string{text}
+	}
+	inst.store.put(call.id, &stored{hist: h, body: body})
+}
+
+// outputID is the id of call's output message.
+func (call *responseCall) outputID() string { return "msg_" + call.id[len("resp_"):] }
+
+// appendResponse writes a ResponsesResponse in vLLM's field order
+// (protocol.py ResponsesResponse.from_request); done adds the output
+// message with text, and the usage.
+func (call *responseCall) appendResponse(b []byte, r *request, status, text string, n, cached int, done bool) []byte {
+	rr := call.req
+	b = append(b, `{"id":`...)
+	b = strconv.AppendQuote(b, call.id)
+	b = append(b, `,"created_at":`...)
+	b = strconv.AppendInt(b, call.created, 10)
+	b = append(b, `,"incomplete_details":`...)
+	if done && status == "incomplete" {
+		b = append(b, `{"reason":"max_output_tokens"}`...)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"instructions":`...)
+	b = appendOptString(b, rr.Instructions)
+	b = append(b, `,"metadata":null,"model":`...)
+	b = appendText(b, r.model)
+	b = append(b, `,"object":"response","output":[`...)
+	if done {
+		b = call.appendMessage(b, text, "completed")
+	}
+	b = append(b, `],"parallel_tool_calls":true,"temperature":1.0,"tool_choice":"auto","tools":[`...)
+	for i, t := range rr.Tools {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, t...)
+	}
+	b = append(b, `],"top_p":1.0,"background":false,"max_output_tokens":`...)
+	b = strconv.AppendInt(b, int64(call.maxOut), 10)
+	b = append(b, `,"max_tool_calls":null,"previous_response_id":`...)
+	b = appendOptString(b, rr.PreviousResponseID)
+	b = append(b, `,"prompt":null,"reasoning":null,"service_tier":"auto","status":"`...)
+	b = append(b, status...)
+	b = append(b, `","text":null,"top_logprobs":null,"truncation":"disabled","usage":`...)
+	if done {
+		// vLLM's ResponseUsage: the whole prompt in input_tokens, its
+		// cached part (num_cached_tokens, always reported) in the details.
+		b = append(b, `{"input_tokens":`...)
+		b = strconv.AppendInt(b, int64(len(r.prompt)), 10)
+		b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(cached), 10)
+		b = append(b, `,"input_tokens_per_turn":[],"cached_tokens_per_turn":[]},"output_tokens":`...)
+		b = strconv.AppendInt(b, int64(n), 10)
+		b = append(b, `,"output_tokens_details":{"reasoning_tokens":0,"tool_output_tokens":0,"output_tokens_per_turn":[],"tool_output_tokens_per_turn":[]},"total_tokens":`...)
+		b = strconv.AppendInt(b, int64(len(r.prompt)+n), 10)
+		b = append(b, '}')
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"user":`...)
+	b = appendOptString(b, rr.User)
+	return append(b, `,"input_messages":null,"output_messages":null}`...)
+}
+
+// appendMessage writes the output message (ResponseOutputMessage).
+func (call *responseCall) appendMessage(b []byte, text, status string) []byte {
+	b = append(b, `{"id":`...)
+	b = strconv.AppendQuote(b, call.outputID())
+	b = append(b, `,"content":[`...)
+	if text != "" || status != "completed" {
+		b = append(b, `{"annotations":[],"text":`...)
+		b = appendText(b, text)
+		b = append(b, `,"type":"output_text","logprobs":null}`...)
+	}
+	b = append(b, `],"role":"assistant","status":"`...)
+	b = append(b, status...)
+	return append(b, `","type":"message"}`...)
+}
+
+// responseStatus is a finish reason as a response's status: vLLM marks
+// an answer cut by max_output_tokens incomplete.
+func responseStatus(finish string) string {
+	if finish == "length" {
+		return "incomplete"
+	}
+	return "completed"
+}
+
+func appendOptString(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, "null"...)
+	}
+	return appendText(b, s)
+}
+
+// responseStream writes j's tokens as vLLM's responses_stream_generator
+// does for a plain text answer: named events, each with its
+// sequence_number.
+func (inst *instance) responseStream(w *bufio.Writer, conn net.Conn, j *job, r *request, call *responseCall) {
+	seq, sent, started := 0, 0, false
+	open := event
+	closeEvent := func(buf []byte, typ string) []byte {
+		buf = append(buf, `,"sequence_number":`...)
+		buf = strconv.AppendInt(buf, int64(seq), 10)
+		seq++
+		buf = append(buf, `,"type":"`...)
+		buf = append(buf, typ...)
+		return append(buf, "\"}\n\n"...)
+	}
+	itemRef := func(buf []byte) []byte {
+		buf = append(buf, `"item_id":`...)
+		return strconv.AppendQuote(buf, call.outputID())
+	}
+	inst.pump(w, conn, j, func(buf []byte, n int, done bool) []byte {
+		if !started {
+			for _, typ := range []string{"response.created", "response.in_progress"} {
+				buf = open(buf, typ)
+				buf = append(buf, `{"response":`...)
+				buf = call.appendResponse(buf, r, "in_progress", "", 0, 0, false)
+				buf = closeEvent(buf, typ)
+			}
+			buf = open(buf, "response.output_item.added")
+			buf = append(buf, `{"item":`...)
+			buf = call.appendMessage(buf, "", "in_progress")
+			buf = append(buf, `,"output_index":0`...)
+			buf = closeEvent(buf, "response.output_item.added")
+			buf = open(buf, "response.content_part.added")
+			buf = append(buf, `{"content_index":0,`...)
+			buf = itemRef(buf)
+			buf = append(buf, `,"output_index":0,"part":{"annotations":[],"text":"","type":"output_text","logprobs":null}`...)
+			buf = closeEvent(buf, "response.content_part.added")
+			started = true
+		}
+		for ; sent < n; sent++ {
+			buf = open(buf, "response.output_text.delta")
+			buf = append(buf, `{"content_index":0,"delta":`...)
+			buf = appendText(buf, token.Piece(j.seed, sent))
+			buf = append(buf, ',')
+			buf = itemRef(buf)
+			buf = append(buf, `,"logprobs":[],"output_index":0`...)
+			buf = closeEvent(buf, "response.output_text.delta")
+		}
+		if !done {
+			return buf
+		}
+		text := token.Generate(j.seed, n)
+		buf = open(buf, "response.output_text.done")
+		buf = append(buf, `{"content_index":0,`...)
+		buf = itemRef(buf)
+		buf = append(buf, `,"logprobs":[],"output_index":0,"text":`...)
+		buf = appendText(buf, text)
+		buf = closeEvent(buf, "response.output_text.done")
+		buf = open(buf, "response.content_part.done")
+		buf = append(buf, `{"content_index":0,`...)
+		buf = itemRef(buf)
+		buf = append(buf, `,"output_index":0,"part":{"annotations":[],"text":`...)
+		buf = appendText(buf, text)
+		buf = append(buf, `,"type":"output_text","logprobs":null}`...)
+		buf = closeEvent(buf, "response.content_part.done")
+		buf = open(buf, "response.output_item.done")
+		buf = append(buf, `{"item":`...)
+		buf = call.appendMessage(buf, text, "completed")
+		buf = append(buf, `,"output_index":0`...)
+		buf = closeEvent(buf, "response.output_item.done")
+		final := call.appendResponse(nil, r, responseStatus(j.reason), text, n, j.cached, true)
+		inst.storeResponse(call, text, final)
+		buf = open(buf, "response.completed")
+		buf = append(buf, `{"response":`...)
+		buf = append(buf, final...)
+		return closeEvent(buf, "response.completed")
+	})
+}
+
+// randomHex is 32 random hex digits, as vLLM's random_uuid() (uuid4().hex).
+func randomHex() string {
+	var b [16]byte
+	var r runtimeRand
+	for i := 0; i < 16; i += 8 {
+		v := r.Uint64()
+		for k := 0; k < 8; k++ {
+			b[i+k] = byte(v >> (8 * k))
+		}
+	}
+	return hex.EncodeToString(b[:])
+}
