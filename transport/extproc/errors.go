@@ -44,11 +44,9 @@ func refuse(err error, model string) refusal {
 	case errors.Is(err, route.ErrOverloaded):
 		r.dropped = flow.DroppedSaturated
 		e.Status, e.Type = 429, "RateLimitError"
-	case errors.Is(err, frontend.ErrFlowNoEndpoints):
-		r.dropped = flow.DroppedNoEndpoints
 	case frontend.FlowDropped(err) != "":
 		// 429, as RouteError answers a full queue, a wait passed, a
-		// sheddable request shed or evicted.
+		// sheddable request shed or evicted; 503 when no endpoint came.
 		r.dropped = frontend.FlowDropped(err)
 	case errors.Is(err, route.ErrNoReplica), errors.Is(err, route.ErrFilteredOut):
 		r.dropped = flow.DroppedNoEndpoints
