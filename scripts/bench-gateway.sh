@@ -4,7 +4,8 @@
 #   1. decision latency: the actors/fleet Pick benchmarks (actor path and
 #      direct, 8/64/256 replicas), TestPickNeverLate and the cost_model
 #      decision benchmarks (CostModelActor, CostModelDirect: an 8,000-token
-#      prompt, 8/64/256 replicas, with and without the shortlist);
+#      prompt, 8/64/256 replicas, with and without the shortlist; not
+#      CostModelActorLogged, which the table does not ask for);
 #   2. gateway overhead: bench/gwload, open loop at 2,000 req/s, straight to
 #      three `inferrail sim --zero-latency` processes, through nginx
 #      (scripts/nginx-proxy.sh), through bench/fastproxy (a minimal fasthttp
@@ -89,9 +90,9 @@ echo "bench-gateway: $late_cmd" >&2
 run go test -count=1 -run '^TestPickNeverLate$' -v -timeout 30s ./actors/fleet/ >"$tmp/late.txt" 2>&1 ||
   echo "bench-gateway: TestPickNeverLate failed (see the results file)" >&2
 tail -3 "$tmp/late.txt" >&2
-cost_cmd="go test -run '^\$' -bench 'CostModel(Actor|Direct)' -benchtime 3000x -count 3 -benchmem -timeout 180s ./actors/fleet/"
+cost_cmd="go test -run '^\$' -bench 'CostModel(Actor|Direct)\$' -benchtime 3000x -count 3 -benchmem -timeout 180s ./actors/fleet/"
 echo "bench-gateway: $cost_cmd" >&2
-run go test -run '^$' -bench 'CostModel(Actor|Direct)' -benchtime 3000x -count 3 -benchmem -timeout 180s ./actors/fleet/ >"$tmp/cost.txt" 2>&1 ||
+run go test -run '^$' -bench 'CostModel(Actor|Direct)$' -benchtime 3000x -count 3 -benchmem -timeout 180s ./actors/fleet/ >"$tmp/cost.txt" 2>&1 ||
   echo "bench-gateway: the cost_model benchmarks failed (see the results file)" >&2
 grep -E '^Benchmark|^(ok|FAIL)' "$tmp/cost.txt" >&2 || true
 

@@ -61,7 +61,9 @@ func newServer(upstreams []string) *fasthttp.Server {
 	for i, a := range upstreams {
 		// StreamResponseBody: the body goes on to the client as it is read,
 		// and the connection returns to the pool once it is all read.
-		clients[i] = &fasthttp.HostClient{Addr: a, StreamResponseBody: true,
+		// MaxConns: as many connections as requests in flight, as nginx
+		// opens them (fasthttp's default of 512 refuses the rest).
+		clients[i] = &fasthttp.HostClient{Addr: a, StreamResponseBody: true, MaxConns: 1 << 16,
 			MaxIdleConnDuration: 15 * time.Second, ReadTimeout: 5 * time.Minute}
 	}
 	var next atomic.Uint64

@@ -320,7 +320,11 @@ func runLoad(ctx context.Context, c *config, rep *report, stderr io.Writer) (err
 			runs = append(runs, res...)
 		}
 		deadline, _ := ctx.Deadline()
-		if worst, again := redoRound(runs, c.maxOther, c.redo-redone, time.Until(deadline)-reserve, time.Since(t0)); again {
+		took := time.Since(t0)
+		// Time for the redo: what is left after the throughput runs and the
+		// rounds still to come.
+		left := time.Until(deadline) - reserve - time.Duration(c.rounds-r-1)*took
+		if worst, again := redoRound(runs, c.maxOther, c.redo-redone, left, took); again {
 			fmt.Fprintf(stderr, "gwload: round %d discarded: other processes used %.2f cores (over %.2f); running it again\n", r+1, worst, c.maxOther)
 			for _, run := range runs {
 				run.Discarded = true

@@ -107,6 +107,9 @@ func runThroughput(ctx context.Context, c *config, s *setup, stderr io.Writer) *
 
 // runWrk runs wrk once against t for d; round 0 is a warm-up.
 func runWrk(ctx context.Context, c *config, s *setup, t target, script string, d time.Duration, round int) (*wrkRun, error) {
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d+3*time.Second {
+		return nil, fmt.Errorf("no time left for it under --timeout (%v left)", time.Until(deadline).Round(time.Second))
+	}
 	cmd := exec.CommandContext(ctx, c.wrk, wrkArgs(c, script, t.URLs[0]+"/v1/completions", d)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var stdout, stderr bytes.Buffer
