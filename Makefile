@@ -61,7 +61,7 @@ bench:
 bench-sim: build
 	./scripts/bench-sim.sh $(BIN)
 
-## bench-gateway: added latency against direct access and nginx, decision latency
+## bench-gateway: added latency, CPU and wrk throughput against direct access, nginx and bench/fastproxy; decision latency
 bench-gateway: build
 	./scripts/bench-gateway.sh $(BIN)
 

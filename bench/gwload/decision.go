@@ -3,16 +3,21 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
 
 // decision is the decision-latency part of the report: the actors/fleet
-// Pick benchmarks and TestPickNeverLate, run by scripts/bench-gateway.sh.
+// Pick and cost_model benchmarks and TestPickNeverLate, run by
+// scripts/bench-gateway.sh.
 type decision struct {
 	BenchCommand string      `json:"bench_command"`
 	BenchOutput  string      `json:"bench_output"`
 	Bench        []benchLine `json:"bench"`
+	CostCommand  string      `json:"cost_command"`
+	CostOutput   string      `json:"cost_output"`
+	Cost         []benchLine `json:"cost"`
 	LateCommand  string      `json:"never_late_command"`
 	LateOutput   string      `json:"never_late_output"`
 	Late         *neverLate  `json:"never_late"`
@@ -20,10 +25,18 @@ type decision struct {
 }
 
 func readDecision(c *config) *decision {
-	if c.pickBench == "" && c.neverLate == "" {
+	if c.pickBench == "" && c.neverLate == "" && c.costBench == "" {
 		return nil
 	}
-	d := &decision{BenchCommand: c.pickCmd, LateCommand: c.neverCmd}
+	d := &decision{BenchCommand: c.pickCmd, LateCommand: c.neverCmd, CostCommand: c.costCmd}
+	if c.costBench != "" {
+		b, err := os.ReadFile(c.costBench)
+		if err != nil {
+			d.Problems = append(d.Problems, err.Error())
+		}
+		d.CostOutput = string(b)
+		d.Cost = parseBench(d.CostOutput)
+	}
 	if c.pickBench != "" {
 		b, err := os.ReadFile(c.pickBench)
 		if err != nil {
@@ -78,6 +91,83 @@ func pickRows(bs []benchLine) []pickRow {
 	return rows
 }
 
+// costTargets are issue 16's bounds on an 8,000-token cost_model decision
+// through the actors (BenchmarkCostModelActor), by sub-benchmark: fanout 0
+// asks every replica for an estimate, 16 only a shortlist.
+var costTargets = []struct {
+	Sub   string
+	Name  string
+	Bound time.Duration
+}{
+	{"fanout=0/replicas=8", "8 replicas", 50 * time.Microsecond},
+	{"fanout=16/replicas=64", "64 replicas, shortlist of 16", 60 * time.Microsecond},
+	{"fanout=16/replicas=256", "256 replicas, shortlist of 16", 100 * time.Microsecond},
+}
+
+// benchGroup is every run (-count) of one benchmark and sub-benchmark.
+type benchGroup struct {
+	Bench, Sub string
+	Runs       []*benchLine
+}
+
+// median is the median of unit over the group's runs that report it; ok
+// is false when none does.
+func (g benchGroup) median(unit string) (v float64, ok bool) {
+	var xs []float64
+	for _, b := range g.Runs {
+		if x, has := b.Metrics[unit]; has {
+			xs = append(xs, x)
+		}
+	}
+	if len(xs) == 0 {
+		return 0, false
+	}
+	return medianFloat(xs), true
+}
+
+// groupBench groups result lines by benchmark and sub-benchmark, in the
+// order each first appears, whatever GOMAXPROCS suffix they carry.
+func groupBench(bs []benchLine) []benchGroup {
+	var gs []benchGroup
+	index := map[[2]string]int{}
+	for i := range bs {
+		bench, sub, _ := benchName(bs[i].Name)
+		k, ok := index[[2]string{bench, sub}]
+		if !ok {
+			k = len(gs)
+			index[[2]string{bench, sub}] = k
+			gs = append(gs, benchGroup{Bench: bench, Sub: sub})
+		}
+		gs[k].Runs = append(gs[k].Runs, &bs[i])
+	}
+	return gs
+}
+
+// evaluateCost checks the cost_model decision's median p99 over -count runs.
+func (r *report) evaluateCost(d *decision) {
+	groups := groupBench(d.Cost)
+	for _, t := range costTargets {
+		name := fmt.Sprintf("8,000-token cost_model decision p99 through the actors, %s (median of runs)", t.Name)
+		i := slices.IndexFunc(groups, func(g benchGroup) bool { return g.Bench == "BenchmarkCostModelActor" && g.Sub == t.Sub })
+		if i < 0 {
+			r.bound(name, "BenchmarkCostModelActor/"+t.Sub+" not in the benchmark output", "≤ "+dur(t.Bound), false)
+			continue
+		}
+		g := groups[i]
+		p99, ok := g.median("p99-ns")
+		if !ok {
+			r.bound(name, "no p99-ns reported", "≤ "+dur(t.Bound), false)
+			continue
+		}
+		var each []string
+		for _, b := range g.Runs {
+			each = append(each, dur(time.Duration(b.Metrics["p99-ns"])))
+		}
+		got := time.Duration(p99)
+		r.bound(name, fmt.Sprintf("%s (runs: %s)", dur(got), strings.Join(each, ", ")), "≤ "+dur(t.Bound), got <= t.Bound)
+	}
+}
+
 func (r *report) evaluateDecision() {
 	d := r.Decision
 	if d == nil {
@@ -86,6 +176,9 @@ func (r *report) evaluateDecision() {
 	}
 	for _, p := range d.Problems {
 		r.fail("decision latency: %s", p)
+	}
+	if d.CostCommand != "" || d.CostOutput != "" {
+		r.evaluateCost(d)
 	}
 	actors := 0
 	for _, row := range pickRows(d.Bench) {

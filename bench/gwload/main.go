@@ -1,11 +1,15 @@
 // Command gwload measures the latency the Inferrail gateway adds to a
 // request, next to the latency Debian's nginx adds as a plain round-robin
-// proxy, both in front of the same `inferrail sim --zero-latency` engines
-// (issue 3, "Benchmarks committed under bench/results"):
+// proxy, all in front of the same `inferrail sim --zero-latency` engines
+// (issue 3, "Benchmarks committed under bench/results"; issue 16):
 //
 //   - direct: the client sends round robin straight to the simulators;
 //   - nginx: through scripts/nginx-proxy.sh (proxy_pass, upstream keep-alive);
-//   - gateway: through `inferrail serve`, policy least_request.
+//   - fastproxy: through bench/fastproxy, a minimal fasthttp round-robin
+//     proxy, the floor for a Go proxy on the gateway's libraries;
+//   - gateway: through `inferrail serve`, policy least_request;
+//   - gateway-cost_model: through `inferrail serve`, policy cost_model with
+//     the simulators' own tokenizer (builtin:sim).
 //
 // Load is open loop: request i is sent i/rate seconds after the start
 // whatever became of earlier ones, and its latency counts from that due
@@ -16,11 +20,15 @@
 // percentile within a round; the report gives each round and the median
 // over rounds.
 //
+// Then it measures the most requests per second each proxy passes: wrk,
+// closed loop, the same connections and duration for every proxy, the
+// proxies taking turns round by round.
+//
 // gwload also folds the decision-latency benchmarks of actors/fleet into the
 // report, from the output files scripts/bench-gateway.sh passes in.
 //
-// gwload owns only its child processes (the simulators, nginx and the
-// gateway): it starts them, stops them before it returns, and they die with
+// gwload owns only its child processes (the simulators, the proxies and
+// wrk): it starts them, stops them before it returns, and they die with
 // it if it is killed. It sends traffic to loopback addresses only.
 package main
 
@@ -46,6 +54,11 @@ type config struct {
 	bin         string
 	nginx       string
 	nginxScript string
+	fastproxy   string
+	wrk         string
+	wrkConns    int
+	wrkThreads  int
+	wrkDuration time.Duration
 	model       string
 	sims        int
 	rate        float64
@@ -61,6 +74,8 @@ type config struct {
 	pickCmd     string
 	neverLate   string
 	neverCmd    string
+	costBench   string
+	costCmd     string
 	gatewayEnv  []string
 	loadBefore  string
 	out         string
@@ -92,14 +107,20 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("gwload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: gwload --bin path/to/inferrail [flags]\n\n"+
-			"Measures the gateway's added latency against nginx's, in front of the same simulators,\n"+
+		fmt.Fprintf(stderr, "Usage: gwload --bin path/to/inferrail --fastproxy path/to/fastproxy [flags]\n\n"+
+			"Measures the gateway's added latency, CPU and throughput against nginx's and a minimal\n"+
+			"fasthttp proxy's, in front of the same simulators,\n"+
 			"writes a Markdown report and exits 1 if a target is missed or any request failed.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.bin, "bin", "", "the inferrail binary, run as 'inferrail sim' and 'inferrail serve' (required)")
 	fs.StringVar(&c.nginx, "nginx", "nginx", "the nginx binary")
 	fs.StringVar(&c.nginxScript, "nginx-script", "scripts/nginx-proxy.sh", "the script that configures and execs nginx")
+	fs.StringVar(&c.fastproxy, "fastproxy", "", "the bench/fastproxy binary (required)")
+	fs.StringVar(&c.wrk, "wrk", "wrk", "the wrk binary for the throughput runs; empty: skip them")
+	fs.IntVar(&c.wrkConns, "wrk-connections", 64, "wrk's connections, the same for every proxy")
+	fs.IntVar(&c.wrkThreads, "wrk-threads", 2, "wrk's threads")
+	fs.DurationVar(&c.wrkDuration, "wrk-duration", 5*time.Second, "each wrk run's length; every proxy runs once per round")
 	fs.StringVar(&c.model, "model", "inferrail/sim-8b", "the model the simulators serve and clients request")
 	fs.IntVar(&c.sims, "sims", 3, "simulators behind every target")
 	fs.Float64Var(&c.rate, "rate", 2000, "open-loop send rate, requests per second")
@@ -110,11 +131,13 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.redo, "redo", 3, "rounds that may be run again, in all, when other processes used the CPUs during them")
 	fs.Float64Var(&c.maxOther, "max-other-cores", 0.3, "CPU, in cores, that other processes may use during a run before its round is run again")
 	modes := fs.String("modes", strings.Join(modeNames, ","), "request kinds: unary (non-streamed), stream")
-	fs.DurationVar(&c.timeout, "timeout", 4*time.Minute, "give up on the whole load benchmark after this long")
+	fs.DurationVar(&c.timeout, "timeout", 6*time.Minute, "give up on the whole load benchmark (open loop and wrk) after this long")
 	fs.StringVar(&c.pickBench, "pick-bench", "", "output of the actors/fleet Pick benchmarks to report")
 	fs.StringVar(&c.pickCmd, "pick-command", "", "the command that produced --pick-bench")
 	fs.StringVar(&c.neverLate, "never-late", "", "output of `go test -v -run TestPickNeverLate` to report")
 	fs.StringVar(&c.neverCmd, "never-late-command", "", "the command that produced --never-late")
+	fs.StringVar(&c.costBench, "cost-bench", "", "output of the actors/fleet CostModelActor benchmarks to report")
+	fs.StringVar(&c.costCmd, "cost-command", "", "the command that produced --cost-bench")
 	fs.Func("gateway-env", "KEY=value added to the gateway's environment, e.g. GOMAXPROCS=1 (repeatable; for experiments)", func(v string) error {
 		if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
 			return fmt.Errorf("want KEY=value, got %q", v)
@@ -136,6 +159,20 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	}
 	if abs, err := filepath.Abs(c.nginxScript); err == nil {
 		c.nginxScript = abs
+	}
+	if c.fastproxy == "" {
+		errs = append(errs, errors.New("--fastproxy: required (go build -o fastproxy ./bench/fastproxy)"))
+	} else if abs, err := filepath.Abs(c.fastproxy); err == nil {
+		c.fastproxy = abs
+	}
+	if c.wrkConns < 1 || c.wrkConns > 10000 {
+		errs = append(errs, fmt.Errorf("--wrk-connections %d: want 1 to 10,000", c.wrkConns))
+	}
+	if c.wrkThreads < 1 || c.wrkThreads > c.wrkConns {
+		errs = append(errs, fmt.Errorf("--wrk-threads %d: want 1 to --wrk-connections", c.wrkThreads))
+	}
+	if c.wrkDuration < time.Second || c.wrkDuration > time.Minute {
+		errs = append(errs, fmt.Errorf("--wrk-duration %v: want 1s to 1m", c.wrkDuration))
 	}
 	for _, m := range strings.Split(*modes, ",") {
 		m = strings.TrimSpace(m)

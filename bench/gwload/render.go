@@ -13,8 +13,11 @@ import (
 
 func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
-func status(ok bool) string {
-	if ok {
+func status(c check) string {
+	switch {
+	case c.Reported:
+		return "—"
+	case c.Pass:
 		return "met"
 	}
 	return "**MISSED**"
@@ -25,7 +28,7 @@ func renderChecks(w io.Writer, r *report) {
 	fmt.Fprintln(w, "| target | measured | bound | result |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, c := range r.Checks {
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", mdCell(c.Name), mdCell(c.Value), mdCell(c.Bound), status(c.Pass))
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", mdCell(c.Name), mdCell(c.Value), mdCell(c.Bound), status(c))
 	}
 }
 
@@ -52,31 +55,30 @@ func renderMode(w io.Writer, ms modeSummary) {
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	for _, t := range ms.Targets {
 		added50, added99, cpu := "—", "—", "—"
-		if t.Target != "direct" {
+		if t.Target != direct {
 			added50, added99 = dur(t.MedAddedP50), dur(t.MedAddedP99)
 			cpu = fmt.Sprintf("%.2f, %.1f µs", t.MedProxyCores, t.MedProxyUs)
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %d |\n", t.Target, dur(t.MedP50), dur(t.MedP99), added50, added99, cpu, t.Errors)
 	}
-	cpuRatio := "n/a"
-	if ng := ms.Targets[1].MedProxyUs; ng > 0 {
-		cpuRatio = fmt.Sprintf("%.2f×", ms.Targets[2].MedProxyUs/ng)
+	for _, rt := range ms.Ratios {
+		fmt.Fprintf(w, "| **%s / %s** | | | **%s** | **%s** | %s CPU per request | |\n",
+			rt.Of, rt.To, ratioText(rt.P50, rt.P50Defined), ratioText(rt.P99, rt.P99Defined), ratioText(rt.CPU, rt.CPUDefined))
 	}
-	fmt.Fprintf(w, "| **gateway / nginx** | | | **%s** | **%s** | %s CPU per request | |\n",
-		ratioText(ms.RatioP50, ms.RatioP50Defined), ratioText(ms.RatioP99, ms.RatioP99Defined), cpuRatio)
 }
 
 // renderReport writes the whole results file.
 func renderReport(w io.Writer, r *report) error {
 	i := r.Info
 	fmt.Fprintf(w, "# Gateway overhead and decision latency, %s\n\n", i.Date.Format("2006-01-02"))
-	fmt.Fprintf(w, "Issue 3, \"Benchmarks committed under bench/results\". Everything below was measured in one run of\n")
+	fmt.Fprintf(w, "Issue 3, \"Benchmarks committed under bench/results\", and issue 16's table (\"It must show\").\n")
+	fmt.Fprintf(w, "Everything below was measured in one run of\n")
 	fmt.Fprintf(w, "`%s`.\n\n", i.Command)
 	fmt.Fprintf(w, "- Command: `%s`\n", i.Command)
 	fmt.Fprintf(w, "- Load generator invocation: `%s`\n", i.Invocation)
 	fmt.Fprintf(w, "- Commit: %s; binary `%s` (%s)\n", i.Commit, i.Bin, i.BinVersion)
 	fmt.Fprintf(w, "- Machine: nproc %d, %s, %s, %s RAM\n", i.NProc, i.CPUModel, i.Kernel, i.MemTotal)
-	fmt.Fprintf(w, "- Versions: %s; %s\n", i.GoVersion, i.NginxVersion)
+	fmt.Fprintf(w, "- Versions: %s; %s; %s\n", i.GoVersion, i.NginxVersion, i.WrkVersion)
 	fmt.Fprintf(w, "- Date: %s; the load benchmark took %.0f s; load average %s before, %s after\n",
 		i.Date.Format(time.RFC3339), i.Elapsed.Seconds(), i.LoadStart, i.LoadEnd)
 	other, worst := otherCores(r.Runs)
@@ -106,7 +108,11 @@ func renderReport(w io.Writer, r *report) error {
 	fmt.Fprintf(w, "%v `inferrail sim --zero-latency` processes serve every path; the same processes, pids and ports\n", cfg["sims"])
 	fmt.Fprintf(w, "throughout. Paths: **direct** (the client round robin over the simulators), **nginx**\n")
 	fmt.Fprintf(w, "(`scripts/nginx-proxy.sh`: Debian's nginx, round-robin `proxy_pass` with upstream keep-alive, one\n")
-	fmt.Fprintf(w, "process) and **gateway** (`inferrail serve`, least_request; config below).\n\n")
+	fmt.Fprintf(w, "process), **fastproxy** (`bench/fastproxy`: a minimal fasthttp reverse proxy, round robin, upstream\n")
+	fmt.Fprintf(w, "keep-alive, the response streamed; the floor for a Go proxy on the gateway's libraries),\n")
+	fmt.Fprintf(w, "**gateway** (`inferrail serve`, least_request, no tokenizer) and **gateway-cost_model**\n")
+	fmt.Fprintf(w, "(`inferrail serve`, cost_model with `tokenizer: builtin:sim`, the simulators' own tokenizer); their\n")
+	fmt.Fprintf(w, "configs are below.\n\n")
 	fmt.Fprintf(w, "Load is open loop at %v requests/s: request *i* is due *i*/%v s after its block starts, whatever\n", cfg["rate_per_s"], cfg["rate_per_s"])
 	fmt.Fprintf(w, "became of earlier ones, and its latency runs from that due time to the last byte of the response,\n")
 	fmt.Fprintf(w, "so the load generator's own send lag (reported) counts against every path alike. Requests are\n")
@@ -119,14 +125,17 @@ func renderReport(w io.Writer, r *report) error {
 	fmt.Fprintf(w, "every path rather than on whichever ran then. A round during which other processes used more than\n")
 	fmt.Fprintf(w, "%v cores (from /proc/stat, less the benchmark's own processes) is discarded and run again, up to %v\n", cfg["max_other_cores"], cfg["redo"])
 	fmt.Fprintf(w, "times in all. **Added latency** is (via the proxy) − (direct) at one percentile within a round; the\n")
-	fmt.Fprintf(w, "tables give the median over rounds of each figure, and the ratio is the gateway's median added\n")
-	fmt.Fprintf(w, "latency over nginx's. Proxy CPU is the proxy process's utime+stime from /proc/<pid>/stat over its\n")
-	fmt.Fprintf(w, "blocks (10 ms ticks).\n\n")
+	fmt.Fprintf(w, "tables give the median over rounds of each figure, and a ratio row (**a / b**) is a's median added\n")
+	fmt.Fprintf(w, "latency over b's, and a's median CPU per request over b's. Proxy CPU is the proxy process's\n")
+	fmt.Fprintf(w, "utime+stime from /proc/<pid>/stat over its blocks (10 ms ticks), over the measured requests.\n\n")
 	for _, ms := range r.Summary {
 		renderMode(w, ms)
 		fmt.Fprintln(w)
-		fmt.Fprintf(w, "Round by round, gateway / nginx added latency: p50 %s; p99 %s.\n\n",
-			strings.Join(ms.RoundRatiosP50, ", "), strings.Join(ms.RoundRatiosP99, ", "))
+		fmt.Fprintf(w, "Round by round, added latency:\n\n")
+		for _, rt := range ms.Ratios {
+			fmt.Fprintf(w, "- %s / %s: p50 %s; p99 %s\n", rt.Of, rt.To, strings.Join(rt.RoundP50, ", "), strings.Join(rt.RoundP99, ", "))
+		}
+		fmt.Fprintln(w)
 	}
 
 	fmt.Fprintf(w, "### Every run\n\n")
@@ -158,6 +167,7 @@ func renderReport(w io.Writer, r *report) error {
 		fmt.Fprintf(w, "The gateway's choices (x-inferrail-replica): %s.\n\n", strings.Join(spread, "; "))
 	}
 
+	renderThroughput(w, r.Throughput, cfg)
 	renderDecision(w, r.Decision)
 
 	fmt.Fprintf(w, "## Setup\n\n")
@@ -165,24 +175,85 @@ func renderReport(w io.Writer, r *report) error {
 		fmt.Fprintf(w, "- %s: pid %d, `%s`\n", p.Name, p.Pid, loadgen.ShellJoin(p.Args))
 	}
 	fmt.Fprintf(w, "\nnginx.conf, as scripts/nginx-proxy.sh wrote it (the temp dir is gone):\n\n```nginx\n%s```\n\n", r.NginxConf)
-	fmt.Fprintf(w, "The gateway's config:\n\n```yaml\n%s```\n\n", r.GatewayConf)
+	for _, g := range gatewaySpecs {
+		fmt.Fprintf(w, "The config of %s:\n\n```yaml\n%s```\n\n", g.Target, r.GatewayConfs[g.Target])
+	}
+	if r.Throughput != nil && r.Throughput.Script != "" {
+		fmt.Fprintf(w, "wrk's script:\n\n```lua\n%s```\n\n", r.Throughput.Script)
+	}
 
 	fmt.Fprintf(w, "## Raw numbers\n\n```json\n")
 	raw := *r
 	raw.Decision = nil // its output is above, verbatim
 	if r.Decision != nil {
 		d := *r.Decision
-		d.BenchOutput, d.LateOutput = "", ""
+		d.BenchOutput, d.LateOutput, d.CostOutput = "", "", ""
 		raw.Decision = &d
 	}
-	raw.NginxConf, raw.GatewayConf = "", ""
+	if r.Throughput != nil {
+		tp := *r.Throughput
+		tp.Script = ""
+		raw.Throughput = &tp
+	}
+	raw.NginxConf, raw.GatewayConfs = "", nil
 	w.Write(mustJSON(raw))
 	fmt.Fprintf(w, "\n```\n")
 	return nil
 }
 
+// renderThroughput writes the wrk section.
+func renderThroughput(w io.Writer, tp *throughput, cfg map[string]any) {
+	fmt.Fprintf(w, "## 2. Most requests per second\n\n")
+	if tp == nil {
+		fmt.Fprintf(w, "Not run.\n\n")
+		return
+	}
+	fmt.Fprintf(w, "Closed loop: Debian's `wrk` with %v connections and %v threads for %v s against each proxy in\n", cfg["wrk_connections"], cfg["wrk_threads"], cfg["wrk_duration_s"])
+	fmt.Fprintf(w, "front of the same zero-latency simulators, every request the same non-streamed POST\n")
+	fmt.Fprintf(w, "/v1/completions with max_tokens 1 (script under Setup). Each proxy first gets a 1 s warm-up; then\n")
+	fmt.Fprintf(w, "every round runs each proxy once, the order rotating. wrk, the simulators and the proxy share the\n")
+	fmt.Fprintf(w, "machine's cores, so a proxy's CPU per request is what it leaves for the rest; nginx is one event\n")
+	fmt.Fprintf(w, "loop (one core at most), the Go proxies may use every core. wrk's answers are not checked past\n")
+	fmt.Fprintf(w, "their status (the open-loop runs above check every one). wrk's latency is closed loop: it leaves\n")
+	fmt.Fprintf(w, "out the time a request would have waited to be sent.\n\n")
+	fmt.Fprintf(w, "Command, per proxy: `%s`\n\n", tp.Command)
+	fmt.Fprintln(w, "| proxy | req/s, median | req/s per round | proxy CPU, median (cores, µs/request) | wrk p50 / p99 per round | errors |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	for _, name := range wrkTargets {
+		var rps, lat []string
+		errs := 0
+		for _, run := range tp.Runs {
+			if run.Target == name {
+				rps = append(rps, fmt.Sprintf("%.0f", run.Result.RequestsPerSec()))
+				lat = append(lat, fmt.Sprintf("%.0f / %.0f µs", run.Result["p50_us"], run.Result["p99_us"]))
+				errs += run.errors()
+			}
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %s | %.2f, %.1f µs | %s | %d |\n", name, tp.MedReqPerS[name], strings.Join(rps, ", "),
+			tp.MedCores[name], tp.MedUsPerRq[name], strings.Join(lat, "; "), errs)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Every run (CPU in seconds over the run; \"other\" is the rest of the machine's busy time, in cores):\n\n")
+	fmt.Fprintln(w, "| round | proxy | requests | req/s | p50 / p99 µs | errors (connect, read, write, status, timeout) | proxy CPU s (cores, µs/req) | sims CPU s | wrk CPU s | other cores |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, run := range tp.Runs {
+		res := run.Result
+		fmt.Fprintf(w, "| %d | %s | %s | %.0f | %.0f / %.0f | %.0f, %.0f, %.0f, %.0f, %.0f | %.2f (%.2f, %.1f) | %.2f | %.2f | %.2f |\n",
+			run.Round, run.Target, loadgen.Thousands(int(res["requests"])), res.RequestsPerSec(), res["p50_us"], res["p99_us"],
+			res["connect"], res["read"], res["write"], res["status"], res["timeout"],
+			run.ProxyCPUS, run.ProxyCores, run.ProxyUsPerReq, run.SimsCPUS, run.WrkCPUS, run.OtherCores)
+	}
+	fmt.Fprintln(w)
+	for _, p := range tp.Problems {
+		fmt.Fprintf(w, "- problem: %s\n", mdCell(p))
+	}
+	if len(tp.Problems) > 0 {
+		fmt.Fprintln(w)
+	}
+}
+
 func renderDecision(w io.Writer, d *decision) {
-	fmt.Fprintf(w, "## 2. Decision latency\n\n")
+	fmt.Fprintf(w, "## 3. Decision latency\n\n")
 	if d == nil {
 		fmt.Fprintf(w, "Not run.\n\n")
 		return
@@ -200,13 +271,7 @@ func renderDecision(w io.Writer, d *decision) {
 			return "—"
 		}
 		v, ok := b.Metrics[unit]
-		if !ok {
-			return "—"
-		}
-		if strings.HasSuffix(unit, "-ns") {
-			return dur(time.Duration(v))
-		}
-		return fmt.Sprintf("%g", v)
+		return metricText(unit, v, ok)
 	}
 	per := func(b *benchLine) string {
 		if b == nil {
@@ -221,6 +286,7 @@ func renderDecision(w io.Writer, d *decision) {
 			m(row.ActorParallel, "ns/op"))
 	}
 	fmt.Fprintf(w, "\nIts output, verbatim:\n\n```\n%s```\n\n", d.BenchOutput)
+	renderCost(w, d)
 	if d.LateCommand != "" || d.LateOutput != "" {
 		fmt.Fprintf(w, "Deadlines: TestPickNeverLate (actors/fleet/fleet_test.go) runs 16 goroutines × 400 picks with\n")
 		fmt.Fprintf(w, "deadlines from 0 to 300 µs away. Pick reads the clock once the answer is in and releases a\n")
@@ -229,6 +295,51 @@ func renderDecision(w io.Writer, d *decision) {
 		fmt.Fprintf(w, "can cause, and fails past a bound that only a Pick without the check would reach (see the test).\n\n")
 		fmt.Fprintf(w, "Command: `%s`\n\n```\n%s```\n\n", d.LateCommand, lastLines(d.LateOutput, 6))
 	}
+}
+
+// metricText renders a benchmark figure: nanoseconds as µs, others as
+// printed, and a dash when there is none.
+func metricText(unit string, v float64, ok bool) string {
+	switch {
+	case !ok:
+		return "—"
+	case strings.HasSuffix(unit, "-ns"):
+		return dur(time.Duration(v))
+	}
+	return fmt.Sprintf("%g", v)
+}
+
+// renderCost writes the cost_model decision benchmarks: one row per
+// benchmark and sub-benchmark, each figure over its -count runs.
+func renderCost(w io.Writer, d *decision) {
+	if d.CostCommand == "" && d.CostOutput == "" {
+		return
+	}
+	fmt.Fprintf(w, "### cost_model\n\n")
+	fmt.Fprintf(w, "From actors/fleet/bench_estimate_test.go: an 8,000-token prompt, every replica's index holding\n")
+	fmt.Fprintf(w, "8,192 other blocks and the prompt on every other replica. BenchmarkCostModelActor is the whole\n")
+	fmt.Fprintf(w, "decision through the actors (Fleet.Pick to the routing actor, the estimate broadcast to the replica\n")
+	fmt.Fprintf(w, "actors, the gather under routing.estimate_deadline, the policy and the lease); fanout=0 asks every\n")
+	fmt.Fprintf(w, "replica, fanout=16 a shortlist of 16. BenchmarkCostModelDirect computes the same decision in the\n")
+	fmt.Fprintf(w, "caller's goroutine. The targets are on the median p99 over the runs.\n\n")
+	fmt.Fprintf(w, "Command: `%s`\n\n", d.CostCommand)
+	fmt.Fprintln(w, "| benchmark | case | runs | p50, median | p99 per run | p99, median | max, median | late-%, median | misses/op, median | allocs/op |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	m := func(g benchGroup, unit string) string {
+		v, ok := g.median(unit)
+		return metricText(unit, v, ok)
+	}
+	for _, g := range groupBench(d.Cost) {
+		var each []string
+		for _, b := range g.Runs {
+			if v, ok := b.Metrics["p99-ns"]; ok {
+				each = append(each, dur(time.Duration(v)))
+			}
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", strings.TrimPrefix(g.Bench, "Benchmark"), g.Sub, len(g.Runs),
+			m(g, "p50-ns"), strings.Join(each, ", "), m(g, "p99-ns"), m(g, "max-ns"), m(g, "late-%"), m(g, "misses/op"), m(g, "allocs/op"))
+	}
+	fmt.Fprintf(w, "\nIts output, verbatim:\n\n```\n%s```\n\n", d.CostOutput)
 }
 
 // lastLines is the last n lines of s, each ending in a newline.

@@ -14,26 +14,35 @@ import (
 	"github.com/inferrail/inferrail/bench/loadgen"
 )
 
-// Targets from issue 3.
+// Targets from issues 3 and 16.
 const (
-	ratioP50Bound = 1.0 // gateway's added p50 ≤ 1.0 × nginx's
-	ratioP99Bound = 1.2 // gateway's added p99 ≤ 1.2 × nginx's
-	decisionP99   = 20 * time.Microsecond
+	ratioP50Bound     = 1.0 // gateway's (least_request) added p50 ≤ 1.0 × nginx's
+	ratioP99Bound     = 1.2 // gateway's (least_request) added p99 ≤ 1.2 × nginx's
+	costP50Bound      = 1.3 // gateway's (cost_model, tokenizing) added p50 ≤ 1.3 × nginx's
+	costP99Bound      = 1.5 // and p99 ≤ 1.5 × nginx's
+	cpuBound          = 1.5 // gateway's (least_request) CPU per request ≤ 1.5 × nginx's
+	throughputBound   = 0.8 // gateway's (least_request) most req/s ≥ 0.8 × nginx's
+	decisionP99       = 20 * time.Microsecond
+	reportedBoundText = "reported"
 )
+
+// ratioPairs are the comparisons every request kind reports: Of over To.
+var ratioPairs = [][2]string{{gateway, nginx}, {gatewayCost, nginx}, {fastproxy, nginx}, {gateway, fastproxy}}
 
 // report is everything the results file says. It is owned by run's goroutine.
 type report struct {
-	Info        runInfo        `json:"run"`
-	Config      map[string]any `json:"config"`
-	Processes   []procInfo     `json:"processes"`
-	NginxConf   string         `json:"nginx_conf"`
-	GatewayConf string         `json:"gateway_conf"`
-	Runs        []*runResult   `json:"runs"`
-	Discarded   []*runResult   `json:"discarded_runs,omitempty"`
-	Summary     []modeSummary  `json:"summary"`
-	Decision    *decision      `json:"decision"`
-	Checks      []check        `json:"checks"`
-	Failures    []string       `json:"failures,omitempty"`
+	Info         runInfo           `json:"run"`
+	Config       map[string]any    `json:"config"`
+	Processes    []procInfo        `json:"processes"`
+	NginxConf    string            `json:"nginx_conf"`
+	GatewayConfs map[string]string `json:"gateway_confs"`
+	Runs         []*runResult      `json:"runs"`
+	Discarded    []*runResult      `json:"discarded_runs,omitempty"`
+	Summary      []modeSummary     `json:"summary"`
+	Throughput   *throughput       `json:"throughput"`
+	Decision     *decision         `json:"decision"`
+	Checks       []check           `json:"checks"`
+	Failures     []string          `json:"failures,omitempty"`
 }
 
 type runInfo struct {
@@ -49,6 +58,7 @@ type runInfo struct {
 	MemTotal     string    `json:"mem_total"`
 	GoVersion    string    `json:"go_version"`
 	NginxVersion string    `json:"nginx_version"`
+	WrkVersion   string    `json:"wrk_version,omitempty"`
 	LoadStart    string    `json:"loadavg_at_start"`
 	LoadEnd      string    `json:"loadavg_at_end"`
 	// BusyBefore is the machine's busy CPU, in cores, over one second just
@@ -67,12 +77,13 @@ func newProcInfo(p *loadgen.Proc) procInfo {
 	return procInfo{Name: p.Name, Pid: p.Pid, Args: append([]string{p.Bin}, p.Args...)}
 }
 
-// check is one target the report asserts.
+// check is one target the report asserts, or one figure it only reports.
 type check struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-	Bound string `json:"bound"`
-	Pass  bool   `json:"pass"`
+	Name     string `json:"name"`
+	Value    string `json:"value"`
+	Bound    string `json:"bound"`
+	Pass     bool   `json:"pass"`
+	Reported bool   `json:"reported,omitempty"` // no target: never a failure
 }
 
 func (r *report) fail(format string, args ...any) {
@@ -84,6 +95,19 @@ func (r *report) bound(name, value, bound string, ok bool) {
 	if !ok {
 		r.fail("%s: %s, want %s", name, value, bound)
 	}
+}
+
+// report records a figure that has no target.
+func (r *report) report(name, value string) {
+	r.Checks = append(r.Checks, check{Name: name, Value: value, Bound: reportedBoundText, Pass: true, Reported: true})
+}
+
+// ratioBound checks a ratio of medians against "≤ bound". When the ratio
+// is undefined (the denominator's median was not positive), the numerator
+// passes only by being no larger.
+func (r *report) ratioBound(name string, ratio float64, defined bool, of, to time.Duration, unit func(time.Duration) string, bound float64) {
+	r.bound(name, fmt.Sprintf("%s (%s / %s)", ratioText(ratio, defined), unit(of), unit(to)),
+		fmt.Sprintf("≤ %.1f×", bound), defined && ratio <= bound || !defined && of <= to)
 }
 
 // Pass reports whether every target was met and nothing failed.
@@ -111,6 +135,9 @@ func gatherInfo(c *config) runInfo {
 	} else {
 		info.NginxVersion = fmt.Sprintf("unknown (%v)", err)
 	}
+	if c.wrk != "" {
+		info.WrkVersion = loadgen.WrkVersion(c.wrk)
+	}
 	info.LoadStart = c.loadBefore
 	if info.LoadStart == "" {
 		info.LoadStart = loadAvg()
@@ -123,22 +150,51 @@ func loadAvg() string { return loadgen.LoadAvg() }
 func reportConfig(c *config) map[string]any {
 	return map[string]any{"sims": c.sims, "rate_per_s": c.rate, "requests_per_run": c.requests,
 		"warmup_per_run": c.warmup, "block": c.block, "rounds": c.rounds, "redo": c.redo, "max_other_cores": c.maxOther, "modes": c.modes, "model": c.model,
-		"max_tokens": 1, "endpoint": "/v1/completions", "gateway_env": c.gatewayEnv}
+		"max_tokens": 1, "endpoint": "/v1/completions", "gateway_env": c.gatewayEnv,
+		"wrk_connections": c.wrkConns, "wrk_threads": c.wrkThreads, "wrk_duration_s": c.wrkDuration.Seconds()}
 }
 
 // modeSummary is one request kind's figures over every round.
 type modeSummary struct {
 	Mode    string          `json:"mode"`
-	Targets []targetSummary `json:"targets"`
-	// Ratios of the median added latencies, gateway over nginx; Defined is
-	// false where nginx's median added latency was not positive.
-	RatioP50        float64 `json:"ratio_p50"`
-	RatioP50Defined bool    `json:"ratio_p50_defined"`
-	RatioP99        float64 `json:"ratio_p99"`
-	RatioP99Defined bool    `json:"ratio_p99_defined"`
-	// RoundRatios are the same ratios round by round.
-	RoundRatiosP50 []string `json:"round_ratios_p50"`
-	RoundRatiosP99 []string `json:"round_ratios_p99"`
+	Targets []targetSummary `json:"targets"` // in targetNames' order
+	Ratios  []ratio         `json:"ratios"`  // in ratioPairs' order
+}
+
+// ratio compares two proxies of one request kind, Of over To: their median
+// added latencies, round by round, and their median CPU per request. A
+// Defined flag is false where To's figure was not positive.
+type ratio struct {
+	Of         string   `json:"of"`
+	To         string   `json:"to"`
+	P50        float64  `json:"added_p50"`
+	P50Defined bool     `json:"added_p50_defined"`
+	P99        float64  `json:"added_p99"`
+	P99Defined bool     `json:"added_p99_defined"`
+	RoundP50   []string `json:"round_added_p50"`
+	RoundP99   []string `json:"round_added_p99"`
+	CPU        float64  `json:"cpu_per_request"`
+	CPUDefined bool     `json:"cpu_per_request_defined"`
+}
+
+// target is the summary of the target called name.
+func (ms *modeSummary) target(name string) *targetSummary {
+	for i := range ms.Targets {
+		if ms.Targets[i].Target == name {
+			return &ms.Targets[i]
+		}
+	}
+	return nil
+}
+
+// ratio is the comparison of of over to.
+func (ms *modeSummary) ratio(of, to string) *ratio {
+	for i := range ms.Ratios {
+		if ms.Ratios[i].Of == of && ms.Ratios[i].To == to {
+			return &ms.Ratios[i]
+		}
+	}
+	return nil
 }
 
 // targetSummary is one target's percentiles per round and their medians.
@@ -157,16 +213,17 @@ type targetSummary struct {
 	Errors        int             `json:"errors"` // measured and warm-up, every round
 }
 
-var targetNames = []string{"direct", "nginx", "gateway"}
-
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-// summarize builds one request kind's summary from its runs.
+// usDur is a figure in µs as a Duration, for Ratio.
+func usDur(us float64) time.Duration { return time.Duration(us * float64(time.Microsecond)) }
+
+// summarize builds one request kind's summary from its runs: every target
+// of targetNames must have one run per round.
 func summarize(mode string, runs []*runResult, rounds int) (modeSummary, error) {
 	ms := modeSummary{Mode: mode}
-	byTarget := map[string]*targetSummary{}
 	for _, name := range targetNames {
-		ts := &targetSummary{Target: name, P50: make([]time.Duration, rounds), P99: make([]time.Duration, rounds)}
+		ts := targetSummary{Target: name, P50: make([]time.Duration, rounds), P99: make([]time.Duration, rounds)}
 		var cores, usPerReq []float64
 		seen := 0
 		for _, r := range runs {
@@ -188,29 +245,34 @@ func summarize(mode string, runs []*runResult, rounds int) (modeSummary, error) 
 		}
 		ts.MedP50, ts.MedP99 = loadgen.Median(ts.P50), loadgen.Median(ts.P99)
 		ts.MedProxyCores, ts.MedProxyUs = medianFloat(cores), medianFloat(usPerReq)
-		byTarget[name] = ts
+		ms.Targets = append(ms.Targets, ts)
 	}
-	direct := byTarget["direct"]
-	for _, name := range []string{"nginx", "gateway"} {
-		ts := byTarget[name]
+	straight := ms.target(direct)
+	for i := range ms.Targets {
+		ts := &ms.Targets[i]
+		if ts.Target == direct {
+			continue
+		}
 		var err error
-		if ts.AddedP50, err = loadgen.AddedPerRound(ts.P50, direct.P50); err != nil {
+		if ts.AddedP50, err = loadgen.AddedPerRound(ts.P50, straight.P50); err != nil {
 			return ms, err
 		}
-		if ts.AddedP99, err = loadgen.AddedPerRound(ts.P99, direct.P99); err != nil {
+		if ts.AddedP99, err = loadgen.AddedPerRound(ts.P99, straight.P99); err != nil {
 			return ms, err
 		}
 		ts.MedAddedP50, ts.MedAddedP99 = loadgen.Median(ts.AddedP50), loadgen.Median(ts.AddedP99)
 	}
-	gw, ng := byTarget["gateway"], byTarget["nginx"]
-	ms.RatioP50, ms.RatioP50Defined = loadgen.Ratio(gw.MedAddedP50, ng.MedAddedP50)
-	ms.RatioP99, ms.RatioP99Defined = loadgen.Ratio(gw.MedAddedP99, ng.MedAddedP99)
-	for i := range rounds {
-		ms.RoundRatiosP50 = append(ms.RoundRatiosP50, ratioText(loadgen.Ratio(gw.AddedP50[i], ng.AddedP50[i])))
-		ms.RoundRatiosP99 = append(ms.RoundRatiosP99, ratioText(loadgen.Ratio(gw.AddedP99[i], ng.AddedP99[i])))
-	}
-	for _, name := range targetNames {
-		ms.Targets = append(ms.Targets, *byTarget[name])
+	for _, pair := range ratioPairs {
+		of, to := ms.target(pair[0]), ms.target(pair[1])
+		rt := ratio{Of: of.Target, To: to.Target}
+		rt.P50, rt.P50Defined = loadgen.Ratio(of.MedAddedP50, to.MedAddedP50)
+		rt.P99, rt.P99Defined = loadgen.Ratio(of.MedAddedP99, to.MedAddedP99)
+		rt.CPU, rt.CPUDefined = loadgen.Ratio(usDur(of.MedProxyUs), usDur(to.MedProxyUs))
+		for i := range rounds {
+			rt.RoundP50 = append(rt.RoundP50, ratioText(loadgen.Ratio(of.AddedP50[i], to.AddedP50[i])))
+			rt.RoundP99 = append(rt.RoundP99, ratioText(loadgen.Ratio(of.AddedP99[i], to.AddedP99[i])))
+		}
+		ms.Ratios = append(ms.Ratios, rt)
 	}
 	return ms, nil
 }
@@ -260,15 +322,39 @@ func (r *report) evaluate() {
 			continue
 		}
 		r.Summary = append(r.Summary, ms)
-		gw, ng := ms.Targets[2], ms.Targets[1]
-		r.bound(fmt.Sprintf("%s: added p50, gateway / nginx", modeTitle(mode)),
-			fmt.Sprintf("%s (%s / %s)", ratioText(ms.RatioP50, ms.RatioP50Defined), dur(gw.MedAddedP50), dur(ng.MedAddedP50)),
-			fmt.Sprintf("≤ %.1f×", ratioP50Bound), ms.RatioP50Defined && ms.RatioP50 <= ratioP50Bound || !ms.RatioP50Defined && gw.MedAddedP50 <= ng.MedAddedP50)
-		r.bound(fmt.Sprintf("%s: added p99, gateway / nginx", modeTitle(mode)),
-			fmt.Sprintf("%s (%s / %s)", ratioText(ms.RatioP99, ms.RatioP99Defined), dur(gw.MedAddedP99), dur(ng.MedAddedP99)),
-			fmt.Sprintf("≤ %.1f×", ratioP99Bound), ms.RatioP99Defined && ms.RatioP99 <= ratioP99Bound || !ms.RatioP99Defined && gw.MedAddedP99 <= ng.MedAddedP99)
+		r.evaluateMode(&ms)
 	}
+	r.evaluateThroughput()
 	r.evaluateDecision()
+}
+
+// evaluateMode checks one request kind's ratios against issue 16's table.
+func (r *report) evaluateMode(ms *modeSummary) {
+	kind := modeTitle(ms.Mode)
+	for _, b := range []struct {
+		of          string
+		p50, p99    float64
+		description string
+	}{
+		{gateway, ratioP50Bound, ratioP99Bound, "least_request"},
+		{gatewayCost, costP50Bound, costP99Bound, "cost_model, builtin:sim tokenizer"},
+	} {
+		rt, of, ng := ms.ratio(b.of, nginx), ms.target(b.of), ms.target(nginx)
+		r.ratioBound(fmt.Sprintf("%s: added p50, %s (%s) / nginx", kind, b.of, b.description),
+			rt.P50, rt.P50Defined, of.MedAddedP50, ng.MedAddedP50, dur, b.p50)
+		r.ratioBound(fmt.Sprintf("%s: added p99, %s (%s) / nginx", kind, b.of, b.description),
+			rt.P99, rt.P99Defined, of.MedAddedP99, ng.MedAddedP99, dur, b.p99)
+	}
+	cpu := func(of, to string) (string, *ratio) {
+		rt := ms.ratio(of, to)
+		return fmt.Sprintf("%s (%s / %s)", ratioText(rt.CPU, rt.CPUDefined), dur(usDur(ms.target(of).MedProxyUs)), dur(usDur(ms.target(to).MedProxyUs))), rt
+	}
+	v, rt := cpu(gateway, nginx)
+	r.bound(fmt.Sprintf("%s: CPU per request, gateway (least_request) / nginx", kind), v, fmt.Sprintf("≤ %.1f×", cpuBound), rt.CPUDefined && rt.CPU <= cpuBound)
+	v, _ = cpu(gateway, fastproxy)
+	r.report(fmt.Sprintf("%s: CPU per request, gateway (least_request) / fastproxy", kind), v)
+	v, _ = cpu(gatewayCost, nginx)
+	r.report(fmt.Sprintf("%s: CPU per request, %s / nginx", kind, gatewayCost), v)
 }
 
 func modeTitle(mode string) string {

@@ -296,11 +296,13 @@ func runLoad(ctx context.Context, c *config, rep *report, stderr io.Writer) (err
 			rep.fail("processes: %v", serr)
 		}
 	}()
-	rep.NginxConf, rep.GatewayConf = s.NginxConf, s.GatewayConf
-	for _, p := range s.sims {
+	rep.NginxConf, rep.GatewayConfs = s.NginxConf, s.GatewayConfs
+	for _, p := range append(slices.Clone(s.sims), s.proxies...) {
 		rep.Processes = append(rep.Processes, newProcInfo(p))
 	}
-	rep.Processes = append(rep.Processes, newProcInfo(s.nginx), newProcInfo(s.gateway))
+	// The throughput runs come after the open-loop rounds; a round runs
+	// again only if there is time for it and for them.
+	reserve := wrkBudget(c)
 
 	redone, attempt := 0, 1
 	for r := 0; r < c.rounds; {
@@ -312,13 +314,17 @@ func runLoad(ctx context.Context, c *config, rep *report, stderr io.Writer) (err
 				return err
 			}
 			for _, run := range res {
-				fmt.Fprintf(stderr, "gwload: round %d %-7s %-6s p50 %s p99 %s lag p99 %s errors %d (+%d warm-up) proxy %.2f cores, other %.2f cores\n",
+				fmt.Fprintf(stderr, "gwload: round %d %-18s %-6s p50 %s p99 %s lag p99 %s errors %d (+%d warm-up) proxy %.2f cores, other %.2f cores\n",
 					r+1, run.Target, mode, us(run.Latency.P50S), us(run.Latency.P99S), us(run.Lag.P99S), run.Errors, run.WarmupErrors, run.ProxyCores, run.OtherCores)
 			}
 			runs = append(runs, res...)
 		}
 		deadline, _ := ctx.Deadline()
-		if worst, again := redoRound(runs, c.maxOther, c.redo-redone, time.Until(deadline), time.Since(t0)); again {
+		took := time.Since(t0)
+		// Time for the redo: what is left after the throughput runs and the
+		// rounds still to come.
+		left := time.Until(deadline) - reserve - time.Duration(c.rounds-r-1)*took
+		if worst, again := redoRound(runs, c.maxOther, c.redo-redone, left, took); again {
 			fmt.Fprintf(stderr, "gwload: round %d discarded: other processes used %.2f cores (over %.2f); running it again\n", r+1, worst, c.maxOther)
 			for _, run := range runs {
 				run.Discarded = true
@@ -331,7 +337,21 @@ func runLoad(ctx context.Context, c *config, rep *report, stderr io.Writer) (err
 		rep.Runs = append(rep.Runs, runs...)
 		r, attempt = r+1, 1
 	}
-	for _, p := range append(slices.Clone(s.sims), s.nginx, s.gateway) {
+	if err := allAlive(s); err != nil {
+		return err
+	}
+	if c.wrk != "" {
+		rep.Throughput = runThroughput(ctx, c, s, stderr)
+		if err := allAlive(s); err != nil {
+			return fmt.Errorf("throughput: %w", err)
+		}
+	}
+	return nil
+}
+
+// allAlive reports a process of s that died.
+func allAlive(s *setup) error {
+	for _, p := range append(slices.Clone(s.sims), s.proxies...) {
 		if !p.Alive() {
 			return fmt.Errorf("%s died during the runs: %s", p.Name, p.Output())
 		}

@@ -94,7 +94,7 @@ func gatherInfo(simBin, wrkBin string) runInfo {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = "Linux " + strings.TrimSpace(string(b))
 	}
-	m.WrkVersion = wrkVersion(wrkBin)
+	m.WrkVersion = loadgen.WrkVersion(wrkBin)
 	if f := strings.Fields(loadgen.ProcField("/proc/self/limits", "Max open files")); len(f) >= 2 {
 		m.NoFile = "soft " + f[0] + ", hard " + f[1]
 	}

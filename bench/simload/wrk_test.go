@@ -7,7 +7,7 @@ import (
 	"github.com/inferrail/inferrail/bench/loadgen"
 )
 
-// wrkOutput is wrk 4.1's report for a run with wrkScript, as captured.
+// wrkOutput is wrk 4.1's report for a run with loadgen.WrkScript, as captured.
 const wrkOutput = `Running 2s test @ http://127.0.0.1:46625/v1/completions
   2 threads and 256 connections
   Thread Stats   Avg      Stdev     Max   +/- Stdev
@@ -21,11 +21,11 @@ const wrkOutput = `Running 2s test @ http://127.0.0.1:46625/v1/completions
   117777 requests in 2.02s, 72.11MB read
 Requests/sec:  58355.77
 Transfer/sec:     35.73MB
-SIMLOAD_WRK requests=117777 duration_us=2018258 bytes=75612834 connect=0 read=0 write=0 status=0 timeout=0 lat_mean_us=5263.5 lat_stdev_us=8828.3 lat_max_us=109830 p50_us=3813 p90_us=9172 p99_us=50939 p999_us=103465
+INFERRAIL_WRK requests=117777 duration_us=2018258 bytes=75612834 connect=0 read=0 write=0 status=0 timeout=0 lat_mean_us=5263.5 lat_stdev_us=8828.3 lat_max_us=109830 p50_us=3813 p90_us=9172 p99_us=50939 p999_us=103465
 `
 
 func TestParseWrk(t *testing.T) {
-	s, err := parseWrkSummary(wrkOutput)
+	s, err := loadgen.ParseWrkSummary(wrkOutput)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,29 +51,7 @@ func TestParseWrk(t *testing.T) {
 		t.Fatalf("failing text %+v", txt)
 	}
 
-	if _, err := parseWrkSummary("Requests/sec: 1\n"); err == nil {
-		t.Fatal("no summary line: no error")
-	}
-	if _, err := parseWrkSummary("SIMLOAD_WRK requests=1\n"); err == nil {
-		t.Fatal("short summary line: no error")
-	}
-	if _, err := parseWrkSummary(strings.Replace(wrkOutput, "requests=117777", "requests=x", 1)); err == nil {
-		t.Fatal("bad number: no error")
-	}
 	if _, err := parseWrkText("nothing"); err == nil {
 		t.Fatal("no Requests/sec: no error")
-	}
-}
-
-func TestWrkScript(t *testing.T) {
-	body := loadgen.AppendBody(nil, "m", loadgen.Spec{MaxTokens: 16, Prompt: "Hello"})
-	s := wrkScript(body)
-	if !strings.Contains(s, "wrk.body = [==["+string(body)+"]==]") || !strings.Contains(s, `wrk.method = "POST"`) {
-		t.Fatalf("script:\n%s", s)
-	}
-	for _, k := range wrkSummaryKeys {
-		if !strings.Contains(s, " "+k+"=") && !strings.Contains(s, "SIMLOAD_WRK "+k+"=") {
-			t.Errorf("done() prints no %s", k)
-		}
 	}
 }
