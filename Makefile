@@ -22,6 +22,7 @@ run: build
 test: test-go test-chart test-sdk test-scrapers test-observability test-fleet-page
 
 test-go:
+	./scripts/install-test-debs.sh
 	$(GO) vet ./...
 	$(GO) test -count=1 $(PURE_PKGS)
 	$(GO) test -count=1 -race $(RACE_PKGS)
