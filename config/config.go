@@ -768,6 +768,12 @@ type Index struct {
 	// every replica shows the index_warm_start_failed warning. Default
 	// none: start cold.
 	WarmStartFrom []string `koanf:"warm_start_from"`
+	// WarmStartDNS is an admin URL whose host name lists the peers
+	// (http://inferrail-peers.ns.svc:9090, a Kubernetes headless Service):
+	// at startup every address it resolves to is asked in turn, after
+	// WarmStartFrom, as a peer of its own. This instance's own address
+	// answers nothing yet and is passed over. Default none.
+	WarmStartDNS string `koanf:"warm_start_dns"`
 }
 
 // KVEvents configures the exact mode: how replicas whose engines publish KV

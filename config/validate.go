@@ -88,6 +88,9 @@ func (c *Config) check(skip func(key string) bool, limit int) *validator {
 	for i, u := range c.Index.WarmStartFrom {
 		v.url(fmt.Sprintf("index.warm_start_from[%d]", i), u, true)
 	}
+	if c.Index.WarmStartDNS != "" {
+		v.url("index.warm_start_dns", c.Index.WarmStartDNS, true)
+	}
 	v.nonNegative("kv_events.speculative_ttl", c.KVEvents.SpeculativeTTL)
 	v.positive("kv_events.max_silence", c.KVEvents.MaxSilence)
 	v.observability(&c.Observability)

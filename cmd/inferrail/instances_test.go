@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -174,11 +175,17 @@ func TestWarmStart(t *testing.T) {
 	}
 	warm := live
 	warm.Index.WarmStartFrom = []string{"http://" + peerAdmin}
+	// The third finds the peer by DNS, as behind a headless Service:
+	// localhost names the peer's loopback address.
+	_, peerPort, _ := net.SplitHostPort(peerAdmin)
+	byDNS := live
+	byDNS.Index.WarmStartDNS = "http://localhost:" + peerPort
+	dnsAddr, _ := startGateway(t, &byDNS)
 	cold := live
 	cold.Index.WarmStartFrom = []string{"http://127.0.0.1:1"} // nothing listens there
 	warmAddr, _ := startGateway(t, &warm)
 	coldAddr, coldAdmin := startGateway(t, &cold)
-	var warmExact, coldPredicted int
+	var warmExact, dnsExact, coldPredicted int
 	for k := range 12 {
 		msgs := conv(k)
 		msgs[1]["content"] = "again"
@@ -189,6 +196,13 @@ func TestWarmStart(t *testing.T) {
 		if w.predicted == w.cached && w.cached > 0 {
 			warmExact++
 		}
+		d, _, err := chatTurn(client, dnsAddr, msgs, 4, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.predicted == d.cached && d.cached > 0 {
+			dnsExact++
+		}
 		c, _, err := chatTurn(client, coldAddr, conv(k+100), 4, false)
 		if err != nil {
 			t.Fatal(err)
@@ -198,6 +212,9 @@ func TestWarmStart(t *testing.T) {
 	t.Logf("warm-started: %d of 12 first requests predicted exactly with a hit", warmExact)
 	if warmExact < 11 {
 		t.Errorf("warm-started gateway: %d of 12 predictions exact and above 0, want at least 11", warmExact)
+	}
+	if dnsExact < 11 {
+		t.Errorf("gateway warm-started from index.warm_start_dns: %d of 12 predictions exact and above 0, want at least 11", dnsExact)
 	}
 	var view struct {
 		Replicas []struct {

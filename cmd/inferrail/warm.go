@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +28,15 @@ const warmStartTimeout = 10 * time.Second
 // /admin/replicas show) and the indexes start cold.
 func warmStart(ctx context.Context, cfg *config.Config, fl *fleet.Fleet, log *slog.Logger) {
 	peers := cfg.Index.WarmStartFrom
-	if len(peers) == 0 {
+	var errs []string
+	if cfg.Index.WarmStartDNS != "" {
+		found, err := dnsPeers(ctx, net.DefaultResolver, cfg.Index.WarmStartDNS)
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		peers = append(slices.Clip(peers), found...)
+	}
+	if len(peers) == 0 && len(errs) == 0 {
 		return
 	}
 	token, err := auth.AdminToken(cfg)
@@ -34,7 +45,6 @@ func warmStart(ctx context.Context, cfg *config.Config, fl *fleet.Fleet, log *sl
 		return
 	}
 	c := &http.Client{Timeout: warmStartTimeout}
-	var errs []string
 	for _, p := range peers {
 		start := time.Now()
 		snap, err := admin.FetchSnapshot(ctx, c, p, token)
@@ -48,4 +58,32 @@ func warmStart(ctx context.Context, cfg *config.Config, fl *fleet.Fleet, log *sl
 	}
 	fl.Warn(log, replica.WarnWarmStart, fmt.Sprintf("index.warm_start_from: no peer's index snapshot could be read (%s); "+
 		"the index starts cold and learns from routing decisions and KV events", strings.Join(errs, "; ")), "peers", peers)
+}
+
+// dnsPeers returns the admin URL raw once for every address its host name
+// resolves to, in the resolver's order, with the host replaced by the
+// address: index.warm_start_dns.
+func dnsPeers(ctx context.Context, r *net.Resolver, raw string) ([]string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("index.warm_start_dns: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, warmStartTimeout)
+	defer cancel()
+	addrs, err := r.LookupHost(ctx, u.Hostname())
+	if err != nil {
+		return nil, fmt.Errorf("index.warm_start_dns: %w", err)
+	}
+	out := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		p := *u
+		p.Host = a
+		if port := u.Port(); port != "" {
+			p.Host = net.JoinHostPort(a, port)
+		} else if strings.Contains(a, ":") {
+			p.Host = "[" + a + "]"
+		}
+		out = append(out, p.String())
+	}
+	return out, nil
 }

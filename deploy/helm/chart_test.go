@@ -55,6 +55,8 @@ var variants = map[string]variant{
 	"epp-envoy":         {values: "epp-envoy.yaml", mode: "epp", want: with(eppObjects, "HTTPRoute/inferrail", "InferencePool/inferrail", "Gateway/inference-gateway")},
 	"epp-selector":      {values: "epp-selector.yaml", mode: "epp", want: eppObjects},
 	"epp-existing-pool": {values: "epp-existing-pool.yaml", mode: "epp", want: with(eppObjects, "HTTPRoute/inferrail")},
+	"gateway-two":       {set: []string{"mode=gateway", "replicaCount=2"}, mode: "gateway", want: with(gatewayObjects, "Service/inferrail-peers")},
+	"epp-two":           {set: []string{"mode=epp", "replicaCount=2"}, mode: "epp", want: with(eppObjects, "HTTPRoute/inferrail", "InferencePool/inferrail", "Service/inferrail-peers")},
 }
 
 func sortedVariants() []string {
@@ -109,8 +111,11 @@ func TestRender(t *testing.T) {
 					t.Errorf("%s: namespace %q, want %q", o, o.Namespace, wantNS)
 				}
 				component := v.mode
-				if o.String() == "Service/inferrail-vllm" {
+				switch o.String() {
+				case "Service/inferrail-vllm":
 					component = "model-servers"
+				case "Service/inferrail-peers":
+					component = "peers"
 				}
 				wantLabels := map[string]string{
 					"app.kubernetes.io/name":       "inferrail",
@@ -615,5 +620,46 @@ func TestManifestsCurrent(t *testing.T) {
 		if _, err := decodeAll(committed); err != nil {
 			t.Errorf("deploy/kubernetes/%s: %v", name, err)
 		}
+	}
+}
+
+// TestPeersFindEachOther: with more than one pod, each pod's config names
+// the headless Service of the release's own pods as index.warm_start_dns,
+// on the port that reaches their admin listener, so a starting pod copies a
+// peer's index; with one pod neither appears.
+func TestPeersFindEachOther(t *testing.T) {
+	for _, name := range []string{"gateway-two", "epp-two", "gateway", "epp"} {
+		v := variants[name]
+		t.Run(name, func(t *testing.T) {
+			objs := v.render(t)
+			c, err := loadConfig(t, objs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(v.want, "Service/inferrail-peers") {
+				if c.Index.WarmStartDNS != "" {
+					t.Errorf("one pod, index.warm_start_dns %q", c.Index.WarmStartDNS)
+				}
+				return
+			}
+			peers := service(t, objs, "inferrail-peers")
+			if peers.Spec.ClusterIP != corev1.ClusterIPNone || peers.Spec.PublishNotReadyAddresses {
+				t.Errorf("Service inferrail-peers: clusterIP %q, publishNotReadyAddresses %v; want a headless Service of ready pods",
+					peers.Spec.ClusterIP, peers.Spec.PublishNotReadyAddresses)
+			}
+			dep := one[*appsv1.Deployment](t, objs, "Deployment")
+			u, err := url.Parse(c.Index.WarmStartDNS)
+			if err != nil || u.Hostname() != "inferrail-peers."+namespace+".svc.cluster.local" {
+				t.Fatalf("index.warm_start_dns %q (%v), want the peers Service's name", c.Index.WarmStartDNS, err)
+			}
+			admin := c.Server.AdminListen
+			if v.mode == "epp" {
+				admin = c.ExtProc.AdminListen
+			}
+			port := targetsContainer(t, peers, dep, "metrics")
+			if got := portOf(t, u.Host); got != port || port != portOf(t, admin) {
+				t.Errorf("index.warm_start_dns port %d, the peers Service reaches container port %d, admin listens on %s", got, port, admin)
+			}
+		})
 	}
 }

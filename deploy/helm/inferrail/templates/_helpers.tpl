@@ -22,6 +22,16 @@
 {{- printf "%s-vllm" (include "inferrail.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/* The headless Service of the release's own pods, for index.warm_start_dns. */}}
+{{- define "inferrail.peersService" -}}
+{{- printf "%s-peers" (include "inferrail.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The admin port (/metrics, /admin/*) of the mode. */}}
+{{- define "inferrail.adminPort" -}}
+{{- ternary .Values.gateway.adminPort .Values.epp.metricsPort (eq .Values.mode "gateway") | int }}
+{{- end }}
+
 {{/* The InferencePool's name (epp mode). */}}
 {{- define "inferrail.poolName" -}}
 {{- default (include "inferrail.fullname" .) .Values.inferencePool.name }}
@@ -161,6 +171,10 @@ models, the listen addresses and discovery, so that the ports, Services and prob
 {{- $_ := set $k "target_ports" $tps }}
 {{- end }}
 {{- $_ := set $gen "discovery" (dict "kubernetes" $k) }}
+{{- end }}
+{{- if and (gt (int $v.replicaCount) 1) (not (hasKey (default (dict) $v.config.index) "warm_start_dns")) }}
+{{- $peers := printf "http://%s.%s.svc.%s:%s" (include "inferrail.peersService" .) .Release.Namespace $v.clusterDomain (include "inferrail.adminPort" .) }}
+{{- $_ := set $gen "index" (dict "warm_start_dns" $peers) }}
 {{- end }}
 {{- toYaml (mustMergeOverwrite (deepCopy $v.config) $gen) }}
 {{- end }}
