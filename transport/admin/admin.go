@@ -147,6 +147,13 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWithContext(ctx) }
 
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	if isPage(ctx) {
+		// The fleet page holds no data, only the script that reads the
+		// admin API with the token the user gives it, so a browser, which
+		// cannot send a bearer token with a page load, can open it.
+		s.page(ctx)
+		return
+	}
 	if !s.authorize(ctx) {
 		return
 	}
@@ -179,8 +186,6 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.met.WritePrometheus(ctx)
 	case "/admin/replicas":
 		s.replicas(ctx)
-	case "/admin/", "/admin":
-		s.page(ctx)
 	case "/admin/models":
 		if s.current == nil {
 			s.notFound(ctx)

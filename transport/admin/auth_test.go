@@ -107,7 +107,7 @@ func call(t *testing.T, c *http.Client, method, url string, lines ...string) (in
 var adminRoutes = []struct{ method, path string }{
 	{"GET", "/metrics"}, {"GET", "/admin/replicas"}, {"GET", "/admin/config"}, {"PATCH", "/admin/config"},
 	{"POST", "/admin/reload"}, {"GET", "/admin/shadow"}, {"POST", "/admin/explain/v1/chat/completions"},
-	{"GET", "/admin/index/snapshot"}, {"GET", "/admin/nothing"}, {"GET", "/admin/"}, {"GET", "/admin/models"}, {"GET", "/admin/decisions"},
+	{"GET", "/admin/index/snapshot"}, {"GET", "/admin/nothing"}, {"POST", "/admin/"}, {"GET", "/admin/models"}, {"GET", "/admin/decisions"},
 }
 
 // TestAdminEveryRoute asks every admin route without the token, with a
@@ -147,6 +147,32 @@ func TestAdminEveryRoute(t *testing.T) {
 	_, body := call(t, hc, "GET", base+"/admin/config", "Authorization: Bearer "+adminToken)
 	if strings.Contains(body, config.HashKey("client-key")) || !strings.Contains(body, config.Redaction) {
 		t.Errorf("/admin/config: %s", body)
+	}
+}
+
+// The fleet page itself opens without the token, as a browser loads it,
+// and holds none of the fleet's data; what it reads still needs the token,
+// and the page asks for it when the API answers 401.
+func TestFleetPageOpensWithoutToken(t *testing.T) {
+	base := serveAdmin(t, authConfig(t, nil), nil)
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for _, path := range []string{"/admin/", "/admin"} {
+		resp, err := hc.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+			!strings.Contains(string(b), `id="token-form"`) {
+			t.Errorf("GET %s without a token: %d %s", path, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		if strings.Contains(string(b), "r0") || strings.Contains(string(b), "http://127.0.0.1:1") {
+			t.Errorf("GET %s: the page holds the fleet's data", path)
+		}
+	}
+	if code, _ := call(t, hc, "GET", base+"/admin/replicas"); code != 401 {
+		t.Errorf("/admin/replicas without a token: %d", code)
 	}
 }
 

@@ -98,6 +98,13 @@ func (s *Server) recentDecisions(ctx *fasthttp.RequestCtx) {
 	}{d})
 }
 
+// isPage reports a GET or HEAD of the fleet page, which needs no admin
+// token (the API it reads does).
+func isPage(ctx *fasthttp.RequestCtx) bool {
+	p, m := string(ctx.Path()), string(ctx.Method())
+	return (p == "/admin/" || p == "/admin") && (m == "GET" || m == "HEAD")
+}
+
 func (s *Server) page(ctx *fasthttp.RequestCtx) {
 	ctx.SetContentType("text/html; charset=utf-8")
 	// Nothing from elsewhere: scripts and styles are inline, requests go
