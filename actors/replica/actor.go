@@ -236,7 +236,7 @@ func (a *replicaActor) Receive(ctx actor.Context) {
 	case *DumpIndex:
 		ctx.Respond(a.dumpIndex())
 	case *WarmIndex:
-		a.warmIndex(m.Replica)
+		a.warmIndex(ctx, m.Replica)
 	case *probed:
 		a.probed(m)
 	case *scraped:

@@ -111,9 +111,15 @@ func (a *replicaActor) startEvents(ctx actor.Context) {
 		return
 	}
 	a.mirror = estimate.NewEvents(a.models[0], a.cfg.EventChecks[a.models[0]])
+	a.subscribe(ctx)
+}
+
+// subscribe starts a subscription to a.stream, catching up from
+// a.stream.From, that feeds the mirror as it is.
+func (a *replicaActor) subscribe(ctx actor.Context) {
 	ectx, cancel := context.WithCancel(context.Background())
 	run := &eventsRun{cancel: cancel}
-	a.events = run
+	a.events, a.subscribed = run, false
 	send, self := actor.SenderContext(ctx.ActorSystem().Root), ctx.Self()
 	src, es, quiet := a.cfg.Events, a.stream, a.cfg.EventsQuiet
 	a.cfg.Goroutines.Go(func() { eventsLoop(ectx, run, send, self, src, es, quiet) })
@@ -133,10 +139,11 @@ func (a *replicaActor) eventsApplied(m *eventsBatch) {
 	}
 	now := a.cfg.Now()
 	if !a.subscribed {
-		// The subscription's first batch: unless it is the engine's first,
-		// the engine stored blocks before it that the mapping never saw.
+		// The subscription's first batch: unless it is the engine's first
+		// (or the first after a peer's snapshot, stream.From), the engine
+		// stored blocks before it that the mapping never saw.
 		a.subscribed = true
-		if m.seq != 0 && !a.lossy {
+		if m.seq > a.stream.From && !a.lossy {
 			a.lossy = true
 			a.resyncFrom = a.mirror.Stats()
 		}

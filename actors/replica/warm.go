@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/inferrail/inferrail/model/dump"
 	"github.com/inferrail/inferrail/model/prefix"
 )
@@ -30,7 +32,12 @@ func (a *replicaActor) dumpIndex() *dump.Replica {
 // and the index evicts as the peer's would; and its engine blocks to the
 // KV event mapping, so that the engine's events about them are understood.
 // What the index held already stays, behind.
-func (a *replicaActor) warmIndex(r *dump.Replica) {
+//
+// When the snapshot names the last batch it holds, the replica follows
+// events with a replay endpoint and is not exact yet, it subscribes again,
+// catching up from the batch after the snapshot's: the engine's replay
+// buffer need only reach back to the snapshot, not to the engine's start.
+func (a *replicaActor) warmIndex(ctx actor.Context, r *dump.Replica) {
 	if a.est == nil || r == nil {
 		return
 	}
@@ -41,6 +48,13 @@ func (a *replicaActor) warmIndex(r *dump.Replica) {
 	}
 	if a.mirror != nil {
 		a.mirror.Import(r.Engine)
+	}
+	if a.mirror != nil && r.HasSeq && a.stream.Replay != "" && a.mode != IndexExact && a.events != nil {
+		a.stopEvents()
+		// The mapping now holds the engine's state up to r.Seq.
+		a.stream.From, a.lossy = r.Seq+1, false
+		a.subscribe(ctx)
+		a.log.Info("KV events: catching up from the peer's snapshot", "from_seq", a.stream.From)
 	}
 	a.publishShadow()
 	a.log.Info("replica: index warmed from a peer", "blocks", len(r.Blocks), "engine_blocks", len(r.Engine))

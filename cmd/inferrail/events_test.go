@@ -177,6 +177,13 @@ func conversationPredictions(t *testing.T, format string) conversationStats {
 // config before it validates and serves it.
 func eventFleet(t *testing.T, format string, blocks, maxLen int) ([]*sim.Server, *config.Config) {
 	t.Helper()
+	return eventFleetWith(t, format, blocks, maxLen, nil)
+}
+
+// eventFleetWith is eventFleet with the simulators' options edited by edit
+// when set.
+func eventFleetWith(t *testing.T, format string, blocks, maxLen int, edit func(*sim.Options)) ([]*sim.Server, *config.Config) {
+	t.Helper()
 	opts := sim.DefaultOptions()
 	if format != "" {
 		opts.KVEventsFormat = format
@@ -188,6 +195,9 @@ func eventFleet(t *testing.T, format string, blocks, maxLen int) ([]*sim.Server,
 	opts.Engine.Latency.PrefillToken = 10 * time.Microsecond
 	opts.Engine.Latency.PrefillFixed = time.Millisecond
 	opts.Engine.Latency.DecodeToken = time.Millisecond
+	if edit != nil {
+		edit(&opts)
+	}
 	sims, replicas, err := startSims(3, opts, format != "")
 	if err != nil {
 		t.Fatal(err)

@@ -501,13 +501,16 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // replica entries, sim-0 to sim-<n-1>. With events each publishes its KV
 // events, with replay, on loopback ports the kernel picks, and its entry
 // subscribes to them; in opts.KVEventsFormat's schema (vllm or sglang), which
-// the entries' engine_type names.
+// the entries' engine_type names. A KVEventsConfig already in opts is kept
+// (it must bind loopback ports the kernel picks).
 func startSims(n int, opts sim.Options, events bool) ([]*sim.Server, []config.Replica, error) {
-	if events {
+	if events && opts.KVEventsConfig == "" {
 		opts.KVEventsConfig = `{"enable_kv_cache_events": true, "endpoint": "tcp://127.0.0.1:0", "replay_endpoint": "tcp://127.0.0.1:0"}`
 		if kvevent.Engine(opts.KVEventsFormat) == kvevent.EngineSGLang {
 			opts.KVEventsConfig = `{"publisher": "zmq", "endpoint": "tcp://127.0.0.1:0", "replay_endpoint": "tcp://127.0.0.1:0"}`
 		}
+	}
+	if events {
 		opts.KVEventsBind = true // the engine would connect to an address without "*"
 	}
 	sims, err := sim.StartN(n, opts)

@@ -18,6 +18,7 @@ import (
 	"github.com/inferrail/inferrail/bench/agree"
 	"github.com/inferrail/inferrail/bench/loadgen"
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/sim"
 )
 
 // Two gateways in front of the same three simulators, the client
@@ -274,5 +275,98 @@ func TestKillOneInstance(t *testing.T) {
 	}
 	if r.InFlight == 0 && r.Failed[1] == 0 && r.FailedOver[1] == 0 {
 		t.Fatal("the kill touched nothing: no request was in flight or retried")
+	}
+}
+
+// A gateway warm-started from a peer whose engines' replay buffers no
+// longer reach back to their first batch catches up from the snapshot's
+// event sequence (index.warm_start_from, dump.Replica.Seq): its replicas
+// turn exact at their first live batch, where one started cold with the
+// same replay falls back (the replay cannot cover the gap) and stays
+// approximate until a resync.
+func TestWarmStartCatchesUp(t *testing.T) {
+	_, cfg := eventFleetWith(t, "vllm", 4096, 8192, func(o *sim.Options) {
+		o.KVEventsConfig = `{"enable_kv_cache_events": true, "endpoint": "tcp://127.0.0.1:0", ` +
+			`"replay_endpoint": "tcp://127.0.0.1:0", "buffer_steps": 4}`
+	})
+	peerCfg := *cfg
+	peer, peerAdmin := startGateway(t, &peerCfg)
+	client := &http.Client{Timeout: 30 * time.Second}
+	conv := func(k int, q string) []map[string]string {
+		var b strings.Builder
+		for w := range 300 {
+			fmt.Fprintf(&b, "u%dw%d ", k, w)
+		}
+		return []map[string]string{{"role": "system", "content": b.String()}, {"role": "user", "content": q}}
+	}
+	for k := range 24 { // far more batches per engine than the 4 the replay keeps
+		if _, _, err := chatTurn(client, peer, conv(k, "first"), 4, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the peer applies the last batches
+
+	warm := *cfg
+	warm.Index.WarmStartFrom = []string{"http://" + peerAdmin}
+	cold := *cfg
+	warmAddr, warmAdmin := startGateway(t, &warm)
+	coldAddr, coldAdmin := startGateway(t, &cold)
+	modes := func(admin string) map[string]string {
+		var p struct {
+			Replicas []struct {
+				ID   string `json:"id"`
+				Mode string `json:"index_mode"`
+			} `json:"replicas"`
+		}
+		getJSON(t, client, "http://"+admin+"/admin/replicas", &p)
+		out := map[string]string{}
+		for _, r := range p.Replicas {
+			out[r.ID] = r.Mode
+		}
+		return out
+	}
+	allExact := func(m map[string]string) bool {
+		for _, v := range m {
+			if v != string(replica.IndexExact) {
+				return false
+			}
+		}
+		return len(m) == 3
+	}
+	// New requests make every engine publish live batches, which start
+	// both gateways' subscriptions catching up.
+	var exact int
+	for k := range 24 {
+		w, _, err := chatTurn(client, warmAddr, conv(k, "again"), 4, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.cached > 0 && w.predicted == w.cached {
+			exact++
+		}
+		if _, _, err := chatTurn(client, coldAddr, conv(k+100, "again"), 4, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "every replica of the warm-started gateway exact", 5*time.Second, func() bool { return allExact(modes(warmAdmin)) })
+	t.Logf("warm-started: %d of 24 predicted exactly with a hit; modes %v; cold: %v", exact, modes(warmAdmin), modes(coldAdmin))
+	if exact < 22 {
+		t.Errorf("warm-started gateway: %d of 24 predictions exact with a hit, want at least 22", exact)
+	}
+	gaps := func(admin string) float64 {
+		resp, err := client.Get("http://" + admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		page, _ := io.ReadAll(resp.Body)
+		n, _ := loadgen.PromSum(page, "inferrail_kv_events_gaps_total")
+		return n
+	}
+	// The cold gateway's catch-up from batch 0 found the buffers short, and
+	// resynced only from new prompts' blocks; the warm one lost nothing.
+	if w, c := gaps(warmAdmin), gaps(coldAdmin); w != 0 || c == 0 {
+		t.Errorf("KV event gaps: %v on the warm-started gateway (want 0), %v on the cold one (want some: else the replay "+
+			"reached back to batch 0 and the test shows nothing)", w, c)
 	}
 }

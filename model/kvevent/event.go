@@ -176,4 +176,8 @@ type Stream struct {
 	Bind bool
 	// Engine is the publisher's engine; "" reads as EngineVLLM.
 	Engine Engine
+	// From is the first batch a subscription catches up from through
+	// Replay: 0, the engine's first, unless the subscriber already knows
+	// the engine's state up to From-1 (a peer's index snapshot).
+	From uint64
 }

@@ -477,37 +477,49 @@ func TestSubscriberBind(t *testing.T) {
 	}
 }
 
-func TestSubscriberCatchUpOrder(t *testing.T) {
+// Catching up with five batches published before the subscriber started
+// delivers them in order from seq 0, replayed, then the live stream.
+func TestSubscriberCatchUpOrder(t *testing.T) { catchUp(t, 5, 0) }
+
+// A subscriber that knows the engine's state up to batch 5 (a peer's
+// snapshot) catches up from 6: the replay starts there, and nothing before
+// it is delivered.
+func TestSubscriberCatchUpFrom(t *testing.T) { catchUp(t, 10, 6) }
+
+// catchUp publishes n batches, starts a subscriber catching up from from,
+// and publishes until the first live batch arrives: everything before it
+// must come in order from from, replayed, and no gap.
+func catchUp(t *testing.T, n int, from uint64) {
+	t.Helper()
 	cfg := testConfig()
 	cfg.ReplayEndpoint = "tcp://127.0.0.1:0"
 	p := newPublisher(t, cfg, Options{Bind: true})
-	for i := range 5 {
+	for i := range n {
 		p.Publish(testBatch(i))
 	}
-	replayAll(t, p.ReplayEndpoint(), 4, 1)
+	replayAll(t, p.ReplayEndpoint(), uint64(n-1), 1)
 	s := newSink()
 	scfg := s.config(p.Endpoint())
-	scfg.ReplayEndpoint = p.ReplayEndpoint()
-	scfg.CatchUp = true
+	scfg.ReplayEndpoint, scfg.CatchUp, scfg.CatchUpFrom = p.ReplayEndpoint(), true, from
 	_ = newSubscriber(t, scfg)
-	// Publish until the first live batch arrives; everything before it must
-	// come in order from seq 0, the first five replayed.
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	want := uint64(0)
+	want := from
 	for {
 		select {
 		case d := <-s.batches:
 			if d.Seq != want {
 				t.Fatalf("got seq %d, want %d", d.Seq, want)
 			}
-			if d.Seq < 5 && (!d.Replayed || d.Batch.TS != float64(d.Seq)) {
+			if d.Seq < uint64(n) && (!d.Replayed || d.Batch.TS != float64(d.Seq)) {
 				t.Fatalf("history batch %+v", d)
 			}
 			want++
 			if !d.Replayed {
 				return
 			}
+		case g := <-s.gaps:
+			t.Fatalf("gap %+v", g)
 		case <-tick.C:
 			p.Publish(&kvevent.Batch{TS: -1})
 		case <-time.After(testDeadline):

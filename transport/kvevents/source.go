@@ -28,6 +28,7 @@ func (s Source) Subscribe(st kvevent.Stream, onBatch func(seq uint64, b *kvevent
 		Engine:         st.Engine,
 		ReplayEndpoint: st.Replay,
 		CatchUp:        st.Replay != "",
+		CatchUpFrom:    st.From,
 		ReplayTimeout:  s.ReplayTimeout,
 		OnBatch:        func(d Delivery) { onBatch(d.Seq, d.Batch) },
 		OnGap:          func(g Gap) { onGap(g.Restart) },

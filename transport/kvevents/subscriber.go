@@ -103,9 +103,14 @@ type SubscriberConfig struct {
 	// ReplayEndpoint is the engine's replay ROUTER; "" disables replay, and
 	// every gap is then reported.
 	ReplayEndpoint string
-	// CatchUp replays from sequence 0 when the first batch arrives, to
-	// deliver the history the engine still buffers. Needs ReplayEndpoint.
-	CatchUp bool
+	// CatchUp replays from sequence CatchUpFrom (0: the engine's first)
+	// when the first batch arrives, to deliver the history the engine still
+	// buffers. Needs ReplayEndpoint. A consumer that knows the engine's
+	// state up to some batch, from a peer's snapshot, sets CatchUpFrom to
+	// the batch after it; one above the first live batch counts from that
+	// batch instead, which the consumer already knows.
+	CatchUp     bool
+	CatchUpFrom uint64
 	// ReplayTimeout bounds one replay exchange. Default 2 s.
 	ReplayTimeout time.Duration
 
@@ -302,7 +307,7 @@ func (s *Subscriber) live(ctx context.Context, seq uint64, payload, epoch []byte
 		s.started = true
 		s.next = seq
 		if s.cfg.CatchUp && s.cfg.ReplayEndpoint != "" {
-			s.next = 0
+			s.next = min(s.cfg.CatchUpFrom, seq)
 		}
 	}
 	if seq > s.next && s.cfg.ReplayEndpoint != "" {
