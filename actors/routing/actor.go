@@ -11,6 +11,8 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/inferrail/inferrail/actors/mailbox"
+
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
@@ -111,7 +113,10 @@ func Props(cfg Config) *actor.Props {
 		core:   route.New(route.Config{Policy: cfg.Policy, Rand: cfg.Rand, Cost: cfg.CostModel, Fanout: cfg.Fanout}),
 		detail: cfg.Estimates || cfg.Trials != nil || cfg.Load,
 		parked: make(map[Message]*pending)}
-	return actor.PropsFromProducer(func() actor.Actor { return &routingActor{st: st} })
+	// Picks and their Gathered run in the sender's goroutine when the
+	// actor is idle (mailbox.Inline), and so do the estimate requests to
+	// idle replica actors.
+	return actor.PropsFromProducer(func() actor.Actor { return &routingActor{st: st} }, actor.WithMailbox(mailbox.New))
 }
 
 // state is what outlives a routing actor's restarts. Only the current

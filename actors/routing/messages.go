@@ -7,6 +7,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/inferrail/inferrail/actors/mailbox"
+
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
@@ -253,8 +255,13 @@ type crash struct{}
 func (*ReplicasChanged) routingMsg() {}
 func (*Pick) routingMsg()            {}
 func (*Gathered) routingMsg()        {}
-func (*Explain) routingMsg()         {}
-func (*crash) routingMsg()           {}
+
+// A Pick and its Gathered are the decision itself: short, never blocking,
+// and waited for by their sender, who handles them when the actor is idle.
+func (*Pick) Inline()        {}
+func (*Gathered) Inline()    {}
+func (*Explain) routingMsg() {}
+func (*crash) routingMsg()   {}
 
 // A Gathered can arrive after its routing actor stopped.
 func (*Gathered) IgnoreDeadLetterLogging() {}
@@ -265,4 +272,7 @@ var (
 	_ Message = (*Gathered)(nil)
 	_ Message = (*Explain)(nil)
 	_ Message = (*crash)(nil)
+
+	_ mailbox.Inline = (*Pick)(nil)
+	_ mailbox.Inline = (*Gathered)(nil)
 )
