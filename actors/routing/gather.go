@@ -75,42 +75,62 @@ func (g *Gather) Fill(i int, r route.Reply) {
 // Decide sends m to the routing actor at pid and waits for its answer, until
 // m.Deadline at the latest. When gather is set (the actor broadcasts
 // estimate requests for m: its policy routes on them and the prompt has
-// blocks), it first waits estimateDeadline (routing.estimate_deadline) and
-// then tells the actor to decide with the replies it has. It returns the
-// answer, which the caller owns with its lease, or nil when m.Deadline
-// passed first: the actor then releases whatever it takes. It sets
-// m.Answered; one timer serves both deadlines, and no protoactor future is
-// registered.
+// blocks), it tells the actor to decide once the last estimate is in
+// (m.Gathers), or once estimateDeadline (routing.estimate_deadline) has
+// passed with the replies it has. It returns the answer, which the caller
+// owns with its lease, or nil when m.Deadline passed first: the actor then
+// releases whatever it takes. It sets m.Answered and m.Gathers; no
+// protoactor future is registered, and one timer serves both deadlines,
+// armed only when the actor did not answer in this goroutine
+// (mailbox.Inline).
 func Decide(root actor.SenderContext, pid *actor.PID, m *Pick, gather bool, estimateDeadline time.Duration) *Picked {
-	wait := time.Until(m.Deadline)
+	start := time.Now()
+	wait := m.Deadline.Sub(start)
 	if wait <= 0 {
 		return nil
 	}
-	m.Answered = make(chan struct{}, 1)
+	m.Answered, m.Gathers = make(chan struct{}, 1), gather
 	root.Send(pid, m)
-	first := wait
-	if gather {
-		first = min(max(estimateDeadline, time.Microsecond), wait)
-	}
-	timer := time.NewTimer(first)
-	defer timer.Stop()
+	var timer *time.Timer
 	for {
 		select {
 		case <-m.Answered:
-			return m.Answer()
-		case <-timer.C:
-			if gather {
-				gather = false
-				root.Send(pid, &Gathered{Pick: m})
-				if rest := time.Until(m.Deadline); rest > 0 {
-					timer.Reset(rest)
-					continue
+		default:
+			if timer == nil {
+				first := wait
+				if gather {
+					first = min(max(estimateDeadline, time.Microsecond), wait)
 				}
+				timer = time.NewTimer(time.Until(start.Add(first)))
+				defer timer.Stop()
 			}
-			if m.Abandon() {
-				return nil // the actor will release what it takes
+			select {
+			case <-m.Answered:
+			case <-timer.C:
+				if gather {
+					gather = false
+					root.Send(pid, m.gathered())
+					if rest := time.Until(m.Deadline); rest > 0 {
+						timer.Reset(rest)
+						continue
+					}
+				}
+				if m.Abandon() {
+					return nil // the actor will release what it takes
+				}
+				return m.Answer() // answered just as the deadline passed
 			}
-			return m.Answer() // answered just as the deadline passed
+		}
+		if p := m.Answer(); p != nil {
+			return p
+		}
+		// The gather's signal: every estimate is in.
+		if gather {
+			gather = false
+			root.Send(pid, m.gathered())
+			if timer != nil {
+				timer.Reset(time.Until(m.Deadline))
+			}
 		}
 	}
 }
@@ -178,12 +198,24 @@ func (a *routingActor) park(ctx actor.Context, key Message, req *policy.Request,
 	}
 	clear(a.snaps)
 	root, self := ctx.ActorSystem().Root, ctx.Self()
-	done := &Gathered{Explain: ex}
+	var pick *Pick
 	if ex == nil {
-		done.Pick = key.(*Pick)
+		pick = key.(*Pick)
 	}
 	q := estimate.Query{Blocks: req.Blocks, PromptTokens: req.PromptTokens, BlockSize: route.BlockSize(req)}
-	pd.gather = NewGather(q, n, func() { root.Send(self, done) })
+	var signal func()
+	if pick != nil && pick.Gathers && pick.Answered != nil {
+		signal = func() {
+			select {
+			case pick.Answered <- struct{}{}:
+			default: // answered already (the asker's deadline came first)
+			}
+		}
+	} else {
+		done := &Gathered{Pick: pick, Explain: ex}
+		signal = func() { root.Send(self, done) }
+	}
+	pd.gather = NewGather(q, n, signal)
 	a.st.parked[key] = pd
 	a.st.m.decisions.Inc()
 	ask := a.ask(pd, req, now)
@@ -198,7 +230,7 @@ func (a *routingActor) park(ctx actor.Context, key Message, req *policy.Request,
 	}
 	if asked == 0 {
 		delete(a.st.parked, key)
-		a.finish(ctx, done, pd)
+		a.finish(ctx, &Gathered{Pick: pick, Explain: ex}, pd)
 	}
 	return true
 }

@@ -70,13 +70,31 @@ type Pick struct {
 	// an endpoint picker's ordered fallback list.
 	Rank bool
 
-	// Answered, when not nil, receives one value once the actor has
-	// answered (capacity 1, so the actor never blocks). An asker that waits
-	// on it instead of on a protoactor future saves the future's
-	// registration and timer on every decision.
+	// Answered, when not nil, receives a value once the actor has
+	// answered (capacity 1; the actor never blocks, and a value already
+	// waiting there stands for the answer too). An asker that waits on it
+	// instead of on a protoactor future saves the future's registration
+	// and timer on every decision.
 	Answered chan struct{}
+	// Gathers, with Answered, has the estimate gather signal Answered
+	// once the last reply is in, instead of sending the actor Gathered:
+	// the asker sends Gathered itself, so that the decision runs in its
+	// goroutine when the actor is idle (mailbox.Inline) rather than in the
+	// last replica actor's. A value on Answered while Answer is nil is
+	// that signal. Decide sets it.
+	Gathers bool
 
 	answer atomic.Pointer[Picked] // nil, the actor's answer, or abandoned
+	// done is the Gathered that Decide sends for the Pick (once: on the
+	// gather's signal or at the estimate deadline), kept here so that
+	// deciding does not allocate one.
+	done Gathered
+}
+
+// gathered returns the Gathered for p that its asker sends.
+func (p *Pick) gathered() *Gathered {
+	p.done.Pick = p
+	return &p.done
 }
 
 // abandoned marks a Pick whose asker stopped waiting. It is never modified.
@@ -106,7 +124,10 @@ func (p *Pick) settle(a *Picked) bool {
 		return false
 	}
 	if p.Answered != nil {
-		p.Answered <- struct{}{}
+		select {
+		case p.Answered <- struct{}{}:
+		default: // the gather's signal, unread: the asker reads Answer on it
+		}
 	}
 	return true
 }
