@@ -135,6 +135,8 @@ type state struct {
 	detail bool
 	// parked holds the Picks and Explains waiting for their estimates.
 	parked map[Message]*pending
+	// spare holds decided pending records for reuse (takePending).
+	spare []*pending
 	// filtered holds the reasons a profile's filters set every replica
 	// aside that were logged, so that each is logged once.
 	filtered map[string]bool

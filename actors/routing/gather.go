@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -46,10 +47,6 @@ func NewGather(q estimate.Query, n int, done func()) *Gather {
 
 // Query is what the broadcast asks (replica.Gather).
 func (g *Gather) Query() *estimate.Query { return &g.query }
-
-// Expect sets how many replies the gather waits for, when fewer than its
-// slots are asked. Call it before sending any request.
-func (g *Gather) Expect(n int) { g.left.Store(int32(n)) }
 
 // Reply returns slot i's reply and whether it has arrived.
 func (g *Gather) Reply(i int) (route.Reply, bool) {
@@ -169,7 +166,46 @@ type pending struct {
 	gather  *Gather
 	offered int
 	explain *Explain // set for an explanation rather than a decision
-	asked   []bool   // which candidates were asked, when not all were
+	// ask holds the positions in cands of the candidates asked (all, or a
+	// shortlist), in gather slot order; slot maps each candidate to its
+	// slot in gather, -1 for one not asked.
+	ask  []int
+	slot []int32
+}
+
+// reply returns candidate i's estimate reply and whether it arrived.
+func (pd *pending) reply(i int) (route.Reply, bool) {
+	if pd.gather == nil || pd.slot[i] < 0 {
+		return route.Reply{}, false
+	}
+	return pd.gather.Reply(int(pd.slot[i]))
+}
+
+// maxSpare is how many decided pending records an actor keeps for reuse:
+// one per decision parked at the same time, as many as a burst has.
+const maxSpare = 8
+
+// takePending returns a pending record to fill, a reused one if any: a
+// decision then copies its candidates without allocating.
+func (st *state) takePending() *pending {
+	if n := len(st.spare); n > 0 {
+		pd := st.spare[n-1]
+		st.spare = st.spare[:n-1]
+		return pd
+	}
+	return &pending{}
+}
+
+// putPending keeps pd, decided and answered, for reuse. Nothing else may
+// hold it or its slices: the Picked it answered copies what it keeps.
+func (st *state) putPending(pd *pending) {
+	if len(st.spare) >= maxSpare {
+		return
+	}
+	clear(pd.snaps) // let the snapshots go
+	pd.snaps, pd.cands, pd.ask = pd.snaps[:0], pd.cands[:0], pd.ask[:0]
+	pd.gather, pd.explain, pd.offered = nil, nil, 0
+	st.spare = append(st.spare, pd)
 }
 
 // broadcast collects m's candidates, sends the estimate query to their
@@ -190,12 +226,10 @@ func (a *routingActor) park(ctx actor.Context, key Message, req *policy.Request,
 		clear(a.snaps)
 		return false
 	}
-	pd := &pending{
-		cands:   append([]policy.Candidate(nil), a.cands...),
-		snaps:   append([]*replica.Snapshot(nil), a.snaps...),
-		offered: offered,
-		explain: ex,
-	}
+	pd := a.st.takePending()
+	pd.cands = append(pd.cands[:0], a.cands...)
+	pd.snaps = append(pd.snaps[:0], a.snaps...)
+	pd.offered, pd.explain = offered, ex
 	clear(a.snaps)
 	root, self := ctx.ActorSystem().Root, ctx.Self()
 	var pick *Pick
@@ -215,17 +249,17 @@ func (a *routingActor) park(ctx actor.Context, key Message, req *policy.Request,
 		done := &Gathered{Pick: pick, Explain: ex}
 		signal = func() { root.Send(self, done) }
 	}
-	pd.gather = NewGather(q, n, signal)
+	a.ask(pd, req, now)
+	pd.gather = NewGather(q, len(pd.ask), signal)
 	a.st.parked[key] = pd
 	a.st.m.decisions.Inc()
-	ask := a.ask(pd, req, now)
 	asked := 0
-	for _, i := range ask {
+	for slot, i := range pd.ask {
 		e, ok := a.st.replicas[pd.cands[i].Replica].(Estimator)
 		if !ok || e.PID() == nil {
 			continue
 		}
-		root.Send(e.PID(), &replica.Estimate{Gather: pd.gather, Slot: i})
+		root.Send(e.PID(), &replica.Estimate{Gather: pd.gather, Slot: slot})
 		asked++
 	}
 	if asked == 0 {
@@ -235,24 +269,25 @@ func (a *routingActor) park(ctx actor.Context, key Message, req *policy.Request,
 	return true
 }
 
-// ask returns the positions in pd.cands to ask: all of them, or the routing
-// core's shortlist when there are more than the fanout. With a shortlist it
-// sizes the gather to the asked ones and marks them in pd.asked.
-func (a *routingActor) ask(pd *pending, req *policy.Request, now time.Time) []int {
-	list := a.st.core.Ask(nil, pd.cands, a.views, req, now)
+// ask sets pd.ask to the positions in pd.cands to ask, all of them or the
+// routing core's shortlist when there are more than the fanout, and
+// pd.slot to match.
+func (a *routingActor) ask(pd *pending, req *policy.Request, now time.Time) {
+	list := a.st.core.Ask(pd.ask[:0], pd.cands, a.views, req, now)
 	if list == nil {
-		all := make([]int, len(pd.cands))
-		for i := range all {
-			all[i] = i
+		list = pd.ask[:0]
+		for i := range pd.cands {
+			list = append(list, i)
 		}
-		return all
 	}
-	pd.asked = make([]bool, len(pd.cands))
-	for _, i := range list {
-		pd.asked[i] = true
+	pd.ask = list
+	pd.slot = slices.Grow(pd.slot[:0], len(pd.cands))[:len(pd.cands)]
+	for i := range pd.slot {
+		pd.slot[i] = -1
 	}
-	pd.gather.Expect(len(list))
-	return list
+	for slot, i := range list {
+		pd.slot[i] = int32(slot)
+	}
 }
 
 // gathered decides a parked Pick, or answers a parked Explain, with the
@@ -282,9 +317,9 @@ func (a *routingActor) finish(ctx actor.Context, g *Gathered, pd *pending) {
 	}
 	for i := range pd.cands {
 		var rp *route.Reply
-		if r, ok := pd.gather.Reply(i); ok {
+		if r, ok := pd.reply(i); ok {
 			rp = &r
-		} else if pd.asked == nil || pd.asked[i] {
+		} else if pd.slot[i] >= 0 {
 			a.st.m.misses.Inc()
 		}
 		a.st.core.Price(&pd.cands[i], ledger(pd.snaps[pd.cands[i].Replica]), req, rp, now)
@@ -294,14 +329,15 @@ func (a *routingActor) finish(ctx actor.Context, g *Gathered, pd *pending) {
 		return
 	}
 	m := g.Pick
-	if !time.Now().Before(m.Deadline) {
+	switch {
+	case !time.Now().Before(m.Deadline):
 		a.answer(ctx, m, &Picked{Err: route.ErrDeadline, Policy: a.st.name})
-		return
-	}
-	if m.Log {
+	case m.Log:
 		ex := a.explanation(&m.Request, pd, now)
 		a.answer(ctx, m, a.logged(ex, a.choose(m, pd.cands, pd.snaps, pd.offered, now)))
-		return
+		return // the explanation's workings may keep pd's candidates
+	default:
+		a.answer(ctx, m, a.choose(m, pd.cands, pd.snaps, pd.offered, now))
 	}
-	a.answer(ctx, m, a.choose(m, pd.cands, pd.snaps, pd.offered, now))
+	a.st.putPending(pd)
 }
