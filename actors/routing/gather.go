@@ -26,10 +26,9 @@ import (
 // filled; each replica actor fills its own slot at most once. Safe for
 // concurrent use in that pattern.
 type Gather struct {
-	query   estimate.Query
-	replies []route.Reply
-	got     []atomic.Bool
-	left    atomic.Int32
+	query estimate.Query
+	slots []slot
+	left  atomic.Int32
 	// done, when not nil, is called once by the replica that fills the
 	// last slot. It must not block.
 	done func()
@@ -37,10 +36,16 @@ type Gather struct {
 
 var _ replica.Gather = (*Gather)(nil)
 
+// slot is one reply of a Gather: written once, before got is set.
+type slot struct {
+	reply route.Reply
+	got   atomic.Bool
+}
+
 // NewGather returns a gather for n replies to q, which calls done (when not
 // nil) once the last one is in.
 func NewGather(q estimate.Query, n int, done func()) *Gather {
-	g := &Gather{query: q, replies: make([]route.Reply, n), got: make([]atomic.Bool, n), done: done}
+	g := &Gather{query: q, slots: make([]slot, n), done: done}
 	g.left.Store(int32(n))
 	return g
 }
@@ -50,20 +55,20 @@ func (g *Gather) Query() *estimate.Query { return &g.query }
 
 // Reply returns slot i's reply and whether it has arrived.
 func (g *Gather) Reply(i int) (route.Reply, bool) {
-	if !g.got[i].Load() {
+	if !g.slots[i].got.Load() {
 		return route.Reply{}, false
 	}
-	return g.replies[i], true
+	return g.slots[i].reply, true
 }
 
 // Fill sets slot i's reply, once (replica.Gather); replica actors call it,
 // and tests that stand in for them.
 func (g *Gather) Fill(i int, r route.Reply) {
-	if i < 0 || i >= len(g.replies) || g.got[i].Load() {
+	if i < 0 || i >= len(g.slots) || g.slots[i].got.Load() {
 		return
 	}
-	g.replies[i] = r
-	g.got[i].Store(true)
+	g.slots[i].reply = r
+	g.slots[i].got.Store(true)
 	if g.left.Add(-1) == 0 && g.done != nil {
 		g.done()
 	}
@@ -254,12 +259,14 @@ func (a *routingActor) park(ctx actor.Context, key Message, req *policy.Request,
 	a.st.parked[key] = pd
 	a.st.m.decisions.Inc()
 	asked := 0
+	reqs := make([]replica.Estimate, len(pd.ask)) // one allocation for the broadcast
 	for slot, i := range pd.ask {
 		e, ok := a.st.replicas[pd.cands[i].Replica].(Estimator)
 		if !ok || e.PID() == nil {
 			continue
 		}
-		root.Send(e.PID(), &replica.Estimate{Gather: pd.gather, Slot: slot})
+		reqs[slot] = replica.Estimate{Gather: pd.gather, Slot: slot}
+		root.Send(e.PID(), &reqs[slot])
 		asked++
 	}
 	if asked == 0 {
