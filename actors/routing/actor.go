@@ -112,7 +112,7 @@ func Props(cfg Config) *actor.Props {
 		m:      newActorMetrics(cfg.Metrics, cfg.Model, cfg.Policy.Name()),
 		core:   route.New(route.Config{Policy: cfg.Policy, Rand: cfg.Rand, Cost: cfg.CostModel, Fanout: cfg.Fanout}),
 		detail: cfg.Estimates || cfg.Trials != nil || cfg.Load,
-		parked: make(map[Message]*pending)}
+		parked: make(map[parkKey]*pending)}
 	// Picks and their Gathered run in the sender's goroutine when the
 	// actor is idle (mailbox.Inline), and so do the estimate requests to
 	// idle replica actors.
@@ -134,7 +134,7 @@ type state struct {
 	// what prices a decision for the shadows).
 	detail bool
 	// parked holds the Picks and Explains waiting for their estimates.
-	parked map[Message]*pending
+	parked map[parkKey]*pending
 	// spare holds decided pending records for reuse (takePending).
 	spare []*pending
 	// filtered holds the reasons a profile's filters set every replica
