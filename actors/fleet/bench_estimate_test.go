@@ -47,7 +47,10 @@ func benchState(n int) (policy.Request, [][][]prefix.Hash) {
 // broadcast to every replica actor (each a binary-search lookup in its
 // shadow index), the gather under routing.estimate_deadline (2ms), the
 // policy and the lease. late-% is the share of decisions that took longer
-// than the deadline; misses/op the replicas priced from published state.
+// than the deadline; misses/op the replicas priced from published state;
+// goroutines/op the goroutines started per decision (protoactor's default
+// dispatcher starts one each time an idle mailbox gets a message, the
+// Assign, FirstByte and RequestDone after the decision included).
 func BenchmarkCostModelActor(b *testing.B) {
 	byFanout(b, func(b *testing.B, n, fanout int) { benchCostModelActor(b, n, fanout, false) })
 }
@@ -91,6 +94,7 @@ func benchCostModelActor(b *testing.B, n, fanout int, log bool) {
 			lat := make([]time.Duration, 0, b.N)
 			late := 0
 			m0 := misses.Get()
+			g0 := goroutinesCreated()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
@@ -109,6 +113,7 @@ func benchCostModelActor(b *testing.B, n, fanout int, log bool) {
 				Sink = d.Replica
 			}
 			b.StopTimer()
+			b.ReportMetric(float64(goroutinesCreated()-g0)/float64(b.N), "goroutines/op")
 			reportLatency(b, lat)
 			b.ReportMetric(100*float64(late)/float64(b.N), "late-%")
 			b.ReportMetric(float64(misses.Get()-m0)/float64(b.N), "misses/op")

@@ -3,6 +3,7 @@ package fleet
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime/metrics"
 	"slices"
 	"testing"
 	"time"
@@ -28,6 +29,13 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(lat[len(lat)-1].Nanoseconds()), "max-ns")
 }
 
+// goroutinesCreated is how many goroutines the process has started so far.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
 // BenchmarkPickActor is a decision through the actor path: Fleet.Pick's
 // message and future to the model's routing actor, which reads the
 // snapshots, runs least_request and takes a lease. The lease is released
@@ -37,6 +45,7 @@ func BenchmarkPickActor(b *testing.B) {
 		b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) {
 			f := start(b, testConfig(n, nil), Options{Logger: discard()})
 			lat := make([]time.Duration, 0, b.N)
+			g0 := goroutinesCreated()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
@@ -50,6 +59,7 @@ func BenchmarkPickActor(b *testing.B) {
 				Sink = d.Replica
 			}
 			b.StopTimer()
+			b.ReportMetric(float64(goroutinesCreated()-g0)/float64(b.N), "goroutines/op")
 			reportLatency(b, lat)
 		})
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/inferrail/inferrail/actors/mailbox"
+
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/estimate"
 	"github.com/inferrail/inferrail/model/load"
@@ -145,7 +147,7 @@ func Props(h *Handle, cfg Config) *actor.Props {
 			scrapes: s.Scrapes, shadow: s.Shadow, stream: s.Events, eventCounts: s.EventCounts,
 			warnings: s.Warnings, labels: s.Labels, log: shared.Logger.With("replica", s.ID),
 		}
-	})
+	}, actor.WithMailbox(mailbox.New))
 }
 
 // replicaActor owns one replica's health, ejection and cards. Its fields are

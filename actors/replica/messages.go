@@ -3,6 +3,8 @@ package replica
 import (
 	"time"
 
+	"github.com/inferrail/inferrail/actors/mailbox"
+
 	"github.com/inferrail/inferrail/model/dump"
 	"github.com/inferrail/inferrail/model/kvevent"
 	"github.com/inferrail/inferrail/model/load"
@@ -70,7 +72,9 @@ var (
 // The estimate broadcast and the request path.
 
 // Estimate asks the replica for its estimate of a query: the actor fills
-// slot Slot of Gather. It never answers through protoactor.
+// slot Slot of Gather. It never answers through protoactor. It is handled
+// in its sender's goroutine when the replica's mailbox is idle
+// (mailbox.Inline): a lookup in the index and the queue, no more.
 type Estimate struct {
 	Gather Gather
 	Slot   int
@@ -83,6 +87,7 @@ type Assign struct{ Attempt *Attempt }
 type FirstByte struct{ Attempt *Attempt }
 
 func (*Estimate) replicaMsg()  {}
+func (*Estimate) Inline()      {}
 func (*Assign) replicaMsg()    {}
 func (*FirstByte) replicaMsg() {}
 
@@ -92,9 +97,10 @@ func (*Assign) IgnoreDeadLetterLogging()    {}
 func (*FirstByte) IgnoreDeadLetterLogging() {}
 
 var (
-	_ Message = (*Estimate)(nil)
-	_ Message = (*Assign)(nil)
-	_ Message = (*FirstByte)(nil)
+	_ Message        = (*Estimate)(nil)
+	_ mailbox.Inline = (*Estimate)(nil)
+	_ Message        = (*Assign)(nil)
+	_ Message        = (*FirstByte)(nil)
 )
 
 // Warm start (issue 17): an instance's index snapshot, served to its peers

@@ -11,6 +11,8 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/inferrail/inferrail/actors/mailbox"
+
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
@@ -110,8 +112,11 @@ func Props(cfg Config) *actor.Props {
 		m:      newActorMetrics(cfg.Metrics, cfg.Model, cfg.Policy.Name()),
 		core:   route.New(route.Config{Policy: cfg.Policy, Rand: cfg.Rand, Cost: cfg.CostModel, Fanout: cfg.Fanout}),
 		detail: cfg.Estimates || cfg.Trials != nil || cfg.Load,
-		parked: make(map[Message]*pending)}
-	return actor.PropsFromProducer(func() actor.Actor { return &routingActor{st: st} })
+		parked: make(map[parkKey]*pending)}
+	// Picks and their Gathered run in the sender's goroutine when the
+	// actor is idle (mailbox.Inline), and so do the estimate requests to
+	// idle replica actors.
+	return actor.PropsFromProducer(func() actor.Actor { return &routingActor{st: st} }, actor.WithMailbox(mailbox.New))
 }
 
 // state is what outlives a routing actor's restarts. Only the current
@@ -129,7 +134,9 @@ type state struct {
 	// what prices a decision for the shadows).
 	detail bool
 	// parked holds the Picks and Explains waiting for their estimates.
-	parked map[Message]*pending
+	parked map[parkKey]*pending
+	// spare holds decided pending records for reuse (takePending).
+	spare []*pending
 	// filtered holds the reasons a profile's filters set every replica
 	// aside that were logged, so that each is logged once.
 	filtered map[string]bool

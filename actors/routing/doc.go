@@ -11,8 +11,9 @@
 // with blocks it then scatter-gathers: it sends each candidate's replica
 // actor a replica.Estimate naming one Gather for the decision (only a
 // shortlist past routing.estimate_fanout), parks the decision and goes on
-// with other messages. The replica that fills the last slot, or the asker
-// once routing.estimate_deadline has passed (Decide), sends Gathered; the
+// with other messages. The replica that fills the last slot (or, for a
+// Pick that Decide asks, the asker on that replica's signal), or the asker
+// once routing.estimate_deadline has passed, sends Gathered; the
 // actor prices each candidate from its reply, or from its published state
 // when it did not answer, adds what it assigned there that the replica had
 // not applied, runs the policy and takes a lease on the winner's counters
@@ -37,5 +38,9 @@
 // The gather and its deadline live here: Gather, the Gathered message and
 // Decide and Explaining, which the asker calls on its own goroutine. The
 // actors start no goroutines and do no I/O; their state lives in the actor
-// and is touched only inside Receive, which never blocks.
+// and is touched only inside Receive, which never blocks. Their mailbox
+// (actors/mailbox) hands a Pick, a Gathered and a replica.Estimate that find
+// their actor idle to the sender's goroutine: a decision over idle actors
+// runs on the asker's goroutine from Pick to answer, one message at a time
+// per actor as ever, without a goroutine started for each hop.
 package routing

@@ -150,3 +150,76 @@ func TestPickNotWritten(t *testing.T) {
 		t.Fatalf("shadow decisions %+v, want one at %v", rec.got, now)
 	}
 }
+
+// spawnAnswering starts a cost_model routing actor over two estimating
+// replicas whose actors both answer.
+func spawnAnswering(t *testing.T, sys *actor.ActorSystem) *actor.PID {
+	t.Helper()
+	var reps []Replica
+	for _, id := range []string{"r0", "r1"} {
+		f := newFake(id, []string{"m"}, replica.NewCounters(0, 0))
+		f.set(func(s *replica.Snapshot) { s.Shadow = &replica.Shadow{} })
+		pid := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &answerer{} }))
+		reps = append(reps, &estimating{fakeReplica: f, pid: pid})
+	}
+	pid := sys.Root.Spawn(Props(Config{Model: "m", Policy: policy.NewCostModel(policy.DefaultCostModelParams()),
+		Rand: rand.New(rand.NewPCG(1, 1)), Estimates: true, CostModel: cost.Default()}))
+	t.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })
+	sys.Root.Send(pid, &ReplicasChanged{Replicas: reps})
+	return pid
+}
+
+// With Gathers, the last estimate in signals the asker instead of making
+// the actor decide: Answered gets a value while Answer is nil, and the
+// decision waits for the asker's Gathered.
+func TestGathersSignalsTheAsker(t *testing.T) {
+	sys := newSystem(t)
+	pid := spawnAnswering(t, sys)
+	m := &Pick{Request: policy.Request{PromptTokens: 400, BlockSize: 16, Blocks: blocksOf(400)},
+		Deadline: time.Now().Add(5 * time.Second), Answered: make(chan struct{}, 1), Gathers: true}
+	sys.Root.Send(pid, m)
+	select {
+	case <-m.Answered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no signal once both replicas answered")
+	}
+	if err := sys.Root.RequestFuture(pid, &actor.Touch{}, time.Second).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if p := m.Answer(); p != nil {
+		t.Fatalf("the actor decided without the asker's Gathered: %+v", p)
+	}
+	sys.Root.Send(pid, &Gathered{Pick: m})
+	select {
+	case <-m.Answered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no decision after Gathered")
+	}
+	p := m.Answer()
+	if p == nil || p.Err != nil || !p.Estimated {
+		t.Fatalf("answer %+v", p)
+	}
+	p.Lease.Release()
+}
+
+// Decide answers as soon as every replica answered, long before an
+// estimate deadline of a minute: it sends Gathered on the gather's signal.
+func TestDecideOnGatherSignal(t *testing.T) {
+	sys := newSystem(t)
+	pid := spawnAnswering(t, sys)
+	for range 20 {
+		m := &Pick{Request: policy.Request{PromptTokens: 400, BlockSize: 16, Blocks: blocksOf(400)},
+			Deadline: time.Now().Add(time.Minute)}
+		done := make(chan *Picked, 1)
+		go func() { done <- Decide(sys.Root, pid, m, true, time.Minute) }()
+		select {
+		case p := <-done:
+			if p == nil || p.Err != nil || !p.Estimated {
+				t.Fatalf("answer %+v", p)
+			}
+			p.Lease.Release()
+		case <-time.After(5 * time.Second):
+			t.Fatal("Decide waited for the estimate deadline though every replica answered")
+		}
+	}
+}

@@ -64,9 +64,7 @@ func (a *routingActor) explanation(req0 *policy.Request, pd *pending, now time.T
 			re.Offered = true
 			re.Running, re.KVUsage, re.Fresh = c.Running, c.KVUsage, c.Fresh
 			re.QueuedPrefill, re.CachedTokens = c.QueuedPrefill, c.CachedTokens
-			if pd.gather != nil {
-				_, re.Answered = pd.gather.Reply(k)
-			}
+			_, re.Answered = pd.reply(k)
 		case !s.Healthy:
 			re.Reason = "unhealthy"
 		case s.Ejected(now):

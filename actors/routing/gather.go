@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -25,10 +26,9 @@ import (
 // filled; each replica actor fills its own slot at most once. Safe for
 // concurrent use in that pattern.
 type Gather struct {
-	query   estimate.Query
-	replies []route.Reply
-	got     []atomic.Bool
-	left    atomic.Int32
+	query estimate.Query
+	slots []slot
+	left  atomic.Int32
 	// done, when not nil, is called once by the replica that fills the
 	// last slot. It must not block.
 	done func()
@@ -36,10 +36,16 @@ type Gather struct {
 
 var _ replica.Gather = (*Gather)(nil)
 
+// slot is one reply of a Gather: written once, before got is set.
+type slot struct {
+	reply route.Reply
+	got   atomic.Bool
+}
+
 // NewGather returns a gather for n replies to q, which calls done (when not
 // nil) once the last one is in.
 func NewGather(q estimate.Query, n int, done func()) *Gather {
-	g := &Gather{query: q, replies: make([]route.Reply, n), got: make([]atomic.Bool, n), done: done}
+	g := &Gather{query: q, slots: make([]slot, n), done: done}
 	g.left.Store(int32(n))
 	return g
 }
@@ -47,26 +53,22 @@ func NewGather(q estimate.Query, n int, done func()) *Gather {
 // Query is what the broadcast asks (replica.Gather).
 func (g *Gather) Query() *estimate.Query { return &g.query }
 
-// Expect sets how many replies the gather waits for, when fewer than its
-// slots are asked. Call it before sending any request.
-func (g *Gather) Expect(n int) { g.left.Store(int32(n)) }
-
 // Reply returns slot i's reply and whether it has arrived.
 func (g *Gather) Reply(i int) (route.Reply, bool) {
-	if !g.got[i].Load() {
+	if !g.slots[i].got.Load() {
 		return route.Reply{}, false
 	}
-	return g.replies[i], true
+	return g.slots[i].reply, true
 }
 
 // Fill sets slot i's reply, once (replica.Gather); replica actors call it,
 // and tests that stand in for them.
 func (g *Gather) Fill(i int, r route.Reply) {
-	if i < 0 || i >= len(g.replies) || g.got[i].Load() {
+	if i < 0 || i >= len(g.slots) || g.slots[i].got.Load() {
 		return
 	}
-	g.replies[i] = r
-	g.got[i].Store(true)
+	g.slots[i].reply = r
+	g.slots[i].got.Store(true)
 	if g.left.Add(-1) == 0 && g.done != nil {
 		g.done()
 	}
@@ -75,42 +77,62 @@ func (g *Gather) Fill(i int, r route.Reply) {
 // Decide sends m to the routing actor at pid and waits for its answer, until
 // m.Deadline at the latest. When gather is set (the actor broadcasts
 // estimate requests for m: its policy routes on them and the prompt has
-// blocks), it first waits estimateDeadline (routing.estimate_deadline) and
-// then tells the actor to decide with the replies it has. It returns the
-// answer, which the caller owns with its lease, or nil when m.Deadline
-// passed first: the actor then releases whatever it takes. It sets
-// m.Answered; one timer serves both deadlines, and no protoactor future is
-// registered.
+// blocks), it tells the actor to decide once the last estimate is in
+// (m.Gathers), or once estimateDeadline (routing.estimate_deadline) has
+// passed with the replies it has. It returns the answer, which the caller
+// owns with its lease, or nil when m.Deadline passed first: the actor then
+// releases whatever it takes. It sets m.Answered and m.Gathers; no
+// protoactor future is registered, and one timer serves both deadlines,
+// armed only when the actor did not answer in this goroutine
+// (mailbox.Inline).
 func Decide(root actor.SenderContext, pid *actor.PID, m *Pick, gather bool, estimateDeadline time.Duration) *Picked {
-	wait := time.Until(m.Deadline)
+	start := time.Now()
+	wait := m.Deadline.Sub(start)
 	if wait <= 0 {
 		return nil
 	}
-	m.Answered = make(chan struct{}, 1)
+	m.Answered, m.Gathers = make(chan struct{}, 1), gather
 	root.Send(pid, m)
-	first := wait
-	if gather {
-		first = min(max(estimateDeadline, time.Microsecond), wait)
-	}
-	timer := time.NewTimer(first)
-	defer timer.Stop()
+	var timer *time.Timer
 	for {
 		select {
 		case <-m.Answered:
-			return m.Answer()
-		case <-timer.C:
-			if gather {
-				gather = false
-				root.Send(pid, &Gathered{Pick: m})
-				if rest := time.Until(m.Deadline); rest > 0 {
-					timer.Reset(rest)
-					continue
+		default:
+			if timer == nil {
+				first := wait
+				if gather {
+					first = min(max(estimateDeadline, time.Microsecond), wait)
 				}
+				timer = time.NewTimer(time.Until(start.Add(first)))
+				defer timer.Stop()
 			}
-			if m.Abandon() {
-				return nil // the actor will release what it takes
+			select {
+			case <-m.Answered:
+			case <-timer.C:
+				if gather {
+					gather = false
+					root.Send(pid, m.gathered())
+					if rest := time.Until(m.Deadline); rest > 0 {
+						timer.Reset(rest)
+						continue
+					}
+				}
+				if m.Abandon() {
+					return nil // the actor will release what it takes
+				}
+				return m.Answer() // answered just as the deadline passed
 			}
-			return m.Answer() // answered just as the deadline passed
+		}
+		if p := m.Answer(); p != nil {
+			return p
+		}
+		// The gather's signal: every estimate is in.
+		if gather {
+			gather = false
+			root.Send(pid, m.gathered())
+			if timer != nil {
+				timer.Reset(time.Until(m.Deadline))
+			}
 		}
 	}
 }
@@ -141,6 +163,15 @@ func Explaining(root actor.SenderContext, pid *actor.PID, m *Explain, estimateDe
 	}
 }
 
+// parkKey names a parked question: its Pick, or its Explain. It is a
+// struct of pointers rather than the Message interface, so that the map
+// never inspects a key's dynamic type (runtime.mapKeyError was 3-4% of
+// BenchmarkCostModelActor's CPU at 256 replicas).
+type parkKey struct {
+	pick    *Pick
+	explain *Explain
+}
+
 // pending is a Pick or an Explain waiting for its estimates. Only the actor
 // touches it.
 type pending struct {
@@ -149,7 +180,46 @@ type pending struct {
 	gather  *Gather
 	offered int
 	explain *Explain // set for an explanation rather than a decision
-	asked   []bool   // which candidates were asked, when not all were
+	// ask holds the positions in cands of the candidates asked (all, or a
+	// shortlist), in gather slot order; slot maps each candidate to its
+	// slot in gather, -1 for one not asked.
+	ask  []int
+	slot []int32
+}
+
+// reply returns candidate i's estimate reply and whether it arrived.
+func (pd *pending) reply(i int) (route.Reply, bool) {
+	if pd.gather == nil || pd.slot[i] < 0 {
+		return route.Reply{}, false
+	}
+	return pd.gather.Reply(int(pd.slot[i]))
+}
+
+// maxSpare is how many decided pending records an actor keeps for reuse:
+// one per decision parked at the same time, as many as a burst has.
+const maxSpare = 8
+
+// takePending returns a pending record to fill, a reused one if any: a
+// decision then copies its candidates without allocating.
+func (st *state) takePending() *pending {
+	if n := len(st.spare); n > 0 {
+		pd := st.spare[n-1]
+		st.spare = st.spare[:n-1]
+		return pd
+	}
+	return &pending{}
+}
+
+// putPending keeps pd, decided and answered, for reuse. Nothing else may
+// hold it or its slices: the Picked it answered copies what it keeps.
+func (st *state) putPending(pd *pending) {
+	if len(st.spare) >= maxSpare {
+		return
+	}
+	clear(pd.snaps) // let the snapshots go
+	pd.snaps, pd.cands, pd.ask = pd.snaps[:0], pd.cands[:0], pd.ask[:0]
+	pd.gather, pd.explain, pd.offered = nil, nil, 0
+	st.spare = append(st.spare, pd)
 }
 
 // broadcast collects m's candidates, sends the estimate query to their
@@ -170,65 +240,79 @@ func (a *routingActor) park(ctx actor.Context, key Message, req *policy.Request,
 		clear(a.snaps)
 		return false
 	}
-	pd := &pending{
-		cands:   append([]policy.Candidate(nil), a.cands...),
-		snaps:   append([]*replica.Snapshot(nil), a.snaps...),
-		offered: offered,
-		explain: ex,
-	}
+	pd := a.st.takePending()
+	pd.cands = append(pd.cands[:0], a.cands...)
+	pd.snaps = append(pd.snaps[:0], a.snaps...)
+	pd.offered, pd.explain = offered, ex
 	clear(a.snaps)
 	root, self := ctx.ActorSystem().Root, ctx.Self()
-	done := &Gathered{Explain: ex}
+	var pick *Pick
 	if ex == nil {
-		done.Pick = key.(*Pick)
+		pick = key.(*Pick)
 	}
+	pk := parkKey{pick, ex}
 	q := estimate.Query{Blocks: req.Blocks, PromptTokens: req.PromptTokens, BlockSize: route.BlockSize(req)}
-	pd.gather = NewGather(q, n, func() { root.Send(self, done) })
-	a.st.parked[key] = pd
+	var signal func()
+	if pick != nil && pick.Gathers && pick.Answered != nil {
+		signal = func() {
+			select {
+			case pick.Answered <- struct{}{}:
+			default: // answered already (the asker's deadline came first)
+			}
+		}
+	} else {
+		done := &Gathered{Pick: pick, Explain: ex}
+		signal = func() { root.Send(self, done) }
+	}
+	a.ask(pd, req, now)
+	pd.gather = NewGather(q, len(pd.ask), signal)
+	a.st.parked[pk] = pd
 	a.st.m.decisions.Inc()
-	ask := a.ask(pd, req, now)
 	asked := 0
-	for _, i := range ask {
+	reqs := make([]replica.Estimate, len(pd.ask)) // one allocation for the broadcast
+	for slot, i := range pd.ask {
 		e, ok := a.st.replicas[pd.cands[i].Replica].(Estimator)
 		if !ok || e.PID() == nil {
 			continue
 		}
-		root.Send(e.PID(), &replica.Estimate{Gather: pd.gather, Slot: i})
+		reqs[slot] = replica.Estimate{Gather: pd.gather, Slot: slot}
+		root.Send(e.PID(), &reqs[slot])
 		asked++
 	}
 	if asked == 0 {
-		delete(a.st.parked, key)
-		a.finish(ctx, done, pd)
+		delete(a.st.parked, pk)
+		a.finish(ctx, &Gathered{Pick: pick, Explain: ex}, pd)
 	}
 	return true
 }
 
-// ask returns the positions in pd.cands to ask: all of them, or the routing
-// core's shortlist when there are more than the fanout. With a shortlist it
-// sizes the gather to the asked ones and marks them in pd.asked.
-func (a *routingActor) ask(pd *pending, req *policy.Request, now time.Time) []int {
-	list := a.st.core.Ask(nil, pd.cands, a.views, req, now)
+// ask sets pd.ask to the positions in pd.cands to ask, all of them or the
+// routing core's shortlist when there are more than the fanout, and
+// pd.slot to match.
+func (a *routingActor) ask(pd *pending, req *policy.Request, now time.Time) {
+	list := a.st.core.Ask(pd.ask[:0], pd.cands, a.views, req, now)
 	if list == nil {
-		all := make([]int, len(pd.cands))
-		for i := range all {
-			all[i] = i
+		list = pd.ask[:0]
+		for i := range pd.cands {
+			list = append(list, i)
 		}
-		return all
 	}
-	pd.asked = make([]bool, len(pd.cands))
-	for _, i := range list {
-		pd.asked[i] = true
+	pd.ask = list
+	pd.slot = slices.Grow(pd.slot[:0], len(pd.cands))[:len(pd.cands)]
+	for i := range pd.slot {
+		pd.slot[i] = -1
 	}
-	pd.gather.Expect(len(list))
-	return list
+	for slot, i := range list {
+		pd.slot[i] = int32(slot)
+	}
 }
 
 // gathered decides a parked Pick, or answers a parked Explain, with the
 // replies that arrived.
 func (a *routingActor) gathered(ctx actor.Context, g *Gathered) {
-	var key Message = g.Pick
+	key := parkKey{g.Pick, g.Explain}
 	if g.Explain != nil {
-		key = g.Explain
+		key.pick = nil
 	}
 	pd, ok := a.st.parked[key]
 	if !ok {
@@ -250,9 +334,9 @@ func (a *routingActor) finish(ctx actor.Context, g *Gathered, pd *pending) {
 	}
 	for i := range pd.cands {
 		var rp *route.Reply
-		if r, ok := pd.gather.Reply(i); ok {
+		if r, ok := pd.reply(i); ok {
 			rp = &r
-		} else if pd.asked == nil || pd.asked[i] {
+		} else if pd.slot[i] >= 0 {
 			a.st.m.misses.Inc()
 		}
 		a.st.core.Price(&pd.cands[i], ledger(pd.snaps[pd.cands[i].Replica]), req, rp, now)
@@ -262,14 +346,15 @@ func (a *routingActor) finish(ctx actor.Context, g *Gathered, pd *pending) {
 		return
 	}
 	m := g.Pick
-	if !time.Now().Before(m.Deadline) {
+	switch {
+	case !time.Now().Before(m.Deadline):
 		a.answer(ctx, m, &Picked{Err: route.ErrDeadline, Policy: a.st.name})
-		return
-	}
-	if m.Log {
+	case m.Log:
 		ex := a.explanation(&m.Request, pd, now)
 		a.answer(ctx, m, a.logged(ex, a.choose(m, pd.cands, pd.snaps, pd.offered, now)))
-		return
+		return // the explanation's workings may keep pd's candidates
+	default:
+		a.answer(ctx, m, a.choose(m, pd.cands, pd.snaps, pd.offered, now))
 	}
-	a.answer(ctx, m, a.choose(m, pd.cands, pd.snaps, pd.offered, now))
+	a.st.putPending(pd)
 }

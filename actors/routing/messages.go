@@ -7,6 +7,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/inferrail/inferrail/actors/mailbox"
+
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
@@ -68,13 +70,31 @@ type Pick struct {
 	// an endpoint picker's ordered fallback list.
 	Rank bool
 
-	// Answered, when not nil, receives one value once the actor has
-	// answered (capacity 1, so the actor never blocks). An asker that waits
-	// on it instead of on a protoactor future saves the future's
-	// registration and timer on every decision.
+	// Answered, when not nil, receives a value once the actor has
+	// answered (capacity 1; the actor never blocks, and a value already
+	// waiting there stands for the answer too). An asker that waits on it
+	// instead of on a protoactor future saves the future's registration
+	// and timer on every decision.
 	Answered chan struct{}
+	// Gathers, with Answered, has the estimate gather signal Answered
+	// once the last reply is in, instead of sending the actor Gathered:
+	// the asker sends Gathered itself, so that the decision runs in its
+	// goroutine when the actor is idle (mailbox.Inline) rather than in the
+	// last replica actor's. A value on Answered while Answer is nil is
+	// that signal. Decide sets it.
+	Gathers bool
 
 	answer atomic.Pointer[Picked] // nil, the actor's answer, or abandoned
+	// done is the Gathered that Decide sends for the Pick (once: on the
+	// gather's signal or at the estimate deadline), kept here so that
+	// deciding does not allocate one.
+	done Gathered
+}
+
+// gathered returns the Gathered for p that its asker sends.
+func (p *Pick) gathered() *Gathered {
+	p.done.Pick = p
+	return &p.done
 }
 
 // abandoned marks a Pick whose asker stopped waiting. It is never modified.
@@ -104,7 +124,10 @@ func (p *Pick) settle(a *Picked) bool {
 		return false
 	}
 	if p.Answered != nil {
-		p.Answered <- struct{}{}
+		select {
+		case p.Answered <- struct{}{}:
+		default: // the gather's signal, unread: the asker reads Answer on it
+		}
 	}
 	return true
 }
@@ -253,8 +276,13 @@ type crash struct{}
 func (*ReplicasChanged) routingMsg() {}
 func (*Pick) routingMsg()            {}
 func (*Gathered) routingMsg()        {}
-func (*Explain) routingMsg()         {}
-func (*crash) routingMsg()           {}
+
+// A Pick and its Gathered are the decision itself: short, never blocking,
+// and waited for by their sender, who handles them when the actor is idle.
+func (*Pick) Inline()        {}
+func (*Gathered) Inline()    {}
+func (*Explain) routingMsg() {}
+func (*crash) routingMsg()   {}
 
 // A Gathered can arrive after its routing actor stopped.
 func (*Gathered) IgnoreDeadLetterLogging() {}
@@ -265,4 +293,7 @@ var (
 	_ Message = (*Gathered)(nil)
 	_ Message = (*Explain)(nil)
 	_ Message = (*crash)(nil)
+
+	_ mailbox.Inline = (*Pick)(nil)
+	_ mailbox.Inline = (*Gathered)(nil)
 )

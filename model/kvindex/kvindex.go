@@ -151,8 +151,20 @@ func (x *Index) Record(hashes []prefix.Hash) Receipt {
 	// them to the front, last first, so that the first ends up most recent.
 	// at ends as the entry of block k-1, behind which the rest go.
 	k := x.Lookup(hashes)
-	at := int32(0)
-	for i := k - 1; i >= 0; i-- {
+	// When they are the k most recent already, in chain order (a prefix
+	// recorded again before any other, as a hot system prompt or session
+	// is), moving changes nothing: walk the list from the front, stamping,
+	// without a probe per block (issue 16: the Record of an 8,000-token
+	// prompt was the replica actor's largest cost per decision).
+	at, m := int32(0), 0
+	for j := x.nodes[0].next; m < k && j != 0 && x.nodes[j].h == hashes[m]; j = x.nodes[j].next {
+		x.nodes[j].stamp = 2*seq + 1
+		at, m = j, m+1
+	}
+	if m < k {
+		at = 0
+	}
+	for i := k - 1; m < k && i >= 0; i-- {
 		j := x.find(hashes[i])
 		if j == 0 {
 			// Only when hashes is not a chain: the general loop below

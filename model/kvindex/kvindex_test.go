@@ -713,3 +713,49 @@ func TestAll(t *testing.T) {
 		break // stopping early is allowed
 	}
 }
+
+// A chain recorded again keeps the order and TakeBack rules of any Record,
+// whether its present blocks are the most recent already (the walk from
+// the front) or only some of them are (the moves): the list, most recent
+// first, is what each Record says.
+func TestRecordAgain(t *testing.T) {
+	a, b := chainOf("a", 6), chainOf("b", 3)
+	order := func(x *Index) []prefix.Hash {
+		var got []prefix.Hash
+		for h := range x.All() {
+			got = append([]prefix.Hash{h}, got...) // most recent first
+		}
+		return got
+	}
+	f := func(name string, x *Index, want ...[]prefix.Hash) {
+		t.Helper()
+		w := slices.Concat(want...)
+		if got := order(x); !slices.Equal(got, w) {
+			t.Fatalf("%s: %d blocks in the wrong order", name, len(got))
+		}
+	}
+	x := New(16)
+	x.Record(a[:4])
+	if r := x.Record(a[:4]); r.Inserted() != 0 {
+		t.Fatalf("present again: %d inserted", r.Inserted())
+	}
+	f("present again", x, a[:4])
+	r := x.Record(a) // the 4 at the front, then 2 new behind them
+	f("extended", x, a)
+	x.Record(a) // all at the front: touched by the walk alone
+	if n := x.TakeBack(r); n != 0 {
+		t.Fatalf("took back %d blocks the Record again touched", n)
+	}
+	f("again", x, a)
+	x.Record(b)
+	f("other chain", x, b, a)
+	x.Record(a[:2])
+	f("prefix moved", x, a[:2], b, a[2:])
+	x.Record(a) // the front holds a[:2] only: a[2:] moves behind them
+	f("rest moved", x, a, b)
+	r = x.Record(chainOf("a", 8))
+	if n := x.TakeBack(r); n != 2 {
+		t.Fatalf("took back %d blocks, want the 2 new ones", n)
+	}
+	f("after take-back", x, a, b)
+}
