@@ -226,8 +226,8 @@ func TestPodsJoinAndLeave(t *testing.T) {
 	})
 	h.sink.set(t, "[a-rank-0 http://10.0.0.1:8000 decode; a-rank-1 http://10.0.0.1:8001 decode]")
 	select {
-	case <-h.w.Synced():
-	default:
+	case <-h.w.Synced(): // marked just after the first set is handed over
+	case <-time.After(5 * time.Second):
 		t.Fatal("not synced after the first set")
 	}
 
