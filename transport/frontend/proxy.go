@@ -3,7 +3,6 @@ package frontend
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -56,6 +55,10 @@ type request struct {
 	deadline time.Time
 	w        *watch
 	met      *telemetry.Model
+	// wb is w's home, and first the first attempt's context: the request
+	// is allocated anyway.
+	wb    watch
+	first attemptCtx
 	// live is the config in effect when the request came: its retries
 	// and logging follow it even if a reload lands meanwhile.
 	live *config.Config
@@ -141,7 +144,8 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 		return
 	}
 
-	r.w = s.watchConn(ctx.Conn())
+	r.w = &r.wb
+	s.watchConn(r.w, ctx.Conn())
 	if !s.route(r) {
 		s.settleLimits(r)
 		s.unwatch(r.w)
@@ -364,8 +368,8 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		r.up.End(0, "failed", err)
 		return result{err: err}
 	}
-	actx, cancel := attemptContext(s.base, r.deadline)
-	r.w.arm(d.Replica, cancel)
+	actx := r.newAttempt(n)
+	r.w.arm(d.Replica, actx)
 
 	req := fasthttp.AcquireRequest()
 	req.Header.SetMethod(fasthttp.MethodPost)
@@ -381,8 +385,8 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	fasthttp.ReleaseRequest(req)
 
 	if err != nil {
-		cause := context.Cause(actx)
-		cancel(nil)
+		cause := actx.Cause()
+		actx.cancel(nil)
 		switch {
 		case errors.Is(cause, errClientGone):
 			s.done(r, d, fleet.OutcomeCancelled)
@@ -415,7 +419,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	s.engineAnswered(d.Replica, status)
 	if canRetry && (status == 502 || status == 503 || status == 504) {
 		resp.Close()
-		cancel(nil)
+		actx.cancel(nil)
 		s.done(r, d, fleet.OutcomeFailed)
 		r.up.End(status, "retried", nil)
 		return result{err: &attemptError{replica: d.Replica, err: errors.New("answered " + strconv.Itoa(status))}}
@@ -447,8 +451,8 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		w := r.w
 		ctx.SetBodyStreamWriter(func(bw *bufio.Writer) {
 			defer s.unwatch(w)
-			defer cancel(nil)
-			o, u, found := s.relay(bw, conn, resp, actx, cancel, outcome, r, d.Replica, series)
+			defer actx.cancel(nil)
+			o, u, found := s.relay(bw, conn, resp, actx, outcome, r, d.Replica, series)
 			Account(s.fleet, s.log, r.met, series, d, r.policy.PromptTokens, u, found)
 			s.done(r, d, o)
 			s.settleLimits(r)
@@ -469,8 +473,8 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	}
 	body, err := io.ReadAll(resp)
 	resp.Close()
-	cause := context.Cause(actx)
-	cancel(nil)
+	cause := actx.Cause()
+	actx.cancel(nil)
 	if err != nil {
 		Account(s.fleet, s.log, r.met, series, d, r.policy.PromptTokens, openai.Usage{}, false)
 		if errors.Is(cause, errClientGone) {
@@ -509,16 +513,14 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	return result{done: true}
 }
 
-// attemptContext is an attempt's context: cancelled with a cause by the
-// watcher or the relay, with errTimeout at the request's deadline, and with
-// errShutdown when the gateway stops.
-func attemptContext(base context.Context, deadline time.Time) (context.Context, context.CancelCauseFunc) {
-	cctx, cancelCause := context.WithCancelCause(base)
-	actx, stop := context.WithDeadlineCause(cctx, deadline, errTimeout)
-	return actx, func(cause error) {
-		cancelCause(cause)
-		stop()
+// newAttempt is the context of r's attempt n, running until r's deadline.
+func (r *request) newAttempt(n int) *attemptCtx {
+	a := &r.first
+	if n > 1 {
+		a = new(attemptCtx)
 	}
+	a.start(r.deadline)
+	return a
 }
 
 // relay copies the engine's body to the client as it arrives, flushing after
@@ -534,8 +536,8 @@ func attemptContext(base context.Context, deadline time.Time) (context.Context, 
 // never changed, but for the usage chunk of a stream whose usage the
 // gateway asked for (r.stripUsage), which it removes; the tail it keeps is
 // bounded and holds nothing per token.
-func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, actx context.Context,
-	cancel context.CancelCauseFunc, ok fleet.Outcome, r *request, replicaID string, series *telemetry.Series) (fleet.Outcome, openai.Usage, bool) {
+func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, actx *attemptCtx,
+	ok fleet.Outcome, r *request, replicaID string, series *telemetry.Series) (fleet.Outcome, openai.Usage, bool) {
 	defer resp.Close()
 	rb := relayBufs.Get().(*relayBuf)
 	defer relayBufs.Put(rb)
@@ -573,7 +575,7 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 				first = false
 			}
 			if werr := write(buf[:n]); werr != nil {
-				cancel(errClientGone)
+				actx.cancel(errClientGone)
 				return fleet.OutcomeCancelled, openai.Usage{}, false
 			}
 			sent += int64(n)
@@ -588,7 +590,7 @@ func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, 
 		case err == nil:
 			continue
 		case errors.Is(err, io.EOF), complete():
-		case errors.Is(context.Cause(actx), errClientGone):
+		case errors.Is(actx.Cause(), errClientGone):
 			return fleet.OutcomeCancelled, openai.Usage{}, false
 		default:
 			// The engine broke the stream: cut the client's connection so

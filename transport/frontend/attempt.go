@@ -1,0 +1,150 @@
+package frontend
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// attemptCtx is an attempt's context: cancelled with a cause by the
+// request's watch (the client left, the replica failed its health checks,
+// the gateway's shutdown cut it) or the relay, and with errTimeout at the
+// request's deadline. It replaces context.WithCancelCause under
+// WithDeadlineCause, which cost ten allocations an attempt, and the four
+// more of the upstream pool's context.AfterFunc on it (issue 16's profile):
+// an attemptCtx costs its deadline timer and one stop function per AfterFunc,
+// and the first attempt's lives in its request.
+//
+// Err keeps the context contract (context.Canceled, or
+// context.DeadlineExceeded at the deadline); Cause is the cause, which
+// context.Cause cannot see in a Context of another package's type.
+// AfterFunc is the method the context package and the upstream pool use to
+// run functions on cancellation without a goroutine or a child context. Its
+// methods are safe for concurrent use.
+type attemptCtx struct {
+	deadline time.Time
+	timer    *time.Timer
+
+	mu     sync.Mutex
+	done   chan struct{} // made by the first Done; closed on cancel
+	err    error
+	cause  error
+	afters []afterFunc  // registered and neither run nor stopped
+	buf    [2]afterFunc // afters' first home: the upstream pool registers one
+	nextID uint64
+}
+
+type afterFunc struct {
+	id uint64
+	f  func()
+}
+
+var _ context.Context = (*attemptCtx)(nil)
+
+// closedChan is the Done of an attempt cancelled before anyone asked.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// start arms a's deadline; a must be zero.
+func (a *attemptCtx) start(deadline time.Time) {
+	a.deadline = deadline
+	a.mu.Lock() // expire may run before AfterFunc returns
+	a.timer = time.AfterFunc(time.Until(deadline), a.expire)
+	a.mu.Unlock()
+}
+
+func (a *attemptCtx) expire() { a.cancel(errTimeout) }
+
+func (a *attemptCtx) Deadline() (time.Time, bool) { return a.deadline, true }
+
+func (a *attemptCtx) Done() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.done == nil {
+		if a.err != nil {
+			a.done = closedChan
+		} else {
+			a.done = make(chan struct{})
+		}
+	}
+	return a.done
+}
+
+func (a *attemptCtx) Err() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+// Cause is why a was cancelled: the cause given to cancel, or
+// context.Canceled for a nil one; nil while a runs.
+func (a *attemptCtx) Cause() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cause
+}
+
+func (a *attemptCtx) Value(any) any { return nil }
+
+// AfterFunc runs f in its own goroutine once a is cancelled (at once if it
+// is), as context.AfterFunc does; stop unregisters f, and reports whether
+// it did so before f was started.
+func (a *attemptCtx) AfterFunc(f func()) (stop func() bool) {
+	a.mu.Lock()
+	if a.err != nil {
+		a.mu.Unlock()
+		go f()
+		return func() bool { return false }
+	}
+	a.nextID++
+	id := a.nextID
+	if a.afters == nil {
+		a.afters = a.buf[:0]
+	}
+	a.afters = append(a.afters, afterFunc{id: id, f: f})
+	a.mu.Unlock()
+	return func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for i, af := range a.afters {
+			if af.id == id {
+				a.afters = slices.Delete(a.afters, i, i+1)
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// cancel ends a with cause (context.Canceled when nil); errTimeout is
+// a deadline, context.DeadlineExceeded. Only the first call counts.
+func (a *attemptCtx) cancel(cause error) {
+	err := context.Canceled
+	if cause == errTimeout {
+		err = context.DeadlineExceeded
+	}
+	if cause == nil {
+		cause = err
+	}
+	a.mu.Lock()
+	if a.err != nil {
+		a.mu.Unlock()
+		return
+	}
+	a.err, a.cause = err, cause
+	if a.done != nil {
+		close(a.done)
+	} else {
+		a.done = closedChan
+	}
+	for _, af := range a.afters {
+		go af.f()
+	}
+	clear(a.afters)
+	a.afters = nil
+	timer := a.timer
+	a.mu.Unlock()
+	if timer != nil {
+		timer.Stop()
+	}
+}
