@@ -1,12 +1,9 @@
 package frontend
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"io"
 	"math/rand/v2"
-	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -447,28 +444,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	}
 
 	if resp.ContentLength() < 0 || resp.ContentLength() > maxBufferedBody {
-		conn := ctx.Conn()
-		w := r.w
-		ctx.SetBodyStreamWriter(func(bw *bufio.Writer) {
-			defer s.unwatch(w)
-			defer actx.cancel(nil)
-			o, u, found := s.relay(bw, conn, resp, actx, outcome, r, d.Replica, series)
-			Account(s.fleet, s.log, r.met, series, d, r.policy.PromptTokens, u, found)
-			s.done(r, d, o)
-			s.settleLimits(r)
-			switch o {
-			case fleet.OutcomeCancelled:
-				r.met.Disconnects.Inc()
-				r.finish(series, telemetry.StatusCancelled)
-			case outcome:
-				r.finish(series, telemetry.StatusClass(status))
-			default:
-				r.finish(series, telemetry.StatusAborted)
-				r.err = errEngineBroke
-			}
-			r.up.End(status, r.outcome, r.err)
-			r.span.End(status, r.outcome, r.err)
-		})
+		ctx.Response.SetBodyStream(s.newRelay(r, d, resp, actx, ctx.Conn(), series, outcome, status), -1)
 		return result{streaming: true}
 	}
 	body, err := io.ReadAll(resp)
@@ -521,104 +497,6 @@ func (r *request) newAttempt(n int) *attemptCtx {
 	}
 	a.start(r.deadline)
 	return a
-}
-
-// relay copies the engine's body to the client as it arrives, flushing after
-// every read so that each SSE event leaves as soon as the engine sent it. It
-// returns the attempt's outcome, and the usage of a complete 200 event
-// stream's final usage chunk when it found one.
-//
-// Once the body's last byte has gone to the client (an event stream's
-// data: [DONE] event, or a Content-Length body's last byte), the response
-// is complete whatever happens next: a client that leaves at once, as many
-// do on [DONE], while the engine's closing chunk is still on its way, is
-// not a cancellation, and the attempt is ok. What the relay passes on is
-// never changed, but for the usage chunk of a stream whose usage the
-// gateway asked for (r.stripUsage), which it removes; the tail it keeps is
-// bounded and holds nothing per token.
-func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, actx *attemptCtx,
-	ok fleet.Outcome, r *request, replicaID string, series *telemetry.Series) (fleet.Outcome, openai.Usage, bool) {
-	defer resp.Close()
-	rb := relayBufs.Get().(*relayBuf)
-	defer relayBufs.Put(rb)
-	buf, tail, head := rb.b[:], &rb.tail, &rb.head
-	tail.Reset()
-	head.n = 0
-	sse := bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream"))
-	strip := sse && r.stripUsage && resp.StatusCode() == fasthttp.StatusOK
-	if strip {
-		rb.strip.Flush(nil) // empties it
-	}
-	write := func(p []byte) error {
-		if strip {
-			rb.out = rb.strip.Write(rb.out[:0], p)
-			p = rb.out
-			if len(p) == 0 {
-				return nil
-			}
-		}
-		_, err := w.Write(p)
-		if err == nil {
-			err = w.Flush()
-		}
-		return err
-	}
-	length, sent := resp.ContentLength(), int64(0)
-	complete := func() bool { return sse && r.streamDone(tail) || length >= 0 && sent == length }
-	first := true
-	for {
-		n, err := resp.Read(buf)
-		if n > 0 {
-			if first {
-				series.TTFT.Update(time.Since(r.start).Seconds())
-				r.up.Event(tracing.FirstChunk)
-				first = false
-			}
-			if werr := write(buf[:n]); werr != nil {
-				actx.cancel(errClientGone)
-				return fleet.OutcomeCancelled, openai.Usage{}, false
-			}
-			sent += int64(n)
-			if sse {
-				tail.Write(buf[:n])
-				if r.messages {
-					head.Write(buf[:n])
-				}
-			}
-		}
-		switch {
-		case err == nil:
-			continue
-		case errors.Is(err, io.EOF), complete():
-		case errors.Is(actx.Cause(), errClientGone):
-			return fleet.OutcomeCancelled, openai.Usage{}, false
-		default:
-			// The engine broke the stream: cut the client's connection so
-			// that it sees a truncated response, not a complete one.
-			conn.Close()
-			return fleet.OutcomeFailed, openai.Usage{}, false
-		}
-		if strip {
-			// What an unfinished last event held goes out as it came.
-			if rest := rb.strip.Flush(rb.out[:0]); len(rest) > 0 {
-				strip = false
-				if werr := write(rest); werr != nil {
-					return fleet.OutcomeCancelled, openai.Usage{}, false
-				}
-			}
-		}
-		var u openai.Usage
-		found := false
-		if sse && resp.StatusCode() == fasthttp.StatusOK {
-			if u, found = r.streamUsage(head, tail); found {
-				r.usage(u)
-				if r.tokenized {
-					s.checkPrompt(r, replicaID, series, u.PromptTokens)
-				}
-			}
-		}
-		return ok, u, found
-	}
 }
 
 // finish records a request's end on its replica's series.
