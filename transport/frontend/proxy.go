@@ -447,7 +447,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		ctx.Response.SetBodyStream(s.newRelay(r, d, resp, actx, ctx.Conn(), series, outcome, status), -1)
 		return result{streaming: true}
 	}
-	body, err := io.ReadAll(resp)
+	err = readBodyInto(&ctx.Response, resp)
 	resp.Close()
 	cause := actx.Cause()
 	actx.cancel(nil)
@@ -467,7 +467,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		ctx.Response.ResetBody()
 		return result{done: true}
 	}
-	ctx.SetBody(body)
+	body := ctx.Response.Body()
 	if status >= 400 {
 		// An engine's error answer generated nothing.
 		r.lim.used = 0
@@ -487,6 +487,25 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	r.finish(series, telemetry.StatusClass(status))
 	r.up.End(status, r.outcome, nil)
 	return result{done: true}
+}
+
+// readBodyInto reads an engine's Content-Length body into the client's
+// response body, which fasthttp pools, through a pooled buffer: io.ReadAll
+// grew a slice of its own, which SetBody then copied.
+func readBodyInto(dst *fasthttp.Response, src io.Reader) error {
+	dst.ResetBody()
+	rb := relayBufs.Get().(*relayBuf)
+	defer relayBufs.Put(rb)
+	for {
+		n, err := src.Read(rb.b[:])
+		dst.AppendBody(rb.b[:n])
+		switch {
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return err
+		}
+	}
 }
 
 // newAttempt is the context of r's attempt n, running until r's deadline.
