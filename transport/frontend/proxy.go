@@ -56,6 +56,9 @@ type request struct {
 	// is allocated anyway.
 	wb    watch
 	first attemptCtx
+	// tried is the home of the replicas route has tried: three attempts
+	// worth, retry.max_attempts' default.
+	tried [3]string
 	// live is the config in effect when the request came: its retries
 	// and logging follow it even if a reload lands meanwhile.
 	live *config.Config
@@ -218,7 +221,7 @@ func (s *Server) failUpstream(r *request, last error) {
 // left. It reports whether a streamed relay took over r's watch.
 func (s *Server) route(r *request) (streaming bool) {
 	maxAttempts := max(r.live.Retry.MaxAttempts, 1)
-	var tried []string
+	tried := r.tried[:0]
 	var last error
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
