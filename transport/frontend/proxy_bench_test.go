@@ -61,6 +61,11 @@ func BenchmarkProxyAllocs(b *testing.B) {
 				var cfgOut *config.Config
 				g := startOpts(b, urls, func(c *config.Config) {
 					c.Routing.DefaultPolicy = pc.policy
+					// Health probes and scrapes allocate in the background,
+					// counted per request the more, the slower requests go:
+					// a tenth as often as the tests' 100 ms.
+					c.Health.Interval = time.Second
+					c.Load.ScrapeInterval, c.Load.MaxAge = time.Second, 5*time.Second
 					if pc.tokenizer {
 						c.Models[0].Tokenizer = "builtin:sim"
 					}
@@ -75,7 +80,7 @@ func BenchmarkProxyAllocs(b *testing.B) {
 				})
 				g.sims = sims
 				for _, id := range []string{"r0", "r1", "r2"} {
-					waitFor(b, "engine capacity read", 2*time.Second, func() bool { return !snapshot(b, g, id).LoadAt.IsZero() })
+					waitFor(b, "engine capacity read", 5*time.Second, func() bool { return !snapshot(b, g, id).LoadAt.IsZero() })
 				}
 				// The model's own name, which the simulators serve too: the
 				// gateway need not splice it.
