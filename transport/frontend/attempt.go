@@ -13,8 +13,8 @@ import (
 // request's deadline. It replaces context.WithCancelCause under
 // WithDeadlineCause, which cost ten allocations an attempt, and the four
 // more of the upstream pool's context.AfterFunc on it (issue 16's profile):
-// an attemptCtx costs its deadline timer and one stop function per AfterFunc,
-// and the first attempt's lives in its request.
+// an attemptCtx costs one stop function per AfterFunc, its deadline timer
+// is pooled, and the first attempt's lives in its request.
 //
 // Err keeps the context contract (context.Canceled, or
 // context.DeadlineExceeded at the deadline); Cause is the cause, which
@@ -24,7 +24,7 @@ import (
 // methods are safe for concurrent use.
 type attemptCtx struct {
 	deadline time.Time
-	timer    *time.Timer
+	timer    *deadlineTimer
 
 	mu     sync.Mutex
 	done   chan struct{} // made by the first Done; closed on cancel
@@ -48,12 +48,55 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // start arms a's deadline; a must be zero.
 func (a *attemptCtx) start(deadline time.Time) {
 	a.deadline = deadline
-	a.mu.Lock() // expire may run before AfterFunc returns
-	a.timer = time.AfterFunc(time.Until(deadline), a.expire)
+	t := getDeadlineTimer()
+	t.mu.Lock()
+	t.a = a
+	t.mu.Unlock()
+	a.mu.Lock() // the timer may fire before start returns
+	a.timer = t
 	a.mu.Unlock()
+	t.t.Reset(time.Until(deadline))
 }
 
-func (a *attemptCtx) expire() { a.cancel(errTimeout) }
+// deadlineTimer cancels an attempt at its deadline. They are pooled: a
+// timer of its own cost an attempt two allocations. A timer that fired
+// late, for an attempt that has ended, finds its next attempt's deadline
+// still ahead and does nothing.
+type deadlineTimer struct {
+	t  *time.Timer
+	mu sync.Mutex
+	a  *attemptCtx // nil while pooled
+}
+
+var deadlineTimers sync.Pool
+
+func getDeadlineTimer() *deadlineTimer {
+	if t, ok := deadlineTimers.Get().(*deadlineTimer); ok {
+		return t
+	}
+	t := new(deadlineTimer)
+	t.t = time.AfterFunc(time.Hour, t.fire)
+	t.t.Stop()
+	return t
+}
+
+func (t *deadlineTimer) fire() {
+	t.mu.Lock()
+	a := t.a
+	t.mu.Unlock()
+	if a != nil && !time.Now().Before(a.deadline) {
+		a.cancel(errTimeout)
+	}
+}
+
+// release stops t and pools it.
+func (t *deadlineTimer) release() {
+	t.t.Stop()
+	t.mu.Lock()
+	t.a = nil
+	t.mu.Unlock()
+	deadlineTimers.Put(t)
+}
 
 func (a *attemptCtx) Deadline() (time.Time, bool) { return a.deadline, true }
 
@@ -143,8 +186,9 @@ func (a *attemptCtx) cancel(cause error) {
 	clear(a.afters)
 	a.afters = nil
 	timer := a.timer
+	a.timer = nil
 	a.mu.Unlock()
 	if timer != nil {
-		timer.Stop()
+		timer.release()
 	}
 }

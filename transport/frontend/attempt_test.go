@@ -14,6 +14,7 @@ import (
 // TestAttemptCtx: an attempt's context keeps the context contract (Done,
 // Err, Deadline, AfterFunc as the context package runs it) and tells its
 // cause; at the deadline it ends with DeadlineExceeded and errTimeout.
+// Its pooled deadline timer does not cancel an attempt before its deadline.
 func TestAttemptCtx(t *testing.T) {
 	var a attemptCtx
 	a.start(time.Now().Add(time.Hour))
@@ -66,6 +67,16 @@ func TestAttemptCtx(t *testing.T) {
 	if b.Err() != context.DeadlineExceeded || b.Cause() != errTimeout {
 		t.Fatalf("deadline: %v %v", b.Err(), b.Cause())
 	}
+	// A pooled deadline timer that fires late, after its attempt ended,
+	// leaves the next attempt it serves alone.
+	var d attemptCtx
+	d.start(time.Now().Add(time.Hour))
+	d.timer.fire()
+	if d.Err() != nil {
+		t.Fatalf("a late timer cancelled an attempt: %v", d.Cause())
+	}
+	d.cancel(nil)
+
 	var c attemptCtx
 	c.start(time.Now().Add(time.Hour))
 	c.cancel(nil)
