@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/inferrail/inferrail/transport/upstream"
 )
 
 // attemptCtx is an attempt's context: cancelled with a cause by the
@@ -19,9 +21,10 @@ import (
 // Err keeps the context contract (context.Canceled, or
 // context.DeadlineExceeded at the deadline); Cause is the cause, which
 // context.Cause cannot see in a Context of another package's type.
-// AfterFunc is the method the context package and the upstream pool use to
-// run functions on cancellation without a goroutine or a child context. Its
-// methods are safe for concurrent use.
+// OnCancel and ClearCancel (upstream.CancelHook) hold the upstream pool's
+// close of the attempt's connection; AfterFunc is the method the context
+// package registers a child context's cancellation with, without a
+// goroutine. Its methods are safe for concurrent use.
 type attemptCtx struct {
 	deadline time.Time
 	timer    *deadlineTimer
@@ -30,8 +33,9 @@ type attemptCtx struct {
 	done   chan struct{} // made by the first Done; closed on cancel
 	err    error
 	cause  error
+	hook   func()       // OnCancel's
 	afters []afterFunc  // registered and neither run nor stopped
-	buf    [2]afterFunc // afters' first home: the upstream pool registers one
+	buf    [2]afterFunc // afters' first home (a dial's child context registers one)
 	nextID uint64
 }
 
@@ -40,7 +44,10 @@ type afterFunc struct {
 	f  func()
 }
 
-var _ context.Context = (*attemptCtx)(nil)
+var (
+	_ context.Context     = (*attemptCtx)(nil)
+	_ upstream.CancelHook = (*attemptCtx)(nil)
+)
 
 // closedChan is the Done of an attempt cancelled before anyone asked.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -159,6 +166,27 @@ func (a *attemptCtx) AfterFunc(f func()) (stop func() bool) {
 	}
 }
 
+// OnCancel is upstream.CancelHook's: it runs f once a is cancelled.
+func (a *attemptCtx) OnCancel(f func()) {
+	a.mu.Lock()
+	if a.err != nil {
+		a.mu.Unlock()
+		go f()
+		return
+	}
+	a.hook = f
+	a.mu.Unlock()
+}
+
+// ClearCancel is upstream.CancelHook's.
+func (a *attemptCtx) ClearCancel() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	had := a.hook != nil
+	a.hook = nil
+	return had
+}
+
 // cancel ends a with cause (context.Canceled when nil); errTimeout is
 // a deadline, context.DeadlineExceeded. Only the first call counts.
 func (a *attemptCtx) cancel(cause error) {
@@ -179,6 +207,10 @@ func (a *attemptCtx) cancel(cause error) {
 		close(a.done)
 	} else {
 		a.done = closedChan
+	}
+	if a.hook != nil {
+		go a.hook()
+		a.hook = nil
 	}
 	for _, af := range a.afters {
 		go af.f()

@@ -32,7 +32,7 @@ type Response struct {
 	fr   *fasthttp.Response
 	body io.Reader // fasthttp's de-chunking stream over c.br; nil without a body
 	ctx  context.Context
-	stop func() bool // stops the AfterFunc that closes c on ctx cancel
+	stop registration // of the function that closes c on ctx cancel
 
 	keepAlive bool
 	// err is sticky: io.EOF once the body has been read to its end, the
@@ -91,7 +91,7 @@ func (r *Response) Close() {
 	}
 	r.closed = true
 	reuse := r.keepAlive
-	if r.stop != nil && !r.stop() {
+	if !r.stop.clear() {
 		reuse = false // the context fired: the conn is closed or closing
 	}
 	if reuse && r.err != io.EOF {
