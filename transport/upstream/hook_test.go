@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"errors"
-	"io"
 	"sync"
 	"testing"
 	"time"
@@ -74,16 +73,7 @@ func TestCancelHook(t *testing.T) {
 	p := newPool(t, s.URL(), Options{})
 	for range 2 {
 		h := newHookCtx()
-		req := newReq(chatPath, chatBody)
-		resp, err := p.Do(h, req)
-		fasthttp.ReleaseRequest(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadAll(resp); err != nil {
-			t.Fatal(err)
-		}
-		resp.Close()
+		doCtx(t, h, p, chatPath, chatBody)
 		if h.set != 1 || h.cleared != 1 {
 			t.Fatalf("hook set %d, cleared %d; want 1 and 1", h.set, h.cleared)
 		}
