@@ -18,7 +18,9 @@ import (
 
 // relayStream is a streamed response's body: fasthttp's server reads it
 // (Response.SetBodyStream) and writes each read to the client as a chunk,
-// flushed, so that each SSE event leaves as soon as the engine sent it. It
+// flushed, so that each SSE event leaves as soon as the engine sent it;
+// events the engine sent together (upstream.Response.Ready) leave together,
+// in one write. It
 // reads the engine's body on the server's own goroutine, where
 // SetBodyStreamWriter had a goroutine and a pipe per response, and a
 // hand-off between them per event (issue 16's profile).
@@ -108,6 +110,13 @@ func (rs *relayStream) pass(p []byte) {
 func (rs *relayStream) step() {
 	buf, tail, head, r := rs.rb.b[:], &rs.rb.tail, &rs.rb.head, rs.r
 	n, err := rs.resp.Read(buf)
+	// What the engine sent together goes out in one chunk and one flush;
+	// nothing waits for more.
+	for err == nil && n < len(buf) && rs.resp.Ready() {
+		var m int
+		m, err = rs.resp.Read(buf[n:])
+		n += m
+	}
 	if n > 0 {
 		if rs.first {
 			rs.series.TTFT.Update(time.Since(r.start).Seconds())
