@@ -59,6 +59,8 @@ type request struct {
 	// tried is the home of the replicas route has tried: three attempts
 	// worth, retry.max_attempts' default.
 	tried [3]string
+	// relay streams the committed attempt's response, when it streams.
+	relay relayStream
 	// live is the config in effect when the request came: its retries
 	// and logging follow it even if a reload lands meanwhile.
 	live *config.Config

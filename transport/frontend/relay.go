@@ -72,7 +72,8 @@ func (s *Server) newRelay(r *request, d fleet.Decision, resp *upstream.Response,
 	rb := relayBufs.Get().(*relayBuf)
 	rb.tail.Reset()
 	rb.head.n = 0
-	rs := &relayStream{s: s, r: r, d: d, resp: resp, actx: actx, conn: conn, series: series, ok: ok,
+	rs := &r.relay
+	*rs = relayStream{s: s, r: r, d: d, resp: resp, actx: actx, conn: conn, series: series, ok: ok,
 		status: status, rb: rb, first: true, length: resp.ContentLength()}
 	rs.sse = bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream"))
 	rs.strip = rs.sse && r.stripUsage && resp.StatusCode() == fasthttp.StatusOK
