@@ -595,9 +595,11 @@ func (d *decoder) toolChoice(s span) {
 func (d *decoder) messages(s span) []Message {
 	var out []Message
 	each(d.b, s, func(i int, v span) {
-		loc := "body.messages." + strconv.Itoa(i)
+		// Where a problem is, built only for one: a request with many
+		// messages would otherwise build a string per message (issue 16).
+		loc := func(field string) string { return "body.messages." + strconv.Itoa(i) + field }
 		if v.kind != kObject {
-			d.fail(loc, msgDict)
+			d.fail(loc(""), msgDict)
 			return
 		}
 		var role, content span
@@ -610,10 +612,13 @@ func (d *decoder) messages(s span) []Message {
 			}
 		})
 		var m Message
-		if role.kind == kNone {
-			d.fail(loc+".role", msgRequired)
-		} else {
-			m.Role, _ = d.str(loc+".role", role, false)
+		switch role.kind {
+		case kNone:
+			d.fail(loc(".role"), msgRequired)
+		case kString:
+			m.Role = decodeRole(d.b[role.start:role.end])
+		default:
+			m.Role, _ = d.str(loc(".role"), role, false)
 		}
 		switch content.kind {
 		case kNone, kNull:
@@ -621,13 +626,31 @@ func (d *decoder) messages(s span) []Message {
 		case kString:
 			m.Content = decodeString(d.b[content.start:content.end])
 		case kArray:
-			m.Content, m.NonText = d.parts(loc+".content", content)
+			m.Content, m.NonText = d.parts(loc(".content"), content)
 		default:
-			d.fail(loc+".content", "Input should be a valid string or list of content parts")
+			d.fail(loc(".content"), "Input should be a valid string or list of content parts")
 		}
 		out = append(out, m)
 	})
 	return out
+}
+
+// decodeRole is decodeString of a message's role, without an allocation
+// for the roles of the chat API.
+func decodeRole(q []byte) string {
+	switch string(q) {
+	case `"user"`:
+		return "user"
+	case `"assistant"`:
+		return "assistant"
+	case `"system"`:
+		return "system"
+	case `"developer"`:
+		return "developer"
+	case `"tool"`:
+		return "tool"
+	}
+	return decodeString(q)
 }
 
 // parts joins the text parts of a content list with "\n".

@@ -109,3 +109,40 @@ func TestWatcher(t *testing.T) {
 		}
 	}
 }
+
+// target records what a Watcher reports to it.
+type target struct{ fired chan error }
+
+func (target) Check() error       { return nil }
+func (t target) Fire(cause error) { t.fired <- cause }
+
+// Watch registers an Entry its caller holds; FireAll reports a cause to
+// every entry at once, and they stay registered; after Remove, nothing.
+func TestWatchFireAll(t *testing.T) {
+	w := NewWatcher(time.Hour)
+	defer w.Close()
+	var entries [2]Entry
+	var targets [2]target
+	for i := range entries {
+		client, server := pair(t)
+		defer client.Close()
+		defer server.Close()
+		targets[i] = target{fired: make(chan error, 2)}
+		w.Watch(&entries[i], server, targets[i])
+	}
+	errCut := errors.New("cut")
+	w.FireAll(errCut)
+	w.FireAll(errCut)
+	for i, tg := range targets {
+		for range 2 {
+			if err := <-tg.fired; err != errCut {
+				t.Fatalf("entry %d: fired %v", i, err)
+			}
+		}
+	}
+	w.Remove(&entries[0])
+	w.FireAll(errCut)
+	if len(targets[0].fired) != 0 || len(targets[1].fired) != 1 {
+		t.Fatalf("after Remove: %d and %d fired, want 0 and 1", len(targets[0].fired), len(targets[1].fired))
+	}
+}

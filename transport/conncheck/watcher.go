@@ -24,16 +24,39 @@ type Watcher struct {
 	wg   sync.WaitGroup
 }
 
-// Entry is one registered connection.
+// Entry is one registered connection. Add makes one; Watch registers one
+// its caller holds, so that registering allocates nothing.
 type Entry struct {
-	conn net.Conn
-	// check, when not nil, is called every tick; a non-nil error is passed
-	// to fire, and the entry stays registered.
-	check func() error
-	// fire is called from the watcher's goroutine with ErrGone (after which
-	// the entry is removed) or with check's error.
-	fire func(cause error)
+	conn   net.Conn
+	target Target
 }
+
+// Target is what a watched connection reports to. Both methods are called
+// from the watcher's goroutine and must not block.
+type Target interface {
+	// Check is called every tick; a non-nil error is passed to Fire, and
+	// the entry stays registered.
+	Check() error
+	// Fire is called with ErrGone (after which the entry is removed), with
+	// Check's error, or with FireAll's cause.
+	Fire(cause error)
+}
+
+// funcs is the Target of Add's functions.
+type funcs struct {
+	Entry
+	check func() error
+	fire  func(cause error)
+}
+
+func (f *funcs) Check() error {
+	if f.check == nil {
+		return nil
+	}
+	return f.check()
+}
+
+func (f *funcs) Fire(cause error) { f.fire(cause) }
 
 // NewWatcher starts a watcher that ticks every interval. Close stops it.
 func NewWatcher(every time.Duration) *Watcher {
@@ -55,11 +78,32 @@ func (w *Watcher) Close() {
 // Add registers conn. fire must not block: it is called on the watcher's
 // goroutine. check may be nil.
 func (w *Watcher) Add(conn net.Conn, check func() error, fire func(cause error)) *Entry {
-	e := &Entry{conn: conn, check: check, fire: fire}
+	f := &funcs{check: check, fire: fire}
+	w.Watch(&f.Entry, conn, f)
+	return &f.Entry
+}
+
+// Watch registers conn in e, which must not be registered already, with t
+// to report to.
+func (w *Watcher) Watch(e *Entry, conn net.Conn, t Target) {
+	e.conn, e.target = conn, t
 	w.mu.Lock()
 	w.items[e] = struct{}{}
 	w.mu.Unlock()
-	return e
+}
+
+// FireAll calls every registered entry's Fire with cause, on the caller's
+// goroutine; the entries stay registered.
+func (w *Watcher) FireAll(cause error) {
+	w.mu.Lock()
+	batch := make([]*Entry, 0, len(w.items))
+	for e := range w.items {
+		batch = append(batch, e)
+	}
+	w.mu.Unlock()
+	for _, e := range batch {
+		e.target.Fire(cause)
+	}
 }
 
 // Remove unregisters e; after it returns, e's fire is not called again
@@ -91,13 +135,11 @@ func (w *Watcher) run() {
 		for _, e := range batch {
 			if Gone(e.conn) {
 				w.Remove(e)
-				e.fire(ErrGone)
+				e.target.Fire(ErrGone)
 				continue
 			}
-			if e.check != nil {
-				if err := e.check(); err != nil {
-					e.fire(err)
-				}
+			if err := e.target.Check(); err != nil {
+				e.target.Fire(err)
 			}
 		}
 		clear(batch)

@@ -328,7 +328,7 @@ func (s *Server) dispatch(r *request, tried []string, attempt int) (fleet.Decisi
 		return s.pick(r, tried, attempt) // without the ticket's allocations
 	}
 	t := r.ticket(attempt)
-	t.Arm = func(cancel context.CancelCauseFunc) { r.w.arm("", cancel) }
+	t.Arm = func(cancel context.CancelCauseFunc) { r.w.arm("", cancelFunc(cancel)) }
 	return s.gate.Admit(s.base, &t, func() (fleet.Decision, error) { return s.pick(r, tried, attempt) })
 }
 

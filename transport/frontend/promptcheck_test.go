@@ -76,7 +76,7 @@ func sendMixed(t *testing.T, g *gw, n int) (withUsage int) {
 	return withUsage
 }
 
-func snapshot(t *testing.T, g *gw, id string) *replica.Snapshot {
+func snapshot(t testing.TB, g *gw, id string) *replica.Snapshot {
 	t.Helper()
 	s, ok := g.fl.Snapshot(id)
 	if !ok {

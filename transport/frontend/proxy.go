@@ -1,13 +1,9 @@
 package frontend
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"errors"
 	"io"
 	"math/rand/v2"
-	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -37,7 +33,7 @@ const maxBufferedBody = 256 << 20
 type relayBuf struct {
 	b    [32 << 10]byte
 	tail openai.StreamTail
-	head streamHead // a Messages stream's start
+	head streamHead // a Messages or Responses stream's start
 	// strip and out remove the usage chunk of a stream whose usage the
 	// gateway asked for (observability.usage_for_accuracy: inject).
 	strip openai.UsageStrip
@@ -56,6 +52,15 @@ type request struct {
 	deadline time.Time
 	w        *watch
 	met      *telemetry.Model
+	// wb is w's home, and first the first attempt's context: the request
+	// is allocated anyway.
+	wb    watch
+	first attemptCtx
+	// tried is the home of the replicas route has tried: three attempts
+	// worth, retry.max_attempts' default.
+	tried [3]string
+	// relay streams the committed attempt's response, when it streams.
+	relay relayStream
 	// live is the config in effect when the request came: its retries
 	// and logging follow it even if a reload lands meanwhile.
 	live *config.Config
@@ -149,7 +154,8 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 		return
 	}
 
-	r.w = s.watchConn(ctx.Conn())
+	r.w = &r.wb
+	s.watchConn(r.w, ctx.Conn())
 	if !s.route(r) {
 		s.settleLimits(r)
 		s.unwatch(r.w)
@@ -225,7 +231,7 @@ func (s *Server) failUpstream(r *request, last error) {
 // left. It reports whether a streamed relay took over r's watch.
 func (s *Server) route(r *request) (streaming bool) {
 	maxAttempts := max(r.live.Retry.MaxAttempts, 1)
-	var tried []string
+	tried := r.tried[:0]
 	var last error
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
@@ -372,8 +378,8 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		r.up.End(0, "failed", err)
 		return result{err: err}
 	}
-	actx, cancel := attemptContext(s.base, r.deadline)
-	r.w.arm(d.Replica, cancel)
+	actx := r.newAttempt(n)
+	r.w.arm(d.Replica, actx)
 
 	req := fasthttp.AcquireRequest()
 	req.Header.SetMethod(fasthttp.MethodPost)
@@ -389,8 +395,8 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	fasthttp.ReleaseRequest(req)
 
 	if err != nil {
-		cause := context.Cause(actx)
-		cancel(nil)
+		cause := actx.Cause()
+		actx.cancel(nil)
 		switch {
 		case errors.Is(cause, errClientGone):
 			s.done(r, d, fleet.OutcomeCancelled)
@@ -423,7 +429,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	s.engineAnswered(d.Replica, status)
 	if canRetry && (status == 502 || status == 503 || status == 504) {
 		resp.Close()
-		cancel(nil)
+		actx.cancel(nil)
 		s.done(r, d, fleet.OutcomeFailed)
 		r.up.End(status, "retried", nil)
 		return result{err: &attemptError{replica: d.Replica, err: errors.New("answered " + strconv.Itoa(status))}}
@@ -451,34 +457,13 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	}
 
 	if resp.ContentLength() < 0 || resp.ContentLength() > maxBufferedBody {
-		conn := ctx.Conn()
-		w := r.w
-		ctx.SetBodyStreamWriter(func(bw *bufio.Writer) {
-			defer s.unwatch(w)
-			defer cancel(nil)
-			o, u, found := s.relay(bw, conn, resp, actx, cancel, outcome, r, d.Replica, series)
-			Account(s.fleet, s.log, r.met, series, d, r.policy.PromptTokens, u, found)
-			s.done(r, d, o)
-			s.settleLimits(r)
-			switch o {
-			case fleet.OutcomeCancelled:
-				r.met.Disconnects.Inc()
-				r.finish(series, telemetry.StatusCancelled)
-			case outcome:
-				r.finish(series, telemetry.StatusClass(status))
-			default:
-				r.finish(series, telemetry.StatusAborted)
-				r.err = errEngineBroke
-			}
-			r.up.End(status, r.outcome, r.err)
-			r.span.End(status, r.outcome, r.err)
-		})
+		ctx.Response.SetBodyStream(s.newRelay(r, d, resp, actx, ctx.Conn(), series, outcome, status), -1)
 		return result{streaming: true}
 	}
-	body, err := io.ReadAll(resp)
+	err = readBodyInto(&ctx.Response, resp)
 	resp.Close()
-	cause := context.Cause(actx)
-	cancel(nil)
+	cause := actx.Cause()
+	actx.cancel(nil)
 	if err != nil {
 		Account(s.fleet, s.log, r.met, series, d, r.policy.PromptTokens, openai.Usage{}, false)
 		if errors.Is(cause, errClientGone) {
@@ -495,7 +480,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 		ctx.Response.ResetBody()
 		return result{done: true}
 	}
-	ctx.SetBody(body)
+	body := ctx.Response.Body()
 	s.remember(r, d.Replica, status, body)
 	if status >= 400 {
 		// An engine's error answer generated nothing.
@@ -518,115 +503,33 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	return result{done: true}
 }
 
-// attemptContext is an attempt's context: cancelled with a cause by the
-// watcher or the relay, with errTimeout at the request's deadline, and with
-// errShutdown when the gateway stops.
-func attemptContext(base context.Context, deadline time.Time) (context.Context, context.CancelCauseFunc) {
-	cctx, cancelCause := context.WithCancelCause(base)
-	actx, stop := context.WithDeadlineCause(cctx, deadline, errTimeout)
-	return actx, func(cause error) {
-		cancelCause(cause)
-		stop()
+// readBodyInto reads an engine's Content-Length body into the client's
+// response body, which fasthttp pools, through a pooled buffer: io.ReadAll
+// grew a slice of its own, which SetBody then copied.
+func readBodyInto(dst *fasthttp.Response, src io.Reader) error {
+	dst.ResetBody()
+	rb := relayBufs.Get().(*relayBuf)
+	defer relayBufs.Put(rb)
+	for {
+		n, err := src.Read(rb.b[:])
+		dst.AppendBody(rb.b[:n])
+		switch {
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return err
+		}
 	}
 }
 
-// relay copies the engine's body to the client as it arrives, flushing after
-// every read so that each SSE event leaves as soon as the engine sent it. It
-// returns the attempt's outcome, and the usage of a complete 200 event
-// stream's final usage chunk when it found one.
-//
-// Once the body's last byte has gone to the client (an event stream's
-// data: [DONE] event, or a Content-Length body's last byte), the response
-// is complete whatever happens next: a client that leaves at once, as many
-// do on [DONE], while the engine's closing chunk is still on its way, is
-// not a cancellation, and the attempt is ok. What the relay passes on is
-// never changed, but for the usage chunk of a stream whose usage the
-// gateway asked for (r.stripUsage), which it removes; the tail it keeps is
-// bounded and holds nothing per token.
-func (s *Server) relay(w *bufio.Writer, conn net.Conn, resp *upstream.Response, actx context.Context,
-	cancel context.CancelCauseFunc, ok fleet.Outcome, r *request, replicaID string, series *telemetry.Series) (fleet.Outcome, openai.Usage, bool) {
-	defer resp.Close()
-	rb := relayBufs.Get().(*relayBuf)
-	defer relayBufs.Put(rb)
-	buf, tail, head := rb.b[:], &rb.tail, &rb.head
-	tail.Reset()
-	head.n = 0
-	sse := bytes.HasPrefix(resp.Header.ContentType(), []byte("text/event-stream"))
-	strip := sse && r.stripUsage && resp.StatusCode() == fasthttp.StatusOK
-	if strip {
-		rb.strip.Flush(nil) // empties it
+// newAttempt is the context of r's attempt n, running until r's deadline.
+func (r *request) newAttempt(n int) *attemptCtx {
+	a := &r.first
+	if n > 1 {
+		a = new(attemptCtx)
 	}
-	write := func(p []byte) error {
-		if strip {
-			rb.out = rb.strip.Write(rb.out[:0], p)
-			p = rb.out
-			if len(p) == 0 {
-				return nil
-			}
-		}
-		_, err := w.Write(p)
-		if err == nil {
-			err = w.Flush()
-		}
-		return err
-	}
-	length, sent := resp.ContentLength(), int64(0)
-	complete := func() bool { return sse && r.streamDone(tail) || length >= 0 && sent == length }
-	first := true
-	for {
-		n, err := resp.Read(buf)
-		if n > 0 {
-			if first {
-				series.TTFT.Update(time.Since(r.start).Seconds())
-				r.up.Event(tracing.FirstChunk)
-				first = false
-			}
-			if werr := write(buf[:n]); werr != nil {
-				cancel(errClientGone)
-				return fleet.OutcomeCancelled, openai.Usage{}, false
-			}
-			sent += int64(n)
-			if sse {
-				tail.Write(buf[:n])
-				if r.messages || r.responses {
-					head.Write(buf[:n])
-				}
-			}
-		}
-		switch {
-		case err == nil:
-			continue
-		case errors.Is(err, io.EOF), complete():
-		case errors.Is(context.Cause(actx), errClientGone):
-			return fleet.OutcomeCancelled, openai.Usage{}, false
-		default:
-			// The engine broke the stream: cut the client's connection so
-			// that it sees a truncated response, not a complete one.
-			conn.Close()
-			return fleet.OutcomeFailed, openai.Usage{}, false
-		}
-		if strip {
-			// What an unfinished last event held goes out as it came.
-			if rest := rb.strip.Flush(rb.out[:0]); len(rest) > 0 {
-				strip = false
-				if werr := write(rest); werr != nil {
-					return fleet.OutcomeCancelled, openai.Usage{}, false
-				}
-			}
-		}
-		s.remember(r, replicaID, resp.StatusCode(), head.b[:head.n])
-		var u openai.Usage
-		found := false
-		if sse && resp.StatusCode() == fasthttp.StatusOK {
-			if u, found = r.streamUsage(head, tail); found {
-				r.usage(u)
-				if r.tokenized {
-					s.checkPrompt(r, replicaID, series, u.PromptTokens)
-				}
-			}
-		}
-		return ok, u, found
-	}
+	a.start(r.deadline)
+	return a
 }
 
 // finish records a request's end on its replica's series.

@@ -175,10 +175,10 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.shutdown.Do(func() {
-		stop := context.AfterFunc(ctx, func() { s.cancelBase(errShutdown) })
+		stop := context.AfterFunc(ctx, s.cut)
 		defer stop()
 		err = s.srv.ShutdownWithContext(ctx)
-		s.cancelBase(errShutdown)
+		s.cut()
 		s.watcher.Close()
 		s.poolsMu.Lock()
 		for _, p := range s.pools {
@@ -188,6 +188,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.poolsMu.Unlock()
 	})
 	return err
+}
+
+// cut ends every request still running: the base first, then every
+// watched request's current attempt (see watch.arm).
+func (s *Server) cut() {
+	s.cancelBase(errShutdown)
+	s.watcher.FireAll(errShutdown)
 }
 
 // pool returns the connection pool for a replica, creating it on first use.

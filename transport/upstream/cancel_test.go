@@ -230,17 +230,8 @@ func TestCancelAfterCompletion(t *testing.T) {
 	s := startSim(t, zero)
 	p := newPool(t, s.URL(), Options{})
 	for range 3 {
-		req := newReq(chatPath, chatBody)
 		ctx, cancel := context.WithCancel(context.Background())
-		resp, err := p.Do(ctx, req)
-		fasthttp.ReleaseRequest(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadAll(resp); err != nil {
-			t.Fatal(err)
-		}
-		resp.Close()
+		doCtx(t, ctx, p, chatPath, chatBody)
 		cancel()
 	}
 	if st := p.Stats(); st.Dials != 1 {

@@ -42,12 +42,20 @@ var (
 	errNoResponse = errors.New("connection closed before any response byte")
 )
 
+// causer is a Context that tells its own cancellation cause.
+type causer interface{ Cause() error }
+
 // ctxError wraps the context's error, and its cause when that differs, so
 // that errors.Is finds both context.Canceled and, say, a frontend's
 // errClientGone.
 func ctxError(addr string, ctx context.Context) error {
 	err := ctx.Err()
-	if cause := context.Cause(ctx); cause != nil && cause != err {
+	cause := context.Cause(ctx)
+	if c, ok := ctx.(causer); ok {
+		// A Context of its own type, which context.Cause cannot see into.
+		cause = c.Cause()
+	}
+	if cause != nil && cause != err {
 		return fmt.Errorf("upstream %s: %w: %w", addr, err, cause)
 	}
 	return fmt.Errorf("upstream %s: %w", addr, err)

@@ -74,9 +74,15 @@ func newReq(path, body string) *fasthttp.Request {
 // do sends one request and reads the whole body.
 func do(t testing.TB, p *Pool, path, body string) (int, string) {
 	t.Helper()
+	return doCtx(t, context.Background(), p, path, body)
+}
+
+// doCtx is do under ctx.
+func doCtx(t testing.TB, ctx context.Context, p *Pool, path, body string) (int, string) {
+	t.Helper()
 	req := newReq(path, body)
 	defer fasthttp.ReleaseRequest(req)
-	resp, err := p.Do(context.Background(), req)
+	resp, err := p.Do(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}

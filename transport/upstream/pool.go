@@ -229,14 +229,9 @@ func (p *Pool) Do(ctx context.Context, req *fasthttp.Request) (*Response, error)
 // any response byte.
 func (p *Pool) roundTrip(ctx context.Context, c *conn, req *fasthttp.Request) (_ *Response, stale bool, _ error) {
 	c.nread, c.rerr = 0, nil
-	var stop func() bool
-	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, c.closeFn)
-	}
+	stop := onCancel(ctx, c.closeFn)
 	fail := func(err error) (*Response, bool, error) {
-		if stop != nil {
-			stop()
-		}
+		stop.clear()
 		c.close()
 		if ctx.Err() != nil {
 			return nil, false, ctxError(p.addr, ctx)
@@ -256,9 +251,7 @@ func (p *Pool) roundTrip(ctx context.Context, c *conn, req *fasthttp.Request) (_
 		// req itself (no Host, a failing body stream) is no fault of the conn.
 		var ne net.Error
 		if !errors.As(err, &ne) {
-			if stop != nil {
-				stop()
-			}
+			stop.clear()
 			c.close()
 			return nil, false, fmt.Errorf("upstream %s: write request: %w", p.addr, err)
 		}
@@ -309,6 +302,49 @@ func (p *Pool) roundTrip(ctx context.Context, c *conn, req *fasthttp.Request) (_
 		r.err = io.EOF // HEAD, 204, 304: no body
 	}
 	return r, false, nil
+}
+
+// CancelHook is a Context that runs one function on cancellation itself,
+// as the gateway's attempt contexts do: a request registers the close of
+// its connection there at no cost, where context.AfterFunc costs a child
+// context and a stop function.
+type CancelHook interface {
+	// OnCancel arranges for f to run in its own goroutine once the context
+	// is cancelled (at once if it is); f replaces an earlier one.
+	OnCancel(f func())
+	// ClearCancel unregisters the function, reporting whether it did so
+	// before the function was started.
+	ClearCancel() bool
+}
+
+// registration is a request's function on its context's cancellation.
+type registration struct {
+	hook CancelHook
+	stop func() bool // context.AfterFunc's
+}
+
+// onCancel registers f on ctx's cancellation.
+func onCancel(ctx context.Context, f func()) registration {
+	if h, ok := ctx.(CancelHook); ok {
+		h.OnCancel(f)
+		return registration{hook: h}
+	}
+	if ctx.Done() != nil {
+		return registration{stop: context.AfterFunc(ctx, f)}
+	}
+	return registration{}
+}
+
+// clear unregisters the function, reporting whether it did so before the
+// function was started (true when there was none).
+func (r registration) clear() bool {
+	switch {
+	case r.hook != nil:
+		return r.hook.ClearCancel()
+	case r.stop != nil:
+		return r.stop()
+	}
+	return true
 }
 
 // get pops a usable idle connection, or dials one when fresh is set or the

@@ -32,9 +32,13 @@ type Response struct {
 	fr   *fasthttp.Response
 	body io.Reader // fasthttp's de-chunking stream over c.br; nil without a body
 	ctx  context.Context
-	stop func() bool // stops the AfterFunc that closes c on ctx cancel
+	stop registration // of the function that closes c on ctx cancel
 
 	keepAlive bool
+	// short is set when the last Read returned less than asked with no
+	// error: fasthttp's de-chunking stops short only at a chunk's end
+	// (its CRLF read) or with nothing left buffered.
+	short bool
 	// err is sticky: io.EOF once the body has been read to its end, the
 	// error that stopped it, or errResponseClosed after Close.
 	err    error
@@ -67,6 +71,7 @@ func (r *Response) Read(b []byte) (int, error) {
 		return 0, r.err
 	}
 	n, err := r.body.Read(b)
+	r.short = err == nil && n < len(b)
 	if err != nil {
 		switch {
 		case err == io.EOF:
@@ -81,6 +86,65 @@ func (r *Response) Read(b []byte) (int, error) {
 	return n, nil
 }
 
+// Ready reports whether the next Read returns at once, from bytes already
+// buffered: the rest of a Content-Length body, or (after a Read that
+// returned less than it was asked for, which ends at a chunk's end) a whole
+// next chunk or the body's end. A relay that reads on while Ready passes
+// on what the engine sent together in one write, and never waits for more.
+// False means the next Read may wait on the socket.
+func (r *Response) Ready() bool {
+	if r.err != nil || r.c == nil {
+		return false
+	}
+	buffered := r.c.br.Buffered()
+	if buffered == 0 {
+		return false
+	}
+	if !r.Chunked() {
+		return r.Header.ContentLength() >= 0
+	}
+	if !r.short {
+		return false // perhaps inside a chunk
+	}
+	b, _ := r.c.br.Peek(buffered)
+	return wholeChunk(b)
+}
+
+// wholeChunk reports whether b starts with a whole chunk: a hex size of at
+// most eight digits with no extension, CRLF, that many bytes and CRLF; or
+// the last chunk, 0 and CRLF, with no trailer.
+func wholeChunk(b []byte) bool {
+	size, i := 0, 0
+	for i < len(b) && i < 8 {
+		d, ok := hexDigit(b[i])
+		if !ok {
+			break
+		}
+		size = size<<4 | d
+		i++
+	}
+	if i == 0 || len(b) < i+2 || b[i] != '\r' || b[i+1] != '\n' {
+		return false
+	}
+	rest := b[i+2:]
+	if size == 0 {
+		return len(rest) >= 2 && rest[0] == '\r' && rest[1] == '\n'
+	}
+	return len(rest) >= size+2 && rest[size] == '\r' && rest[size+1] == '\n'
+}
+
+func hexDigit(c byte) (int, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0'), true
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10, true
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10, true
+	}
+	return 0, false
+}
+
 // Close releases the response. The connection goes back to the pool when the
 // body was read to its end (or its end is already buffered) and both sides
 // allow keep-alive; otherwise it is closed, which tells the engine to abort
@@ -91,7 +155,7 @@ func (r *Response) Close() {
 	}
 	r.closed = true
 	reuse := r.keepAlive
-	if r.stop != nil && !r.stop() {
+	if !r.stop.clear() {
 		reuse = false // the context fired: the conn is closed or closing
 	}
 	if reuse && r.err != io.EOF {
