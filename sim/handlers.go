@@ -241,6 +241,11 @@ func (inst *instance) parse(ctx *fasthttp.RequestCtx, chat bool) (*request, *ope
 	if e := inst.fitContext(r, maxTok, explicit); e != nil {
 		return nil, e
 	}
+	// After the length checks, as vLLM's engine checks ids after its
+	// renderer checked the length. Only a token-id prompt can fail it.
+	if e := outOfVocabulary(r.prompt); e != nil {
+		return nil, e
+	}
 	hdr := ctx.Request.Header.Peek("X-Request-Id")
 	r.baseID = openai.BaseRequestID(string(hdr), hdr != nil, bodyID, runtimeRand{})
 	return r, nil
@@ -271,6 +276,22 @@ func (inst *instance) resolveModel(name string) string {
 		return name
 	}
 	return ""
+}
+
+// outOfVocabulary is vLLM's refusal of a prompt holding a token id past
+// the vocabulary (InputProcessor._validate_model_input, a
+// VLLMValidationError: 400), for the simulator's vocabulary of
+// token.VocabSize ids; nil when every id is in it.
+func outOfVocabulary(ids []uint32) *openai.Error {
+	top := uint32(0)
+	for _, id := range ids {
+		top = max(top, id)
+	}
+	if top < token.VocabSize {
+		return nil
+	}
+	return &openai.Error{Status: 400, Type: openai.TypeBadRequestError,
+		Message: "Token id " + strconv.FormatUint(uint64(top), 10) + " is out of vocabulary"}
 }
 
 // renderChat renders messages with the simulator's template and tokenizes

@@ -106,4 +106,8 @@ type PickRequest struct {
 	// Rank asks for the candidates' ranking (Decision.Ranking), for an
 	// endpoint picker's ordered fallback list.
 	Rank bool
+	// Unpriced routes on Policy's blocks but predicts nothing from them
+	// (Decision.Predicted stays false): they are the first prompt of a
+	// completions batch, and the engine's usage counts every prompt of it.
+	Unpriced bool
 }

@@ -397,7 +397,7 @@ func (f *Fleet) Pick(req PickRequest) (Decision, error) {
 			d.attempt, d.pid = p.Attempt, mem.pid
 			f.sys.Root.Send(mem.pid, &replica.Assign{Attempt: p.Attempt})
 		}
-		if p.Estimated {
+		if p.Estimated && !req.Unpriced {
 			d.Predicted, d.CachedTokens, d.Estimate = true, p.CachedTokens, p.Estimate.Total()
 		}
 	}

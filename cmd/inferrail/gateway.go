@@ -128,7 +128,7 @@ func (e edgeTokenizer) prepare(model string, kind tokenize.Kind, body []byte) (f
 	if r != tokenize.OK {
 		return frontend.Prompt{}, false
 	}
-	return frontend.Prompt{Tokens: len(pr.IDs), Blocks: pr.Blocks, BlockSize: e.p.Model(model).BlockSize}, true
+	return frontend.Prompt{Tokens: len(pr.IDs), Blocks: pr.Blocks, BlockSize: e.p.BlockSize(model), Batch: pr.Batch}, true
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {

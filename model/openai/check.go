@@ -50,7 +50,7 @@ func (r *CompletionRequest) Check() error {
 	}
 	switch {
 	case r.Prompt.Count == 0 || (r.Prompt.Kind == PromptTokens && len(r.Prompt.Tokens) == 0):
-		return unsupported("prompt", "prompt must not be empty.")
+		return ErrEmptyPrompt
 	case r.Prompt.Count > 1:
 		return unsupported("prompt", "this simulator serves one prompt per request, got "+
 			strconv.Itoa(r.Prompt.Count)+"; send each prompt as its own request.")

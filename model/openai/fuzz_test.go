@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -93,5 +94,36 @@ func FuzzParseCompletion(f *testing.F) {
 			}
 			return r.Check, nil
 		})
+	})
+}
+
+// FuzzParsePrompt: ParsePrompt never panics, its errors are API errors, and
+// it agrees with ParseCompletion: a body whose prompt ParseCompletion types
+// gets the same prompt (or ErrEmptyPrompt for a token list with no ids), and
+// a prompt ParsePrompt finds mistyped fails ParseCompletion too.
+func FuzzParsePrompt(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{`{"prompt":[]}`, `{"prompt":[[1],[]]}`, `{"prompt":[1,"a"]}`, `{"prompt":[-1]}`,
+		`{"prompt":[1.5]}`, `{"prompt":[1.0,"2",true]}`, `{"prompt":[[1],2]}`, `{"prompt":{"a":1}}`, `{"prompt":[[1,2],[3]]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, err := ParsePrompt(body)
+		full, ferr := ParseCompletion(body)
+		if err != nil {
+			assertAPIError(t, body, err)
+			if err != ErrEmptyPrompt && ferr == nil {
+				t.Fatalf("%q: ParsePrompt refused it (%v), ParseCompletion took it", body, err)
+			}
+			return
+		}
+		if p.Kind == PromptTokens && len(p.Tokens) == 0 {
+			t.Fatalf("%q: an empty token list accepted", body)
+		}
+		if ferr == nil && !reflect.DeepEqual(p, full.Prompt) {
+			t.Fatalf("%q: ParsePrompt %+v, ParseCompletion %+v", body, p, full.Prompt)
+		}
 	})
 }

@@ -773,3 +773,49 @@ func tokenList(b []byte, elems []span) (ids []uint32, bad int, msg string) {
 	}
 	return ids, -1, ""
 }
+
+// ErrEmptyPrompt is vLLM's answer to a prompt of no tokens
+// (InputProcessor._validate_prompt_len, a VLLMValidationError with no
+// parameter): 400 BadRequestError, param null.
+var ErrEmptyPrompt = &Error{Status: 400, Type: TypeBadRequestError, Message: "The decoder prompt cannot be empty"}
+
+// ParsePrompt reads only the prompt of a /v1/completions body, as
+// ParseCompletion types it (vLLM's pydantic union), for a caller that routes
+// on it without serving it: the gateway. A body that is not JSON, a prompt of
+// the wrong shape (mixed strings and ids, negative ids, ids with a fraction,
+// lists of lists mixed with ids) and a token list with no ids, the first or
+// any later one of a batch, are an *Error with status 400, in the API's
+// shape; an absent or null prompt is Prompt{} and no error (vLLM may take
+// prompt_embeds instead). Other fields are left to the engine.
+func ParsePrompt(body []byte) (Prompt, error) {
+	b, f, err := scan(body)
+	if err != nil {
+		return Prompt{}, err
+	}
+	d := decoder{b: b}
+	p := d.prompt(f[fPrompt])
+	if len(d.errs) > 0 {
+		return Prompt{}, validationErrors(d.errs, "")
+	}
+	if p.Kind != PromptTokens {
+		return p, nil
+	}
+	if p.Count == 0 || len(p.Tokens) == 0 {
+		return Prompt{}, ErrEmptyPrompt
+	}
+	if s := f[fPrompt]; p.Count > 1 {
+		empty := false
+		each(b, s, func(_ int, v span) { empty = empty || emptyArray(b, v) })
+		if empty {
+			return Prompt{}, ErrEmptyPrompt
+		}
+	}
+	return p, nil
+}
+
+// emptyArray reports whether the array v holds no element ("[ ]").
+func emptyArray(b []byte, v span) bool {
+	n := 0
+	each(b, v, func(int, span) { n++ })
+	return n == 0
+}

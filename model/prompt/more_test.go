@@ -83,8 +83,14 @@ func TestCompletion(t *testing.T) {
 		ids[i] = uint32(i * 3)
 	}
 	f(`{"prompt":[0,3,6,9,12,15,18,21,24,27,30,33,36,39,42,45,48,51,54,57,60,63,66,69,72,75,78,81,84,87,90,93,96,99,102,105,108,111,114,117]}`, ids, nil)
-	f(`{"prompt":["a","b"]}`, nil, ErrUnsupported)
-	f(`{"prompt":[[1,2],[3]]}`, nil, ErrUnsupported)
+	// A batch is prepared on its first prompt, and marked.
+	f(`{"prompt":["Hello world","b"]}`, hello, nil)
+	f(`{"prompt":[[0,3,6,9,12,15,18,21,24,27,30,33,36,39,42,45,48,51,54,57,60,63,66,69,72,75,78,81,84,87,90,93,96,99,102,105,108,111,114,117],[3]]}`, ids, nil)
+	for body, batch := range map[string]bool{`{"prompt":["a","b"]}`: true, `{"prompt":[[1,2],[3]]}`: true, `{"prompt":["a"]}`: false, `{"prompt":[[1]]}`: false} {
+		if got, err := p.Completion([]byte(body)); err != nil || got.Batch != batch {
+			t.Fatalf("%s: batch %v (%v), want %v", body, got.Batch, err, batch)
+		}
+	}
 	f(`{"prompt":"x","prompt_embeds":"AAAA"}`, nil, ErrUnsupported)
 	if _, err := p.Completion([]byte(`{"prompt":`)); err == nil || errors.Is(err, ErrUnsupported) {
 		t.Fatalf("bad JSON: %v", err)
@@ -98,6 +104,32 @@ func TestCompletion(t *testing.T) {
 	}
 	if want := p.Text(strings.Repeat("tenant words ", 20), "a"); !slices.Equal(salted.Blocks, want.Blocks) || len(want.Blocks) == 0 {
 		t.Fatal("cache_salt is not applied")
+	}
+}
+
+// TestCompletionWithoutTokenizer: a Preparer with no tokenizer prepares
+// prompts given as token ids, hashed with its block size and the body's
+// cache_salt, and answers ErrNoTokenizer for text.
+func TestCompletionWithoutTokenizer(t *testing.T) {
+	p := &Preparer{Model: "m", BlockSize: 4}
+	ids := []uint32{5, 6, 7, 8, 9, 10, 11, 12, 13}
+	var h prefix.Hasher
+	want := h.Chain(nil, prefix.Root("m", "", "s"), ids, 4)
+	got, err := p.Completion([]byte(`{"prompt":[5,6,7,8,9,10,11,12,13],"cache_salt":"s"}`))
+	if err != nil || !slices.Equal(got.IDs, ids) || !slices.Equal(got.Blocks, want) || len(want) != 2 || got.Batch {
+		t.Fatalf("ids: %+v, %v", got, err)
+	}
+	got, err = p.Completion([]byte(`{"prompt":[[5,6,7,8,9,10,11,12,13],[1]],"cache_salt":"s"}`))
+	if err != nil || !slices.Equal(got.Blocks, want) || !got.Batch {
+		t.Fatalf("batch: %+v, %v", got, err)
+	}
+	for _, body := range []string{`{"prompt":"text"}`, `{"prompt":["a","b"]}`} {
+		if _, err := p.Completion([]byte(body)); !errors.Is(err, ErrNoTokenizer) {
+			t.Fatalf("%s: %v, want ErrNoTokenizer", body, err)
+		}
+	}
+	if _, err := p.Chat([]byte(`{"messages":[{"role":"user","content":"hi"}]}`), time.Now()); !errors.Is(err, ErrNoTemplate) {
+		t.Fatalf("chat: %v", err)
 	}
 }
 

@@ -59,6 +59,10 @@ type Prompt struct {
 	Text   string        // the rendered prompt (the text itself for a completion; "" for token ids)
 	IDs    []uint32      // its token ids, as the engine will see them
 	Blocks []prefix.Hash // hashes of its full blocks, chained from the model's root
+	// Batch is set for the first prompt of a /v1/completions batch, which
+	// is all that was prepared: the engine computes every prompt of it and
+	// reports their sum, so IDs undercount it.
+	Batch bool
 }
 
 // ErrNoTemplate is returned for a chat request to a model without a chat
@@ -69,9 +73,13 @@ var ErrNoTemplate = errors.New("prompt: the model has no chat template")
 // request (raise_exception, a type error in the template, a limit).
 var ErrTemplate = errors.New("prompt: chat template")
 
+// ErrNoTokenizer is returned for a text prompt to a Preparer without a
+// tokenizer: only prompts given as token ids are prepared there.
+var ErrNoTokenizer = errors.New("prompt: the model has no tokenizer")
+
 // ErrUnsupported wraps the reasons a well-formed request cannot be
 // predicted: content parts other than text (images, audio, ...), a
-// chat_template of the request's own, a batch of prompts, prompt_embeds.
+// chat_template of the request's own, prompt_embeds.
 var ErrUnsupported = errors.New("prompt: unsupported request")
 
 func unsupported(format string, args ...any) error {
@@ -215,25 +223,33 @@ func (p *Preparer) IDs(ids []uint32, cacheSalt string) Prompt {
 
 // Completion prepares a /v1/completions body: a prompt string tokenized as
 // Text (add_special_tokens as the body sets it, default true), or a list of
-// token ids taken as they are. A batch of prompts and prompt_embeds are
-// ErrUnsupported; a body vLLM would refuse is an error.
+// token ids taken as they are, hashed with the model's block size and the
+// body's cache_salt as the engine hashes them: no tokenizer is needed for
+// those (a Preparer without one answers ErrNoTokenizer for text). Of a
+// batch of prompts, texts or token lists, only the first is prepared, and
+// the Prompt is marked Batch. prompt_embeds are ErrUnsupported; a body vLLM
+// would refuse is an error.
 func (p *Preparer) Completion(body []byte) (Prompt, error) {
 	req, err := openai.ParseCompletion(body)
 	if err != nil {
 		return Prompt{}, fmt.Errorf("prompt: %w", err)
 	}
+	var out Prompt
 	switch {
 	case req.PromptEmbeds:
 		return Prompt{}, unsupported("prompt_embeds")
-	case req.Prompt.Count > 1:
-		return Prompt{}, unsupported("a batch of %d prompts", req.Prompt.Count)
-	case req.Prompt.Count == 0:
+	case req.Prompt.Count == 0 || (req.Prompt.Kind == openai.PromptTokens && len(req.Prompt.Tokens) == 0):
 		return Prompt{}, errors.New("prompt: no prompt")
 	case req.Prompt.Kind == openai.PromptTokens:
-		return p.IDs(req.Prompt.Tokens, req.CacheSalt), nil
+		out = p.IDs(req.Prompt.Tokens, req.CacheSalt)
+	case p.Tokenizer == nil && !p.Sim:
+		return Prompt{}, ErrNoTokenizer
+	default:
+		addSpecial := !req.AddSpecialTokens.Set || req.AddSpecialTokens.Value
+		out = p.finish(req.Prompt.Text, addSpecial, req.CacheSalt)
 	}
-	addSpecial := !req.AddSpecialTokens.Set || req.AddSpecialTokens.Value
-	return p.finish(req.Prompt.Text, addSpecial, req.CacheSalt), nil
+	out.Batch = req.Prompt.Count > 1
+	return out, nil
 }
 
 func (p *Preparer) finish(text string, addSpecial bool, salt string) Prompt {

@@ -193,16 +193,21 @@ func (x *exchange) route() (bool, error) {
 		return true, x.send(immediate(refusal{e: rs.Err, reason: rs.Reason}))
 	}
 	x.model, x.body, x.met = rs.Model, rs.Body, s.met.Model(rs.Model)
+	path, _, _ := strings.Cut(x.path, "?")
+	if e := frontend.PromptError(path, x.body); e != nil {
+		x.met.Error("bad_request")
+		return true, x.send(immediate(refusal{e: e, reason: "bad_request"}))
+	}
 	deadline := x.start.Add(s.cfg.Server.RequestTimeout)
 	if frontend.ValidRequestID([]byte(x.requestID)) {
 		x.idGiven = true
 	} else {
 		x.requestID = frontend.NewRequestID()
 	}
-	path, _, _ := strings.Cut(x.path, "?")
 	x.messages = strings.HasSuffix(path, "/v1/messages")
 	x.responses = strings.HasSuffix(path, "/v1/responses")
-	x.policy, _, x.tokenized = frontend.PreparePolicy(s.tok, x.model, path,
+	var p frontend.Prompt
+	x.policy, p, x.tokenized = frontend.PreparePolicy(s.tok, x.model, path,
 		[]byte(x.sessionID), x.body, x.requestID, deadline)
 	if s.live.Load().Logging.LogPrompts {
 		s.log.Debug("request", "id", x.requestID, "model", x.model, "body", string(x.body))
@@ -214,7 +219,8 @@ func (x *exchange) route() (bool, error) {
 	}
 	rec := decisionlog.Record{RequestID: x.requestID, Model: x.model, Attempt: 1,
 		PromptTokens: x.policy.PromptTokens, Blocks: len(x.policy.Blocks), Tokenized: x.tokenized}
-	pr := fleet.PickRequest{Model: x.model, Policy: x.policy, Exclude: exclude, Deadline: pickDeadline(deadline), Rank: true}
+	pr := fleet.PickRequest{Model: x.model, Policy: x.policy, Exclude: exclude, Deadline: pickDeadline(deadline), Rank: true,
+		Unpriced: p.Batch}
 	var took time.Duration // the last pick's, without any wait in the queue
 	pick := func() (fleet.Decision, error) {
 		pr.Deadline = pickDeadline(deadline)

@@ -30,6 +30,11 @@ type Prompt struct {
 	Tokens    int           // prompt length in tokens
 	Blocks    []prefix.Hash // chained hashes of its full blocks
 	BlockSize int           // tokens per block
+	// Batch is set when the body was a /v1/completions batch and the rest
+	// is its first prompt's: the request is routed on it, but its count
+	// and the cache prediction would be the first prompt's where the
+	// engine reports the batch's, so neither is compared with the engine.
+	Batch bool
 }
 
 // policyRequest builds what the policy may know of r and names the
@@ -39,6 +44,7 @@ func (s *Server) policyRequest(r *request, path []byte) {
 	var p Prompt
 	r.policy, p, ok = PreparePolicy(s.tok, r.model, string(path), r.ctx.Request.Header.Peek("X-Session-Id"),
 		r.body, r.id, r.deadline)
+	r.batch = p.Batch
 	if ok {
 		r.tokenized = true
 		r.ctx.Response.Header.Set(HeaderPromptTokens, strconv.Itoa(p.Tokens))
@@ -84,10 +90,28 @@ func PreparePolicy(tok Tokenizer, model, path string, sessionID, body []byte, id
 	return PolicyRequest(tok, model, strings.HasSuffix(path, "/chat/completions"), sessionID, body, id, deadline)
 }
 
+// PromptError is the 400 a /v1/completions body at path (which may carry a
+// prefix) gets from the gateway itself when its prompt has a shape vLLM
+// refuses (openai.ParsePrompt): mixed strings and token ids, negative or
+// fractional ids, a token list with no ids. Such a body is never routed,
+// with a tokenizer or without. nil for any other body or path.
+func PromptError(path string, body []byte) *openai.Error {
+	if !strings.HasSuffix(path, "/v1/completions") {
+		return nil
+	}
+	if _, err := openai.ParsePrompt(body); err != nil {
+		e, _ := err.(*openai.Error)
+		return e
+	}
+	return nil
+}
+
 // PolicyRequest builds what a policy may know of a request for model: its
 // conversation key from sessionID (the x-session-id header) or the body's
 // user field, else a key from its request id; and its prompt, when tok
-// prepares it (ok). The gateway and /admin/explain build it the same way.
+// prepares it (ok). A completions batch puts its first prompt in req, for
+// routing, but is not ok, since the engine counts the whole batch
+// (Prompt.Batch tells). The gateway and /admin/explain build it the same way.
 func PolicyRequest(tok Tokenizer, model string, chat bool, sessionID, body []byte, id string, deadline time.Time) (req policy.Request, p Prompt, ok bool) {
 	conv := sessionID
 	if len(conv) == 0 {
@@ -108,7 +132,7 @@ func PolicyRequest(tok Tokenizer, model string, chat bool, sessionID, body []byt
 	if ok {
 		req.PromptTokens, req.Blocks, req.BlockSize = p.Tokens, p.Blocks, p.BlockSize
 	}
-	return req, p, ok
+	return req, p, ok && !p.Batch
 }
 
 // keyOf is policy.Key of b, never 0 (0 means "no key" to a policy).

@@ -68,6 +68,7 @@ type request struct {
 	// reports that its prompt was prepared.
 	policy    policy.Request
 	tokenized bool
+	batch     bool // a completions batch, routed on its first prompt (Prompt.Batch)
 	// messages: an Anthropic Messages request (/v1/messages), whose
 	// responses and usage are Anthropic's.
 	messages bool
@@ -115,6 +116,12 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 		s.met.Model("").Error(rs.Reason)
 		writeError(ctx, rs.Err)
 		span.End(ctx.Response.StatusCode(), rs.Reason, nil)
+		return
+	}
+	if e := PromptError(string(ctx.Path()), rs.Body); e != nil {
+		s.met.Model(rs.Model).Error(reasonBadRequest)
+		writeError(ctx, e)
+		span.End(ctx.Response.StatusCode(), reasonBadRequest, nil)
 		return
 	}
 	model, body := rs.Model, rs.Body
@@ -308,7 +315,7 @@ func (s *Server) pick(r *request, tried []string, attempt int) (fleet.Decision, 
 	rec := decisionlog.Record{RequestID: r.id, Model: r.model, Attempt: attempt,
 		PromptTokens: r.policy.PromptTokens, Blocks: len(r.policy.Blocks), Tokenized: r.tokenized,
 		Tenant: tenantOf(r.who), KeyID: keyIDOf(r.who)}
-	pr := fleet.PickRequest{Model: r.model, Policy: r.policy, Exclude: r.pin.exclude(tried), Deadline: dl}
+	pr := fleet.PickRequest{Model: r.model, Policy: r.policy, Exclude: r.pin.exclude(tried), Deadline: dl, Unpriced: r.batch}
 	d, err := Decide(s.fleet, s.dlog, r.met, pr, rec)
 	if (errors.Is(err, route.ErrNoReplica) || errors.Is(err, route.ErrFilteredOut)) && len(tried) > 0 {
 		pr.Exclude = r.pin.exclude(nil)

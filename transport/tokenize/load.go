@@ -345,7 +345,7 @@ type Status struct {
 	// ChatTemplate tells whether chat requests can be predicted.
 	ChatTemplate bool
 	TemplateErr  error // why the chat template did not compile, if it did not
-	BlockSize    int
+	BlockSize    int   // as configured (0: 16) when the tokenizer did not load
 	Err          error // why it did not load; nil when loaded or not configured
 }
 
@@ -379,7 +379,7 @@ func (s Status) String() string {
 func LoadAll(cfg *config.Config, hubCache string) (models map[string]*Model, statuses []Status) {
 	models = make(map[string]*Model, len(cfg.Models))
 	for _, mc := range cfg.Models {
-		st := Status{Model: mc.Name, Tokenizer: mc.Tokenizer}
+		st := Status{Model: mc.Name, Tokenizer: mc.Tokenizer, BlockSize: mc.BlockSize}
 		m, err := Load(mc, hubCache, cfg.Tokenizer.CacheTokens)
 		switch {
 		case errors.Is(err, ErrNoTokenizer):

@@ -63,8 +63,12 @@ var secondsBuckets = []float64{1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5
 // request past tokenizer.max_wait and a burst of them cannot take every
 // core. A Pool is safe for concurrent use.
 type Pool struct {
-	models   map[string]*Model // immutable after New
-	statuses []Status          // immutable after New
+	models map[string]*Model // immutable after New
+	// bare holds, for every configured model without a loaded tokenizer,
+	// a Preparer with its name and block size only: completions whose
+	// prompt is token ids are hashed there. Immutable after New.
+	bare     map[string]*Model
+	statuses []Status // immutable after New
 	maxWait  time.Duration
 
 	queue   chan *job
@@ -133,10 +137,18 @@ func newPool(models map[string]*Model, statuses []Status, maxWait time.Duration,
 		queue:    make(chan *job, queue),
 		stop:     make(chan struct{}),
 		byModel:  make(map[string]*modelMetrics),
+		bare:     make(map[string]*Model),
 	}
 	var names []string
 	for _, st := range statuses {
 		names = append(names, st.Model)
+		if models[st.Model] == nil {
+			bs := st.BlockSize
+			if bs <= 0 {
+				bs = 16
+			}
+			p.bare[st.Model] = &Model{Name: st.Model, BlockSize: bs, prep: &prompt.Preparer{Model: st.Model, BlockSize: bs}}
+		}
 	}
 	for name := range models {
 		names = append(names, name)
@@ -166,6 +178,18 @@ func (p *Pool) Status() []Status { return p.statuses }
 // Model returns the loaded tokenizer of a configured model name, nil if it
 // has none.
 func (p *Pool) Model(name string) *Model { return p.models[name] }
+
+// BlockSize is the block size a configured model's prompts are hashed
+// with, tokenizer or not; 0 for a name that is not configured.
+func (p *Pool) BlockSize(name string) int {
+	if m := p.models[name]; m != nil {
+		return m.BlockSize
+	}
+	if m := p.bare[name]; m != nil {
+		return m.BlockSize
+	}
+	return 0
+}
 
 // Close stops the workers and waits for them; a body one of them is
 // tokenizing is finished first. Afterwards Prepare still prepares small
@@ -198,8 +222,10 @@ func (p *Pool) work() {
 // prepared on the caller's goroutine; a larger one waits for a worker for
 // at most tokenizer.max_wait, or until ctx ends if that is sooner, then
 // answers Timeout, and answers QueueFull at once when the queue is full.
-// Only OK comes with a prompt. Prepare keeps no reference to body once it
-// returns.
+// Only OK comes with a prompt. A model without a tokenizer is prepared too
+// when the body is a completion whose prompt is token ids, which need none;
+// any other body of it answers NoTokenizer. Prepare keeps no reference to
+// body once it returns.
 func (p *Pool) Prepare(ctx context.Context, model string, kind Kind, body []byte) (prompt.Prompt, Result) {
 	start := time.Now()
 	mm := p.byModel[model]
@@ -208,7 +234,9 @@ func (p *Pool) Prepare(ctx context.Context, model string, kind Kind, body []byte
 	}
 	m := p.models[model]
 	if m == nil {
-		return mm.count(start, prompt.Prompt{}, NoTokenizer)
+		if m = p.bare[model]; m == nil || kind != Completion {
+			return mm.count(start, prompt.Prompt{}, NoTokenizer)
+		}
 	}
 	if len(body) <= InlineBytes {
 		pr, err := run(m, kind, body, start)
@@ -271,6 +299,8 @@ func classify(err error) Result {
 		return OK
 	case errors.Is(err, prompt.ErrUnsupported):
 		return Unsupported
+	case errors.Is(err, prompt.ErrNoTokenizer):
+		return NoTokenizer
 	}
 	if errors.Is(err, prompt.ErrTemplate) || errors.Is(err, prompt.ErrNoTemplate) {
 		return TemplateError

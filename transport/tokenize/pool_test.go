@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/prefix"
 	"github.com/inferrail/inferrail/model/prompt"
 )
 
@@ -106,21 +108,65 @@ func TestPrepareResults(t *testing.T) {
 	f("unknown", Chat, `{"messages":[]}`, NoTokenizer)
 	f(qwen, Chat, image, Unsupported)
 	f(qwen, Chat, `{"messages":[{"role":"user","content":"hi"}],"chat_template":"{{ 1 }}"}`, Unsupported)
-	f(qwen, Completion, `{"prompt":["a","b"]}`, Unsupported)
+	f(qwen, Completion, `{"prompt":["a","b"]}`, OK) // a batch: its first prompt
 	f("sim", Chat, image, Unsupported)
 	f(qwen, Chat, `{"messages":`, Error)
 	f(qwen, Chat, `{"messages":[{"role":"user","content":"`+strings.Repeat("y", 2000)+`"}]`, Error)
 	f(qwen, Chat, `{"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"messages":1}}`, TemplateError)
 	f("mistral", Chat, `{"messages":[{"role":"user","content":"hi"}]}`, TemplateError) // no chat template
 	f(qwen, Kind(9), `{}`, Error)
-	want := map[string]string{"ok": "6", "unsupported": "4", "invalid": "3", "template": "2"} // "unknown" is no configured model: not counted
+	want := map[string]string{"ok": "7", "unsupported": "3", "invalid": "3", "template": "2"} // "unknown" is no configured model: not counted
 	if got := counters(set); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("counters %v, want %v", got, want)
 	}
 	var b bytes.Buffer
 	set.WritePrometheus(&b)
-	if !strings.Contains(b.String(), `inferrail_tokenize_seconds_count{model="`+qwen+`"} 4`) {
+	if !strings.Contains(b.String(), `inferrail_tokenize_seconds_count{model="`+qwen+`"} 5`) {
 		t.Fatalf("histogram:\n%s", b.String())
+	}
+}
+
+// TestPrepareWithoutTokenizer: a configured model whose tokenizer is not
+// loaded (none configured, or failed) still has its token-id completions
+// prepared, inline and through the workers, hashed with its configured
+// block size; its text and chat bodies answer NoTokenizer.
+func TestPrepareWithoutTokenizer(t *testing.T) {
+	set := metrics.NewSet()
+	statuses := []Status{{Model: "bare", BlockSize: 4}, {Model: "broken", Tokenizer: "/nowhere", Err: errors.New("no")}}
+	p := NewPool(map[string]*Model{}, statuses, config.Tokenizer{Workers: 1, MaxWait: 10 * time.Second}, set)
+	defer p.Close()
+	if p.BlockSize("bare") != 4 || p.BlockSize("broken") != 16 || p.BlockSize("unknown") != 0 || p.Model("bare") != nil {
+		t.Fatalf("block sizes %d %d %d", p.BlockSize("bare"), p.BlockSize("broken"), p.BlockSize("unknown"))
+	}
+	ids := make([]uint32, 600) // over InlineBytes as JSON: prepared by a worker
+	for i := range ids {
+		ids[i] = uint32(1000 + i)
+	}
+	body, _ := json.Marshal(map[string]any{"prompt": ids, "cache_salt": "s"})
+	if len(body) <= InlineBytes {
+		t.Fatalf("body of %d bytes is prepared inline", len(body))
+	}
+	for _, c := range []struct {
+		model string
+		ids   []uint32
+		bs    int
+	}{{"bare", ids, 4}, {"bare", ids[:9], 4}, {"broken", ids, 16}} {
+		b, _ := json.Marshal(map[string]any{"prompt": c.ids, "cache_salt": "s"})
+		got, r := p.Prepare(context.Background(), c.model, Completion, b)
+		var h prefix.Hasher
+		want := h.Chain(nil, prefix.Root(c.model, "", "s"), c.ids, c.bs)
+		if r != OK || !slices.Equal(got.IDs, c.ids) || !slices.Equal(got.Blocks, want) || len(want) == 0 {
+			t.Fatalf("%s, %d ids: %v, %d blocks, want %d", c.model, len(c.ids), r, len(got.Blocks), len(want))
+		}
+	}
+	for kind, body := range map[Kind]string{Completion: `{"prompt":"text"}`, Chat: `{"messages":[{"role":"user","content":"hi"}]}`,
+		Messages: `{"messages":[{"role":"user","content":"hi"}]}`, Responses: `{"input":"hi"}`} {
+		if _, r := p.Prepare(context.Background(), "bare", kind, []byte(body)); r != NoTokenizer {
+			t.Fatalf("kind %d: %v, want NoTokenizer", kind, r)
+		}
+	}
+	if _, r := p.Prepare(context.Background(), "bare", Completion, []byte(`{"prompt":[1,-1]}`)); r != Error {
+		t.Fatalf("a negative id: %v", r)
 	}
 }
 

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inferrail/inferrail/sim"
+)
+
+// tokenIDFleet is costModelFleet for a model configured without a
+// tokenizer: only prompts given as token ids can be predicted.
+func tokenIDFleet(t *testing.T) string {
+	t.Helper()
+	opts := sim.DefaultOptions()
+	opts.Port = 0
+	opts.EnablePromptTokensDetails = true
+	opts.Engine.Latency.Zero = true
+	cfg := costModelFleet(t, opts)
+	cfg.Models[0].Tokenizer = ""
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := startGateway(t, cfg)
+	return addr
+}
+
+// answer is what one completion through the gateway showed.
+type answer struct {
+	status            int
+	replica           string
+	predicted, header int // x-inferrail-cached-tokens, x-inferrail-prompt-tokens; -1 when absent
+	prompt, cached    int // the engine's usage
+	body              string
+}
+
+func completeIDs(t *testing.T, addr string, body any) answer {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Post("http://"+addr+"/v1/completions", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	a := answer{status: resp.StatusCode, replica: resp.Header.Get("X-Inferrail-Replica"), predicted: -1, header: -1}
+	raw, _ := io.ReadAll(resp.Body)
+	a.body = string(raw)
+	if h := resp.Header.Get("X-Inferrail-Cached-Tokens"); h != "" {
+		a.predicted, _ = strconv.Atoi(h)
+	}
+	if h := resp.Header.Get("X-Inferrail-Prompt-Tokens"); h != "" {
+		a.header, _ = strconv.Atoi(h)
+	}
+	if a.status == 200 {
+		a.prompt, a.cached, _ = usageOf(false, raw)
+	}
+	return a
+}
+
+// TestTokenIDPromptRouting: for a model the gateway has no tokenizer for,
+// a completion whose prompt is token ids is still routed on its blocks:
+// a second request sharing a long prefix of ids goes to the replica that
+// holds it, the gateway predicts exactly the engine's cached tokens, and
+// x-inferrail-prompt-tokens is the number of ids. A text prompt to that
+// model gets no prediction.
+func TestTokenIDPromptRouting(t *testing.T) {
+	addr := tokenIDFleet(t)
+	shared := make([]int, 200)
+	for i := range shared {
+		shared[i] = 1000 + 7*i
+	}
+	ask := func(tail ...int) answer {
+		ids := append(append([]int(nil), shared...), tail...)
+		a := completeIDs(t, addr, map[string]any{"model": "sim", "prompt": ids, "max_tokens": 2})
+		if a.status != 200 {
+			t.Fatalf("%d %s", a.status, a.body)
+		}
+		return a
+	}
+	first := ask(1, 2, 3)
+	if first.predicted != 0 || first.cached != 0 || first.header != 203 || first.prompt != 203 {
+		t.Fatalf("first: %+v", first)
+	}
+	for i := range 4 {
+		a := ask(10+i, 20+i)
+		if a.replica != first.replica {
+			t.Fatalf("request %d went to %s, the prefix is on %s", i, a.replica, first.replica)
+		}
+		if a.predicted != a.cached || a.cached != 192 || a.header != 202 || a.prompt != 202 {
+			t.Fatalf("request %d: predicted %d, engine cached %d (want 192 of 12 blocks), prompt %d/%d",
+				i, a.predicted, a.cached, a.header, a.prompt)
+		}
+	}
+	text := completeIDs(t, addr, map[string]any{"model": "sim", "prompt": "some words of text", "max_tokens": 2})
+	if text.status != 200 || text.predicted != -1 || text.header != -1 {
+		t.Fatalf("text prompt without a tokenizer: %+v", text)
+	}
+}
+
+// TestTokenIDBatchRouting: a batch of token-id prompts is routed on its
+// first prompt, to the replica holding it, with no prediction and no
+// prompt count, since the engine reports the whole batch's; the simulator
+// serves one prompt per request, so the engine's 400 comes back.
+func TestTokenIDBatchRouting(t *testing.T) {
+	addr := tokenIDFleet(t)
+	shared := make([]int, 100)
+	for i := range shared {
+		shared[i] = 2000 + 3*i
+	}
+	first := completeIDs(t, addr, map[string]any{"model": "sim", "prompt": shared, "max_tokens": 2})
+	if first.status != 200 || first.cached != 0 {
+		t.Fatalf("first: %+v", first)
+	}
+	for i := range 4 {
+		a := completeIDs(t, addr, map[string]any{"model": "sim", "prompt": [][]int{shared, {5, 6, 7, i}}, "max_tokens": 2})
+		if a.replica != first.replica || a.predicted != -1 || a.header != -1 {
+			t.Fatalf("batch %d: replica %s (prefix on %s), predicted %d, prompt tokens %d", i, a.replica, first.replica, a.predicted, a.header)
+		}
+		if a.status != 400 || !strings.Contains(a.body, "one prompt per request") {
+			t.Fatalf("batch %d: %d %s", i, a.status, a.body)
+		}
+	}
+}
+
+// TestTokenIDPromptErrors: prompts of a shape vLLM refuses get the
+// gateway's own 400 in OpenAI's error shape, without reaching a replica.
+func TestTokenIDPromptErrors(t *testing.T) {
+	addr := tokenIDFleet(t)
+	f := func(prompt string, want string) {
+		t.Helper()
+		a := completeIDs(t, addr, json.RawMessage(`{"model":"sim","max_tokens":2,"prompt":`+prompt+`}`))
+		var e struct {
+			Error struct {
+				Message string `json:"message"`
+				Code    int    `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(a.body), &e); err != nil || a.status != 400 || e.Error.Code != 400 ||
+			!strings.Contains(e.Error.Message, want) || a.replica != "" {
+			t.Errorf("%s: %d %s (replica %q); want a 400 with %q", prompt, a.status, a.body, a.replica, want)
+		}
+	}
+	f(`[]`, "The decoder prompt cannot be empty")
+	f(`[[1,2],[]]`, "The decoder prompt cannot be empty")
+	f(`[1,"a"]`, "body.prompt.1: Input should be a valid integer")
+	f(`[3,-1]`, "greater than or equal to 0")
+	f(`[2.5]`, "fractional part")
+	f(`[[1],2]`, "body.prompt.0")
+	// An id past the vocabulary is the engine's to refuse.
+	a := completeIDs(t, addr, json.RawMessage(`{"model":"sim","max_tokens":2,"prompt":[1,99999]}`))
+	if a.status != 400 || !strings.Contains(a.body, "Token id 99999 is out of vocabulary") || a.replica == "" {
+		t.Errorf("out of vocabulary: %d %s (replica %q)", a.status, a.body, a.replica)
+	}
+}
