@@ -157,6 +157,26 @@ func TestInvalidJSON(t *testing.T) {
 	refused(t, routed, 400, "")
 }
 
+// TestBadPrompt: a completion prompt of a shape vLLM refuses is the
+// picker's own 400, at a prefixed path too; a good one is routed.
+func TestBadPrompt(t *testing.T) {
+	p := startPicker(t, 1, nil)
+	for _, path := range []string{"/v1/completions", "/prefix/v1/completions?x=1"} {
+		req := post([]byte(`{"model":"sim","prompt":[1,-1]}`), 5)
+		req.Path = path
+		_, routed := p.route(req)
+		refused(t, routed, 400, "")
+		if !strings.Contains(string(routed.Immediate.Body), "greater than or equal to 0") {
+			t.Fatalf("%s: %s", path, routed.Immediate.Body)
+		}
+	}
+	req := post([]byte(`{"model":"sim","prompt":[1,2]}`), 5)
+	req.Path = "/v1/completions"
+	if _, routed := p.route(req); routed.Immediate != nil {
+		t.Fatalf("a good prompt refused: %s", routed.Immediate.Body)
+	}
+}
+
 // TestBodyTooLarge: a body over server.max_body_bytes is a 413.
 func TestBodyTooLarge(t *testing.T) {
 	p := startPicker(t, 1, func(c *config.Config) { c.Server.MaxBodyBytes = 1000 })
