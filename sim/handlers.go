@@ -560,19 +560,7 @@ func (inst *instance) tokenize(ctx *fasthttp.RequestCtx) {
 			ids = token.Sim{}.Encode(nil, req.Prompt.Text)
 		}
 	}
-	b := append([]byte(nil), `{"count":`...)
-	b = strconv.AppendInt(b, int64(len(ids)), 10)
-	b = append(b, `,"max_model_len":`...)
-	b = strconv.AppendInt(b, int64(inst.opts.Engine.MaxModelLen), 10)
-	b = append(b, `,"tokens":[`...)
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendUint(b, uint64(id), 10)
-	}
-	b = append(b, `],"token_strs":null}`...)
-	writeJSON(ctx, fasthttp.StatusOK, b)
+	writeJSON(ctx, fasthttp.StatusOK, openai.AppendTokenize(nil, ids, inst.opts.Engine.MaxModelLen))
 }
 
 // authorized applies --api-key as vLLM's AuthenticationMiddleware does:

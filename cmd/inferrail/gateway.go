@@ -108,6 +108,21 @@ func (e edgeTokenizer) Prepare(model string, chat bool, body []byte, _ time.Time
 	return e.prepare(model, kind, body)
 }
 
+// TokenIDs gives the ids of a /tokenize body (frontend.TokenIDs), for a
+// model with a tokenizer of its own: a prompt of token ids needs none, but
+// /tokenize takes only text.
+func (e edgeTokenizer) TokenIDs(model string, chat bool, body []byte) ([]uint32, bool) {
+	if e.p.Model(model) == nil {
+		return nil, false
+	}
+	kind := tokenize.Completion
+	if chat {
+		kind = tokenize.Chat
+	}
+	pr, r := e.p.Prepare(context.Background(), model, kind, body)
+	return pr.IDs, r == tokenize.OK && !pr.Batch
+}
+
 // PrepareMessages prepares an Anthropic Messages (or count_tokens) body.
 func (e edgeTokenizer) PrepareMessages(model string, count bool, body []byte, _ time.Time) (frontend.Prompt, bool) {
 	kind := tokenize.Messages

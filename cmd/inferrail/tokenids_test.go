@@ -157,3 +157,96 @@ func TestTokenIDPromptErrors(t *testing.T) {
 		t.Errorf("out of vocabulary: %d %s (replica %q)", a.status, a.body, a.replica)
 	}
 }
+
+// postRaw sends body to url and returns the status, the replica that served
+// it ("" when the gateway answered itself) and the body.
+func postRaw(t *testing.T, url, body string) (int, string, string) {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("X-Inferrail-Replica"), string(b)
+}
+
+// cardsRead waits until the gateway's /v1/models carries an engine's card,
+// the simulator's max_model_len in it (the gateway's own card has none).
+func cardsRead(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/v1/models")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if bytes.Contains(b, []byte(`"max_model_len":`+strconv.Itoa(sim.DefaultOptions().Engine.MaxModelLen))) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no engine card on /v1/models")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestTokenizeAnswered: for a model with a tokenizer, POST /tokenize is
+// answered by the gateway itself, byte for byte as the engine answers the
+// same body (here the simulator, with the builtin:sim tokenizer), for
+// prompts and chats; what it does not follow goes to a replica.
+func TestTokenizeAnswered(t *testing.T) {
+	opts := sim.DefaultOptions()
+	opts.Port = 0
+	opts.Engine.Latency.Zero = true
+	cfg := costModelFleet(t, opts)
+	engine := cfg.Replicas[0].URL
+	addr, _ := startGateway(t, cfg)
+	cardsRead(t, addr)
+	for _, body := range []string{
+		`{"model":"sim","prompt":"Once upon a time there was a router"}`,
+		`{"prompt":"no model named, the only one served","add_special_tokens":false}`,
+		`{"model":"sim","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"What is a KV cache?"}]}`,
+		`{"model":"sim","messages":[{"role":"user","content":"hi"}],"add_generation_prompt":false,"return_token_strs":false}`,
+	} {
+		code, replica, got := postRaw(t, "http://"+addr+"/tokenize", body)
+		wcode, _, want := postRaw(t, engine+"/tokenize", body)
+		if code != wcode || got != want || replica != "" {
+			t.Errorf("%s:\n gateway %d (replica %q) %s\n engine  %d %s", body, code, replica, got, wcode, want)
+		}
+		if !strings.HasPrefix(got, `{"count":`) || !strings.HasSuffix(got, `],"token_strs":null}`) {
+			t.Errorf("%s: not a TokenizeResponse: %s", body, got)
+		}
+	}
+	// Bodies the gateway leaves to the engine: the replica header says so.
+	for _, body := range []string{
+		`{"model":"sim","prompt":[1,2,3]}`,
+		`{"model":"sim","prompt":""}`, // the simulator's parser refuses it, so the gateway's does
+		`{"model":"sim","prompt":"x","return_token_strs":true}`,
+		`{"model":"sim","prompt":"x","messages":[]}`,
+		`{"model":"sim","messages":[{"role":"user","content":"hi"}],"continue_final_message":true}`,
+	} {
+		if _, replica, got := postRaw(t, "http://"+addr+"/tokenize", body); replica == "" {
+			t.Errorf("%s: answered by the gateway: %s", body, got)
+		}
+	}
+	if code, _, got := postRaw(t, "http://"+addr+"/tokenize", `{"model":"nope","prompt":"x"}`); code != 404 {
+		t.Errorf("unknown model: %d %s", code, got)
+	}
+	// /detokenize always goes to a replica.
+	if _, replica, got := postRaw(t, "http://"+addr+"/detokenize", `{"model":"sim","tokens":[1,2]}`); replica == "" {
+		t.Errorf("detokenize answered by the gateway: %s", got)
+	}
+}
+
+// TestTokenizeWithoutTokenizer: a model the gateway has no tokenizer for
+// has /tokenize answered by a replica.
+func TestTokenizeWithoutTokenizer(t *testing.T) {
+	addr := tokenIDFleet(t)
+	cardsRead(t, addr)
+	code, replica, got := postRaw(t, "http://"+addr+"/tokenize", `{"model":"sim","prompt":"hello there"}`)
+	if code != 200 || replica == "" || !strings.HasPrefix(got, `{"count":`) {
+		t.Fatalf("%d (replica %q) %s", code, replica, got)
+	}
+}

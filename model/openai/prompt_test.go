@@ -2,6 +2,7 @@ package openai
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -43,4 +44,15 @@ func TestParsePrompt(t *testing.T) {
 	bad(`{"prompt":[[1],["a"]]}`, "body.prompt.0: Input should be a valid integer")
 	bad(`{"prompt":{"a":1}}`, "body.prompt")
 	bad(`{"prompt":[1,2`, "JSON decode error")
+}
+
+// ExampleAppendTokenize: vLLM's TokenizeResponse as its JSONResponse
+// sends it: fields in declaration order (count, max_model_len, tokens,
+// token_strs), compact.
+func ExampleAppendTokenize() {
+	fmt.Println(string(AppendTokenize(nil, []uint32{151644, 872, 198}, 40960)))
+	fmt.Println(string(AppendTokenize(nil, nil, 8)))
+	// Output:
+	// {"count":3,"max_model_len":40960,"tokens":[151644,872,198],"token_strs":null}
+	// {"count":0,"max_model_len":8,"tokens":[],"token_strs":null}
 }

@@ -187,3 +187,23 @@ func AppendCompletion(dst []byte, c *Completion) []byte {
 	dst = appendUsage(dst, &c.Usage)
 	return append(dst, `,"kv_transfer_params":null,"ec_transfer_params":null,"metrics":null}`...)
 }
+
+// AppendTokenize appends vLLM's /tokenize answer for ids on a model of
+// maxModelLen tokens, without token strings: TokenizeResponse dumped as
+// vLLM's JSONResponse dumps it, compact, in field order.
+//
+//	{"count":3,"max_model_len":4096,"tokens":[1,2,3],"token_strs":null}
+func AppendTokenize(dst []byte, ids []uint32, maxModelLen int) []byte {
+	dst = append(dst, `{"count":`...)
+	dst = strconv.AppendInt(dst, int64(len(ids)), 10)
+	dst = append(dst, `,"max_model_len":`...)
+	dst = strconv.AppendInt(dst, int64(maxModelLen), 10)
+	dst = append(dst, `,"tokens":[`...)
+	for i, id := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendUint(dst, uint64(id), 10)
+	}
+	return append(dst, `],"token_strs":null}`...)
+}

@@ -147,6 +147,8 @@ func TestAuthEveryRoute(t *testing.T) {
 		pathMessages:           `{"model":"sim","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`,
 		pathCountTokens:        `{"model":"sim","messages":[{"role":"user","content":"hi"}]}`,
 		pathResponses:          `{"model":"sim","input":"hi","max_output_tokens":2}`,
+		pathTokenize:           `{"model":"sim","prompt":"hi"}`,
+		pathDetokenize:         `{"model":"sim","tokens":[1,2]}`,
 	}
 	for _, p := range poolingPaths {
 		bodies[p] = `{"model":"sim","input":"hi"}`
@@ -216,9 +218,10 @@ func TestAuthEveryRoute(t *testing.T) {
 			}
 			for _, lines := range accepted {
 				// The simulator serves only /v1/embeddings of the pooling
-				// APIs: the others' 404 is the engine's, past the key check.
+				// APIs, and no /detokenize: the others' 404 is the
+				// engine's, past the key check.
 				if resp, body := a.do(method, path, bodies[path], lines...); resp.StatusCode != 200 &&
-					!(poolingPath([]byte(path)) && resp.StatusCode == 404 && resp.Header.Get(HeaderReplica) != "") {
+					!((poolingPath([]byte(path)) || path == pathDetokenize) && resp.StatusCode == 404 && resp.Header.Get(HeaderReplica) != "") {
 					t.Errorf("%s %s %q: %d %s", method, path, lines, resp.StatusCode, body)
 				}
 			}

@@ -56,8 +56,8 @@ func (s *Server) policyRequest(r *request, path []byte) {
 // chat or completion body prepared as such; an Anthropic Messages body as
 // vLLM's Anthropic entrypoint renders it, its metadata.user_id the
 // conversation key when sessionID is empty; a count_tokens body (sent on
-// for an engine to count) and a pooling request not at all, since they
-// fill no cache worth predicting. The gateway and the endpoint picker
+// for an engine to count), a pooling request and a /tokenize or
+// /detokenize body not at all, since they fill no cache worth predicting. The gateway and the endpoint picker
 // prepare requests so.
 func PreparePolicy(tok Tokenizer, model, path string, sessionID, body []byte, id string, deadline time.Time) (policy.Request, Prompt, bool) {
 	switch {
@@ -84,7 +84,8 @@ func PreparePolicy(tok Tokenizer, model, path string, sessionID, body []byte, id
 			req.PromptTokens, req.Blocks, req.BlockSize = p.Tokens, p.Blocks, p.BlockSize
 		}
 		return req, p, ok
-	case strings.HasSuffix(path, pathCountTokens) || poolingPath(path):
+	case strings.HasSuffix(path, pathCountTokens) || poolingPath(path) ||
+		strings.HasSuffix(path, pathTokenize) || strings.HasSuffix(path, pathDetokenize):
 		return PolicyRequest(nil, model, false, sessionID, body, id, deadline)
 	}
 	return PolicyRequest(tok, model, strings.HasSuffix(path, "/chat/completions"), sessionID, body, id, deadline)

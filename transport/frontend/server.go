@@ -226,6 +226,8 @@ var routes = withPooling(map[string]string{
 	pathMessages:           "POST",
 	pathCountTokens:        "POST",
 	pathResponses:          "POST",
+	pathTokenize:           "POST",
+	pathDetokenize:         "POST",
 	"/v1/models":           "GET, HEAD",
 	"/health":              "GET, HEAD",
 })
@@ -268,6 +270,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.health(ctx)
 	case pathCountTokens:
 		s.countTokens(ctx, who)
+	case pathTokenize:
+		s.tokenize(ctx, who)
 	default:
 		s.proxy(ctx, who)
 	}
