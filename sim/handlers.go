@@ -549,6 +549,10 @@ func (inst *instance) tokenize(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		ids = inst.renderChat(req)
+	} else if pr, err := (&prompt.Preparer{Sim: true}).Tokenize(ctx.PostBody(), time.Time{}); err == nil {
+		// A prompt string, "" too, as vLLM's TokenizeCompletionRequest
+		// takes it; the gateway answers /tokenize with the same code.
+		ids = pr.IDs
 	} else {
 		req, err := openai.ParseCompletion(ctx.PostBody())
 		if err != nil {

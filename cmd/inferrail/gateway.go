@@ -111,16 +111,12 @@ func (e edgeTokenizer) Prepare(model string, chat bool, body []byte, _ time.Time
 // TokenIDs gives the ids of a /tokenize body (frontend.TokenIDs), for a
 // model with a tokenizer of its own: a prompt of token ids needs none, but
 // /tokenize takes only text.
-func (e edgeTokenizer) TokenIDs(model string, chat bool, body []byte) ([]uint32, bool) {
+func (e edgeTokenizer) TokenIDs(model string, body []byte) ([]uint32, bool) {
 	if e.p.Model(model) == nil {
 		return nil, false
 	}
-	kind := tokenize.Completion
-	if chat {
-		kind = tokenize.Chat
-	}
-	pr, r := e.p.Prepare(context.Background(), model, kind, body)
-	return pr.IDs, r == tokenize.OK && !pr.Batch
+	pr, r := e.p.Prepare(context.Background(), model, tokenize.Tokenize, body)
+	return pr.IDs, r == tokenize.OK
 }
 
 // PrepareMessages prepares an Anthropic Messages (or count_tokens) body.

@@ -5,24 +5,31 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/sim"
 )
 
 // tokenIDFleet is costModelFleet for a model configured without a
 // tokenizer: only prompts given as token ids can be predicted.
-func tokenIDFleet(t *testing.T) string {
+func tokenIDFleet(t *testing.T) string { return fleetWith(t, "") }
+
+// fleetWith starts three zero-latency simulators reporting cached tokens
+// and a gateway on cost_model in front of them, the model's tokenizer set
+// to tokenizer, and returns the gateway's address.
+func fleetWith(t *testing.T, tokenizer string) string {
 	t.Helper()
 	opts := sim.DefaultOptions()
 	opts.Port = 0
 	opts.EnablePromptTokensDetails = true
 	opts.Engine.Latency.Zero = true
 	cfg := costModelFleet(t, opts)
-	cfg.Models[0].Tokenizer = ""
+	cfg.Models[0].Tokenizer = tokenizer
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +216,7 @@ func TestTokenizeAnswered(t *testing.T) {
 		`{"prompt":"no model named, the only one served","add_special_tokens":false}`,
 		`{"model":"sim","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"What is a KV cache?"}]}`,
 		`{"model":"sim","messages":[{"role":"user","content":"hi"}],"add_generation_prompt":false,"return_token_strs":false}`,
+		`{"model":"sim","prompt":""}`, // no tokens, as vLLM's TokenizeCompletionRequest allows
 	} {
 		code, replica, got := postRaw(t, "http://"+addr+"/tokenize", body)
 		wcode, _, want := postRaw(t, engine+"/tokenize", body)
@@ -222,7 +230,6 @@ func TestTokenizeAnswered(t *testing.T) {
 	// Bodies the gateway leaves to the engine: the replica header says so.
 	for _, body := range []string{
 		`{"model":"sim","prompt":[1,2,3]}`,
-		`{"model":"sim","prompt":""}`, // the simulator's parser refuses it, so the gateway's does
 		`{"model":"sim","prompt":"x","return_token_strs":true}`,
 		`{"model":"sim","prompt":"x","messages":[]}`,
 		`{"model":"sim","messages":[{"role":"user","content":"hi"}],"continue_final_message":true}`,
@@ -248,5 +255,66 @@ func TestTokenizeWithoutTokenizer(t *testing.T) {
 	code, replica, got := postRaw(t, "http://"+addr+"/tokenize", `{"model":"sim","prompt":"hello there"}`)
 	if code != 200 || replica == "" || !strings.HasPrefix(got, `{"count":`) {
 		t.Fatalf("%d (replica %q) %s", code, replica, got)
+	}
+}
+
+// TestTokenizeGoldens: the gateway's /tokenize answers for Qwen3 equal
+// vLLM's answer built from the fixture goldens' token ids (generated with
+// transformers by shared/fixtures/tokenizers, see
+// model/token/hf/testdata/README.md): every chat golden as a
+// TokenizeChatRequest and every text golden as a TokenizeCompletionRequest,
+// max_model_len from the engines' cards. The chat golden that keeps a tool
+// call's arguments as a string, which vLLM's own parsing would have turned
+// into an object, is left out.
+func TestTokenizeGoldens(t *testing.T) {
+	addr := fleetWith(t, "../../model/token/hf/testdata/qwen3")
+	cardsRead(t, addr)
+	type golden struct {
+		ID         string          `json:"id"`
+		Messages   json.RawMessage `json:"messages"`
+		Tools      json.RawMessage `json:"tools"`
+		AddGen     *bool           `json:"add_generation_prompt"`
+		Kwargs     json.RawMessage `json:"chat_template_kwargs"`
+		Text       *string         `json:"text"`
+		AddSpecial *bool           `json:"add_special_tokens"`
+		IDs        []uint32        `json:"token_ids"`
+	}
+	n := 0
+	for _, file := range []string{"goldens.jsonl", "text_goldens.jsonl"} {
+		raw, err := os.ReadFile("../../model/token/hf/testdata/qwen3/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+			var g golden
+			if err := json.Unmarshal(line, &g); err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasSuffix(g.ID, "tool-call-string-args") {
+				continue
+			}
+			req := map[string]any{"model": "sim"}
+			if g.Text != nil {
+				req["prompt"], req["add_special_tokens"] = *g.Text, *g.AddSpecial
+			} else {
+				req["messages"], req["add_generation_prompt"] = g.Messages, *g.AddGen
+				if len(g.Tools) > 0 && string(g.Tools) != "null" {
+					req["tools"] = g.Tools
+				}
+				if len(g.Kwargs) > 0 {
+					req["chat_template_kwargs"] = g.Kwargs
+				}
+			}
+			body, _ := json.Marshal(req)
+			code, replica, got := postRaw(t, "http://"+addr+"/tokenize", string(body))
+			want := string(openai.AppendTokenize(nil, g.IDs, sim.DefaultOptions().Engine.MaxModelLen))
+			if code != 200 || replica != "" || got != want {
+				t.Errorf("%s: %d (replica %q)\n got  %.300s\n want %.300s", g.ID, code, replica, got, want)
+			}
+			n++
+		}
+	}
+	if n < 300 {
+		t.Fatalf("only %d goldens", n)
 	}
 }

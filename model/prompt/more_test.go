@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -275,4 +276,65 @@ func TestSim(t *testing.T) {
 	if _, err := p.Chat([]byte(`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`), time.Now()); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("image: %v", err)
 	}
+}
+
+// TestTokenize: a /tokenize body as vLLM reads it: chat messages as Chat
+// prepares them, a prompt string with add_special_tokens (default true),
+// the empty string too; a prompt that is not a string is an error.
+func TestTokenize(t *testing.T) {
+	p := qwen3(t)
+	now := time.Now()
+	f := func(body string, want []uint32) {
+		t.Helper()
+		got, err := p.Tokenize([]byte(body), now)
+		if err != nil || !slices.Equal(got.IDs, want) {
+			t.Fatalf("%s: %v (%v), want %v", body, got.IDs, err, want)
+		}
+	}
+	f(`{"prompt":"Hello world"}`, p.Tokenizer.Encode(nil, "Hello world", true))
+	f(`{"prompt":"Hello world","add_special_tokens":false}`, p.Tokenizer.Encode(nil, "Hello world", false))
+	f(`{"prompt":""}`, p.Tokenizer.Encode(nil, "", true))
+	chat := `{"messages":[{"role":"user","content":"hi"}],"add_generation_prompt":false}`
+	want, err := p.Chat([]byte(chat), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f(chat, want.IDs)
+	for _, body := range []string{`{"prompt":[1,2]}`, `{"prompt":null}`, `{}`, `{"prompt":"x","add_special_tokens":"yes"}`, `[1]`, `{"prompt":`} {
+		if _, err := p.Tokenize([]byte(body), now); err == nil {
+			t.Fatalf("%s: no error", body)
+		}
+	}
+	if _, err := (&Preparer{Model: "m"}).Tokenize([]byte(`{"prompt":"x"}`), now); !errors.Is(err, ErrNoTokenizer) {
+		t.Fatalf("no tokenizer: %v", err)
+	}
+}
+
+// FuzzTokenize: no /tokenize body panics the Preparer, with a tokenizer,
+// with the simulator's and without one; a prompt string it accepts
+// tokenizes as Text does.
+func FuzzTokenize(f *testing.F) {
+	for _, s := range []string{`{"prompt":"Hello"}`, `{"prompt":""}`, `{"prompt":[1]}`, `{"prompt":"a","add_special_tokens":false}`,
+		`{"messages":[{"role":"user","content":"hi"}]}`, `{"messages":1}`, `{"prompt":"\u00e9\ud800"}`, `[]`, ``} {
+		f.Add([]byte(s))
+	}
+	preps := []*Preparer{qwen3(f), {Model: "s", Sim: true}, {Model: "n"}}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, p := range preps {
+			got, err := p.Tokenize(body, time.Time{})
+			if err != nil || p.Tokenizer == nil {
+				continue
+			}
+			var req struct {
+				Prompt *string `json:"prompt"`
+				Add    *bool   `json:"add_special_tokens"`
+			}
+			if json.Unmarshal(body, &req) != nil || req.Prompt == nil || bytes.Contains(body, []byte(`"messages"`)) {
+				continue
+			}
+			if want := p.Tokenizer.Encode(nil, *req.Prompt, req.Add == nil || *req.Add); !slices.Equal(got.IDs, want) {
+				t.Fatalf("%q: %v, want %v", body, got.IDs, want)
+			}
+		}
+	})
 }

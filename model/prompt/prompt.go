@@ -98,13 +98,9 @@ func (p *Preparer) Chat(body []byte, now time.Time) (Prompt, error) {
 	if p.Template == nil {
 		return Prompt{}, ErrNoTemplate
 	}
-	v, err := template.ParseJSON(body)
+	req, err := object(body)
 	if err != nil {
-		return Prompt{}, fmt.Errorf("prompt: %w", err)
-	}
-	req, ok := v.(*template.Dict)
-	if !ok {
-		return Prompt{}, errors.New("prompt: the body is not a JSON object")
+		return Prompt{}, err
 	}
 	if ct, ok := req.GetString("chat_template"); ok && ct != nil {
 		// vLLM renders it only with --trust-request-chat-template, which the
@@ -250,6 +246,52 @@ func (p *Preparer) Completion(body []byte) (Prompt, error) {
 	}
 	out.Batch = req.Prompt.Count > 1
 	return out, nil
+}
+
+// Tokenize prepares a /tokenize body as vLLM's ServingTokenization reads
+// it: a TokenizeChatRequest (messages) as Chat prepares a chat body, its
+// add_generation_prompt, add_special_tokens (default false),
+// continue_final_message, tools and chat_template_kwargs the same fields;
+// or a TokenizeCompletionRequest, a prompt string tokenized with
+// add_special_tokens (default true). Unlike a completion, an empty prompt
+// is allowed: it has no tokens but the special ones. A prompt that is not
+// a string, and an add_special_tokens that is not a bool, are errors.
+func (p *Preparer) Tokenize(body []byte, now time.Time) (Prompt, error) {
+	req, err := object(body)
+	if err != nil {
+		return Prompt{}, err
+	}
+	if _, ok := req.GetString("messages"); ok {
+		return p.Chat(body, now)
+	}
+	pv, _ := req.GetString("prompt")
+	text, ok := pv.(string)
+	if !ok {
+		return Prompt{}, errors.New("prompt: prompt is not a string")
+	}
+	addSpecial := true
+	if a, ok := req.GetString("add_special_tokens"); ok {
+		if addSpecial, ok = a.(bool); !ok {
+			return Prompt{}, errors.New("prompt: add_special_tokens is not a bool")
+		}
+	}
+	if p.Tokenizer == nil && !p.Sim {
+		return Prompt{}, ErrNoTokenizer
+	}
+	return p.finish(text, addSpecial, ""), nil
+}
+
+// object parses a request body, which must be a JSON object.
+func object(body []byte) (*template.Dict, error) {
+	v, err := template.ParseJSON(body)
+	if err != nil {
+		return nil, fmt.Errorf("prompt: %w", err)
+	}
+	req, ok := v.(*template.Dict)
+	if !ok {
+		return nil, errors.New("prompt: the body is not a JSON object")
+	}
+	return req, nil
 }
 
 func (p *Preparer) finish(text string, addSpecial bool, salt string) Prompt {

@@ -23,10 +23,10 @@ const (
 type TokenIDs interface {
 	// TokenIDs returns the ids of a /tokenize body for the configured
 	// model as the engine computes them: chat messages rendered with its
-	// template (chat), or a prompt string tokenized. ok is false when the
-	// model has no tokenizer of its own or the body is one it cannot
-	// follow; the engine answers those.
-	TokenIDs(model string, chat bool, body []byte) (ids []uint32, ok bool)
+	// template, or a prompt string tokenized. ok is false when the model
+	// has no tokenizer of its own or the body is one it cannot follow; the
+	// engine answers those.
+	TokenIDs(model string, body []byte) (ids []uint32, ok bool)
 }
 
 // tokenize answers POST /tokenize from the gateway's tokenizer when it can,
@@ -73,7 +73,7 @@ func (s *Server) answerTokenize(body []byte, who *auth.Identity) ([]byte, bool) 
 	if !ok {
 		return nil, false
 	}
-	ids, ok := tk.TokenIDs(rs.Model, messages.Found, body)
+	ids, ok := tk.TokenIDs(rs.Model, body)
 	if !ok {
 		return nil, false
 	}

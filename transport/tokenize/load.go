@@ -60,6 +60,7 @@ const (
 	Messages                    // an Anthropic /v1/messages body
 	CountTokens                 // an Anthropic /v1/messages/count_tokens body
 	Responses                   // an OpenAI /v1/responses body
+	Tokenize                    // a /tokenize body (prompt.Preparer.Tokenize)
 )
 
 // Prepare prepares one request body synchronously. now is the clock the
@@ -75,6 +76,8 @@ func (m *Model) Prepare(kind Kind, body []byte, now time.Time) (prompt.Prompt, e
 		return m.prep.Messages(body, kind == CountTokens, now)
 	case Responses:
 		return m.prep.Responses(body, now)
+	case Tokenize:
+		return m.prep.Tokenize(body, now)
 	}
 	return prompt.Prompt{}, fmt.Errorf("tokenize: unknown request kind %d", kind)
 }
