@@ -9,6 +9,10 @@
 // cmd/ hands over). A model whose tokenizer fails to load is reported in
 // Status and its requests route without predictions.
 //
+// A configured model without a loaded tokenizer still has its completions
+// whose prompt is token ids prepared (hashed with its block size and the
+// body's cache_salt); its other bodies answer NoTokenizer.
+//
 // A Pool owns a fixed set of worker goroutines, started by New and stopped
 // and joined by Close. Small bodies are prepared on the caller's goroutine;
 // larger ones go through a bounded queue to the workers, and Prepare never
