@@ -95,9 +95,14 @@ func PreparePolicy(tok Tokenizer, model, path string, sessionID, body []byte, id
 // prefix) gets from the gateway itself when its prompt has a shape vLLM
 // refuses (openai.ParsePrompt): mixed strings and token ids, negative or
 // fractional ids, a token list with no ids. Such a body is never routed,
-// with a tokenizer or without. nil for any other body or path.
+// with a tokenizer or without. nil for any other body or path. Only a
+// prompt that is a list is read (a string prompt is left to the engine, and
+// costs no second parse of its text).
 func PromptError(path string, body []byte) *openai.Error {
 	if !strings.HasSuffix(path, "/v1/completions") {
+		return nil
+	}
+	if f, err := openai.FindMember(body, "prompt"); err != nil || !f.Found || body[f.Start] != '[' {
 		return nil
 	}
 	if _, err := openai.ParsePrompt(body); err != nil {

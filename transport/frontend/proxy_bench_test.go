@@ -28,7 +28,7 @@ func (t poolTokenizer) Prepare(model string, chat bool, body []byte, _ time.Time
 	if r != tokenize.OK {
 		return Prompt{}, false
 	}
-	return Prompt{Tokens: len(pr.IDs), Blocks: pr.Blocks, BlockSize: t.p.Model(model).BlockSize}, true
+	return Prompt{Tokens: len(pr.IDs), Blocks: pr.Blocks, BlockSize: t.p.BlockSize(model), Batch: pr.Batch}, true
 }
 
 // BenchmarkProxyAllocs is the regression guard of issue 16: one chat
