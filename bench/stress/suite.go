@@ -109,7 +109,7 @@ func suite() []scenario {
 	return []scenario{
 		{"streams", "2,000 concurrent streams through the gateway over 3 simulators",
 			"all complete, 0 errors, each replica within ±15% of an even share", time.Minute, runStreams},
-		{"latency", "Open loop at 2,000 and 5,000 req/s, 10,000 requests each (short: 2,000 and 3,000 req/s, 5,000 requests), through the gateway and straight to the --zero-latency simulators, metrics and load scraping on",
+		{"latency", "Open loop at 2,000 and 5,000 req/s, 10,000 requests each (short: 2,000 and 3,000 req/s, 9,000 requests), through the gateway and straight to the --zero-latency simulators, metrics and load scraping on",
 			"0 errors; rate kept within 10%; added p50 ≤ 1 ms and p99 ≤ 10 ms (medians over block pairs; a pair run while other processes kept half a core busy is measured again)", 2 * time.Minute, runLatency},
 		{"decisionlog", "The decision log at full sampling: gateways with and without it at 5,000 req/s, 10,000 requests each (short: 2,000 req/s), cost_model over 3 --zero-latency simulators",
 			"0 errors; added p50 ≤ 1 ms and p99 ≤ 10 ms; every decision on disk, none dropped", time.Minute, runDecisionLog},
