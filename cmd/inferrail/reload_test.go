@@ -202,7 +202,14 @@ func (g *servedConfig) write(t *testing.T, c *config.Config) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(g.path, b, 0o600); err != nil {
+	// Written beside it and renamed over it, as config management does, so
+	// that a poll never reads a half-written file (which it would reject,
+	// and count).
+	tmp := g.path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, g.path); err != nil {
 		t.Fatal(err)
 	}
 	return b
