@@ -166,13 +166,15 @@ func Kill(ctx context.Context, o KillOptions) (KillResult, error) {
 	sched := loadgen.Schedule{Rate: o.Rate, N: n}
 
 	// Everything the requests record, by request index.
-	sentTo := make([]int, n)        // the instance the request was meant for
-	servedBy := make([]int, n)      // the instance that answered (-1: none)
-	sentAfter := make([]bool, n)    // sent after the kill
-	doneBefore := make([]bool, n)   // answered in full before the kill
-	var dying, killed atomic.Bool   // set before the SIGKILL, and once it is dead
-	var outstanding [2]atomic.Int64 // per instance, sent and not finished
-	var mu sync.Mutex               // guards the kill's snapshot below
+	sentTo := make([]int, n)      // the instance the request was meant for
+	servedBy := make([]int, n)    // the instance that answered (-1: none)
+	sentAfter := make([]bool, n)  // sent after the kill
+	doneBefore := make([]bool, n) // answered in full before the kill
+	// Guarded by mu: set before the SIGKILL and once it is dead; the
+	// requests sent to each instance and not finished; the kill's snapshot.
+	var mu sync.Mutex
+	var dying, killed bool
+	var outstanding [2]int
 	var inFlight, sentDying int
 	var failedOver [2]atomic.Int64
 
@@ -196,15 +198,16 @@ func Kill(ctx context.Context, o KillOptions) (KillResult, error) {
 		// What it has not answered in full when it is killed, and what it
 		// is sent until it is seen dead: the requests that may fail.
 		mu.Lock()
-		dying.Store(true)
-		inFlight = int(outstanding[1].Load())
+		dying = true
+		inFlight = outstanding[1]
 		mu.Unlock()
 		procs[1].Kill()
 		mu.Lock()
-		killed.Store(true)
+		killed = true
 		inFlight += sentDying
+		held := inFlight
 		mu.Unlock()
-		fmt.Fprintf(o.Log, "kill run: gateway 1 killed with %d requests in flight\n", inFlight)
+		fmt.Fprintf(o.Log, "kill run: gateway 1 killed with %d requests in flight\n", held)
 	})
 	defer killTimer.Stop()
 	result, err := loadgen.RunOpenLoop(ctx, sched, func(ctx context.Context, i int) error {
@@ -213,16 +216,16 @@ func Kill(ctx context.Context, o KillOptions) (KillResult, error) {
 		spec := loadgen.Spec{Chat: true, Stream: true, Usage: true, MaxTokens: o.MaxTokens,
 			Prompt: prompts[i%len(prompts)] + " question " + strconv.Itoa(i)}
 		mu.Lock()
-		sentAfter[i] = killed.Load()
-		if k == 1 && dying.Load() && !killed.Load() {
+		sentAfter[i] = killed
+		if k == 1 && dying && !killed {
 			sentDying++
 		}
-		outstanding[k].Add(1)
+		outstanding[k]++
 		mu.Unlock()
 		early, err := send(ctx, k, spec)
 		mu.Lock()
-		outstanding[k].Add(-1)
-		doneBefore[i] = !dying.Load()
+		outstanding[k]--
+		doneBefore[i] = !dying
 		mu.Unlock()
 		if err != nil && early && ctx.Err() == nil {
 			// As Envoy with retry_on "connect-failure,reset" does, the
@@ -241,7 +244,10 @@ func Kill(ctx context.Context, o KillOptions) (KillResult, error) {
 	if err != nil {
 		return res, err
 	}
+	killTimer.Stop()
+	mu.Lock()
 	res.InFlight, res.Sent = inFlight, n
+	mu.Unlock()
 	res.FailedOver = [2]int{int(failedOver[0].Load()), int(failedOver[1].Load())}
 	res.ErrorKinds, res.Achieved = map[string]int{}, result.AchievedRate()
 	var before, after []time.Duration
