@@ -196,6 +196,7 @@ type replicaActor struct {
 	// The engine's KV events, applied to est.Index through mirror.
 	stream      EventStream
 	events      *eventsRun // the running subscription; nil when none
+	lastEvents  *eventsRun // the last subscription started, stopped or not: a new one waits for it to close
 	mirror      *estimate.Events
 	eventCounts *EventCounts
 	gapLogged   bool

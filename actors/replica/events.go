@@ -50,6 +50,7 @@ type EventCounts struct {
 // eventsRun is one incarnation's subscription goroutine, like probeRun.
 type eventsRun struct {
 	cancel context.CancelFunc
+	done   chan struct{} // closed when the goroutine has closed its subscription
 }
 
 // eventsLoop holds one subscription to the engine's stream until ctx ends.
@@ -59,8 +60,20 @@ type eventsRun struct {
 // eventsRetryMin, doubling to eventsRetryMax; the actor hears of the first
 // failure and of the success after failures, and with eventsQuiet once a
 // subscription has lasted quiet.
-func eventsLoop(ctx context.Context, run *eventsRun, send actor.SenderContext, self *actor.PID,
+//
+// after, when not nil, is the previous subscription's done: a replica that
+// subscribes again binds the same endpoint, so it waits until the old
+// socket is closed rather than fail with the address in use and retry.
+func eventsLoop(ctx context.Context, run *eventsRun, after <-chan struct{}, send actor.SenderContext, self *actor.PID,
 	src EventSource, es EventStream, quiet time.Duration) {
+	defer close(run.done)
+	if after != nil {
+		select {
+		case <-after:
+		case <-ctx.Done():
+			return
+		}
+	}
 	wait := eventsRetryMin
 	failed := false
 	for {
@@ -118,11 +131,15 @@ func (a *replicaActor) startEvents(ctx actor.Context) {
 // a.stream.From, that feeds the mirror as it is.
 func (a *replicaActor) subscribe(ctx actor.Context) {
 	ectx, cancel := context.WithCancel(context.Background())
-	run := &eventsRun{cancel: cancel}
-	a.events, a.subscribed = run, false
+	run := &eventsRun{cancel: cancel, done: make(chan struct{})}
+	var after <-chan struct{}
+	if a.lastEvents != nil {
+		after = a.lastEvents.done
+	}
+	a.events, a.lastEvents, a.subscribed = run, run, false
 	send, self := actor.SenderContext(ctx.ActorSystem().Root), ctx.Self()
 	src, es, quiet := a.cfg.Events, a.stream, a.cfg.EventsQuiet
-	a.cfg.Goroutines.Go(func() { eventsLoop(ectx, run, send, self, src, es, quiet) })
+	a.cfg.Goroutines.Go(func() { eventsLoop(ectx, run, after, send, self, src, es, quiet) })
 }
 
 func (a *replicaActor) stopEvents() {

@@ -29,6 +29,12 @@ type fakeEvents struct {
 
 	mu  sync.Mutex
 	err error // returned by Subscribe when set
+	// exclusive refuses a subscription while an earlier one is open, as
+	// a bound endpoint refuses a second listener; refused counts them.
+	exclusive bool
+	open      *fakeSub
+	refused   int
+	slowClose time.Duration // how long a subscription takes to close
 }
 
 func (f *fakeEvents) setErr(err error) {
@@ -38,6 +44,8 @@ func (f *fakeEvents) setErr(err error) {
 }
 
 type fakeSub struct {
+	from             uint64 // EventStream.From
+	slowClose        time.Duration
 	endpoint, replay string
 	bind             bool
 	engine           kvevent.Engine
@@ -55,11 +63,15 @@ type fakeSub struct {
 func (f *fakeEvents) Subscribe(es EventStream, onBatch func(uint64, *kvevent.Batch), onGap func(bool)) (io.Closer, error) {
 	f.mu.Lock()
 	err := f.err
+	if f.exclusive && f.open != nil && !f.open.isClosed() {
+		f.refused++
+		err = errors.New("address already in use")
+	}
 	f.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	s := &fakeSub{endpoint: es.Endpoint, replay: es.Replay, bind: es.Bind, engine: es.Engine, onSeq: onBatch, onGap: onGap}
+	s := &fakeSub{from: es.From, slowClose: f.slowClose, endpoint: es.Endpoint, replay: es.Replay, bind: es.Bind, engine: es.Engine, onSeq: onBatch, onGap: onGap}
 	s.onBatch = func(b *kvevent.Batch) {
 		s.mu.Lock()
 		seq := s.seq
@@ -67,11 +79,15 @@ func (f *fakeEvents) Subscribe(es EventStream, onBatch func(uint64, *kvevent.Bat
 		s.mu.Unlock()
 		onBatch(seq, b)
 	}
+	f.mu.Lock()
+	f.open = s
+	f.mu.Unlock()
 	f.subs <- s
 	return s, nil
 }
 
 func (s *fakeSub) Close() error {
+	time.Sleep(s.slowClose)
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()

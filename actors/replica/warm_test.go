@@ -64,3 +64,30 @@ func TestWarmIndex(t *testing.T) {
 		t.Fatalf("published %d blocks, want 9", blocks)
 	}
 }
+
+// A replica bound to its engine's event endpoint that catches up from a
+// peer's snapshot subscribes again on the same address: the new
+// subscription waits for the old socket to close, so it is not refused
+// (and retried a second later) with the address still in use.
+func TestWarmCatchUpRebindsAfterClose(t *testing.T) {
+	h := newHarness(t)
+	src := &fakeEvents{subs: make(chan *fakeSub, 4), exclusive: true, slowClose: 50 * time.Millisecond}
+	hd := NewHandle("r0", "http://10.0.0.1:8000", []string{"m"}, NewCounters(0, 0))
+	hd.SetEvents(EventStream{Endpoint: "tcp://127.0.0.1:5557", Replay: "tcp://127.0.0.1:5558", Bind: true})
+	pid := h.spawn(hd, Config{Health: testHealth(), Events: src})
+	first := src.next(t)
+	h.send(pid, &WarmIndex{Replica: &dump.Replica{ID: "r0", Seq: 41, HasSeq: true}})
+	again := src.next(t)
+	if !first.isClosed() {
+		t.Fatal("subscribed again while the first subscription was open")
+	}
+	if again.from != 42 || !again.bind {
+		t.Fatalf("caught up from %d (bind %v), want 42", again.from, again.bind)
+	}
+	src.mu.Lock()
+	refused := src.refused
+	src.mu.Unlock()
+	if refused != 0 {
+		t.Fatalf("%d subscriptions refused with the address in use", refused)
+	}
+}
