@@ -21,9 +21,18 @@ var ErrUnsupported = errors.New("anthropic: a request the gateway cannot convert
 // the chat path parses back), reasoning and tool messages, tools as
 // vLLM's ChatCompletionToolsParam.model_dump() gives them to the template,
 // and model, max_tokens, stream, cache_salt, kv_transfer_params and
-// chat_template_kwargs carried over. now names a tool_use that has no id,
-// as vLLM does ("call_<unix seconds>").
+// chat_template_kwargs carried over, and reasoning_effort from
+// output_config.effort, or "none" when thinking is disabled. now names a
+// tool_use that has no id, as vLLM does ("call_<unix seconds>").
 func ToChat(r *Request, mode InlineMode, now time.Time) ([]byte, error) {
+	return ToChatEffort(r, mode, "none", now)
+}
+
+// ToChatEffort is ToChat with disabledEffort as the reasoning_effort a
+// disabled thinking becomes: vLLM's --anthropic-disabled-thinking-effort,
+// whose "auto" it resolves by rendering the template ("none" where the
+// template honours it, else "low"; see prompt.Preparer.Messages).
+func ToChatEffort(r *Request, mode InlineMode, disabledEffort string, now time.Time) ([]byte, error) {
 	leading, msgs := placeInline(r, mode)
 	c := converter{now: now}
 	b := append(make([]byte, 0, 256), `{"model":`...)
@@ -45,6 +54,14 @@ func ToChat(r *Request, mode InlineMode, now time.Time) ([]byte, error) {
 	}
 	if r.Stream {
 		b = append(b, `,"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}`...)
+	}
+	effort := r.Effort
+	if r.Thinking == "disabled" {
+		effort = disabledEffort
+	}
+	if effort != "" {
+		b = append(b, `,"reasoning_effort":`...)
+		b = appendJSON(b, effort)
 	}
 	if r.HasTools {
 		b = append(b, `,"tools":[`...)

@@ -78,6 +78,36 @@ func TestToChat(t *testing.T) {
 			`"cache_salt":"s1","kv_transfer_params":{"do_remote_decode":true},"chat_template_kwargs":{"enable_thinking":false}}`)
 }
 
+// thinking and output_config become reasoning_effort as
+// _handle_output_config then _handle_thinking set it: the effort, unless
+// thinking is disabled, which is the resolved disabled effort; enabled and
+// adaptive thinking leave it unset, and count_tokens bodies have neither.
+func TestToChatReasoningEffort(t *testing.T) {
+	f := func(count bool, body, disabled, want string) {
+		t.Helper()
+		r, err := Parse([]byte(body), count)
+		if err != nil {
+			t.Fatalf("Parse(%s): %v", body, err)
+		}
+		got, err := ToChatEffort(r, Preserve, disabled, now)
+		if err != nil {
+			t.Fatalf("ToChat(%s): %v", body, err)
+		}
+		if string(got) != want {
+			t.Errorf("ToChat(%s)\n got %s\nwant %s", body, got, want)
+		}
+	}
+	const msgs = `"messages":[{"role":"user","content":"hi"}]`
+	const chat = `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":5000`
+	f(false, `{"model":"m","max_tokens":5000,"thinking":{"type":"disabled"},`+msgs+`}`, "none", chat+`,"reasoning_effort":"none"}`)
+	f(false, `{"model":"m","max_tokens":5000,"thinking":{"type":"disabled"},`+msgs+`}`, "low", chat+`,"reasoning_effort":"low"}`)
+	f(false, `{"model":"m","max_tokens":5000,"output_config":{"effort":"max"},`+msgs+`}`, "none", chat+`,"reasoning_effort":"max"}`)
+	f(false, `{"model":"m","max_tokens":5000,"output_config":{"effort":"high"},"thinking":{"type":"disabled"},`+msgs+`}`, "none", chat+`,"reasoning_effort":"none"}`)
+	f(false, `{"model":"m","max_tokens":5000,"thinking":{"type":"enabled","budget_tokens":1024,"display":"omitted"},"output_config":{"effort":null},`+msgs+`}`, "none", chat+`}`)
+	f(false, `{"model":"m","max_tokens":5000,"thinking":{"type":"adaptive"},`+msgs+`}`, "none", chat+`}`)
+	f(true, `{"model":"m","thinking":{"type":"disabled"},"output_config":{"effort":"low"},`+msgs+`}`, "none", `{"model":"m",`+msgs+`}`)
+}
+
 func TestToChatUnsupported(t *testing.T) {
 	r, err := Parse([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"tool_result","content":[{"type":"text","text":"x"}]}]}]}`), false)
 	if err != nil {
@@ -109,6 +139,23 @@ func TestParseInvalid(t *testing.T) {
 	f(true, `{"model":"m","messages":[{"role":"user","content":[{"type":"tool_use","input":[1]}]}]}`)
 	f(true, `{"model":"m","messages":[],"tools":[{"name":"x"}]}`)
 	f(true, `{"model":"m","messages":[],"system":5}`)
+	// thinking and output_config as vLLM's models read them.
+	const m = `"model":"m","max_tokens":2000,"messages":[]`
+	f(false, `{`+m+`,"thinking":"off"}`)
+	f(false, `{`+m+`,"thinking":{}}`)
+	f(false, `{`+m+`,"thinking":{"type":"sometimes"}}`)
+	f(false, `{`+m+`,"thinking":{"type":"enabled"}}`)
+	f(false, `{`+m+`,"thinking":{"type":"enabled","budget_tokens":1000}}`)
+	f(false, `{`+m+`,"thinking":{"type":"enabled","budget_tokens":2000}}`) // not below max_tokens
+	f(false, `{`+m+`,"thinking":{"type":"enabled","budget_tokens":1500.5}}`)
+	f(false, `{`+m+`,"thinking":{"type":"adaptive","display":"loud"}}`)
+	f(false, `{`+m+`,"output_config":[]}`)
+	f(false, `{`+m+`,"output_config":{"effort":"extreme"}}`)
+	f(false, `{`+m+`,"output_config":{"effort":3}}`)
+	// count_tokens bodies have neither field, and vLLM ignores them there.
+	if _, err := Parse([]byte(`{"model":"m","messages":[],"thinking":"off","output_config":{"effort":"extreme"}}`), true); err != nil {
+		t.Errorf("count_tokens with thinking: %v", err)
+	}
 	// count_tokens needs no max_tokens.
 	if _, err := Parse([]byte(`{"model":"m","messages":[]}`), true); err != nil {
 		t.Errorf("count_tokens without max_tokens: %v", err)

@@ -13,6 +13,8 @@ func FuzzParse(f *testing.F) {
 		`{"model":"m","max_tokens":5,"system":[{"type":"text","text":"x-anthropic-billing-header: a"}],"messages":[{"role":"system","content":"L"},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"a"},{"type":"image","source":{"type":"url","url":"u"}},{"type":"tool_reference","tool_name":"x"}]}]},{"role":"system","content":"R"}]}`,
 		`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{"a":[1,2]}}]},{"role":"system","content":"z"},{"role":"user","content":[{"type":"tool_result","content":"r"}]}],"tools":[{"name":"n","input_schema":{}}]}`,
 		`{"model":"m","messages":[{"role":"ctx","content":[{"type":"thinking","thinking":"t"},{"type":"redacted_thinking","data":"d"}]}]}`,
+		`{"model":"m","max_tokens":4096,"thinking":{"type":"enabled","budget_tokens":1024},"output_config":{"effort":"low"},"messages":[{"role":"user","content":"q"}]}`,
+		`{"model":"m","max_tokens":9,"thinking":{"type":"disabled"},"messages":[]}`,
 		`{}`, `[]`, `{"model":1}`, ``,
 	} {
 		f.Add([]byte(s), false)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -38,7 +39,15 @@ type Request struct {
 	// when absent or null.
 	KVTransferParams   json.RawMessage
 	ChatTemplateKwargs json.RawMessage
+	// Thinking is thinking.type ("enabled", "disabled" or "adaptive") and
+	// Effort is output_config.effort; "" when absent or null. Only
+	// /v1/messages bodies have them.
+	Thinking string
+	Effort   string
 }
+
+// Efforts are the values of output_config.effort (AnthropicEffort).
+var Efforts = []string{"low", "medium", "high", "xhigh", "max"}
 
 // Message is one entry of messages. Role is user, assistant or system;
 // Claude Code's ctx and msg roles are read as user.
@@ -141,6 +150,12 @@ func Parse(body []byte, count bool) (*Request, error) {
 		if r.KVTransferParams, err = object(top, "kv_transfer_params"); err != nil {
 			return nil, err
 		}
+		if r.Thinking, err = parseThinking(top, r.MaxTokens); err != nil {
+			return nil, err
+		}
+		if r.Effort, err = parseEffort(top); err != nil {
+			return nil, err
+		}
 	}
 	var err error
 	if r.ChatTemplateKwargs, err = object(top, "chat_template_kwargs"); err != nil {
@@ -237,6 +252,76 @@ func object(m map[string]json.RawMessage, key string) (json.RawMessage, error) {
 		return nil, invalid("%s: Input should be a valid dictionary", key)
 	}
 	return raw, nil
+}
+
+// parseThinking reads thinking (AnthropicThinkingConfig): an object whose
+// type picks enabled (budget_tokens at least 1024 and below max_tokens),
+// disabled or adaptive; display, where allowed, is one of vLLM's values.
+func parseThinking(top map[string]json.RawMessage, maxTokens int64) (string, error) {
+	raw, ok := top["thinking"]
+	if !ok || isNull(raw) {
+		return "", nil
+	}
+	var m map[string]json.RawMessage
+	if strictObject(raw, &m) != nil {
+		return "", invalid("thinking: Input should be a valid dictionary")
+	}
+	var typ string
+	if err := str(m, "type", &typ, true); err != nil {
+		return "", invalid("thinking.type: Field required")
+	}
+	switch typ {
+	case "enabled":
+		b, ok := m["budget_tokens"]
+		var budget int64
+		if !ok || isNull(b) {
+			return "", invalid("thinking.enabled.budget_tokens: Field required")
+		}
+		if json.Unmarshal(b, &budget) != nil || bytes.ContainsAny(b, ".eE") {
+			return "", invalid("thinking.enabled.budget_tokens: Input should be a valid integer")
+		}
+		if budget < 1024 {
+			return "", invalid("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+		}
+		if budget >= maxTokens {
+			return "", invalid("thinking.budget_tokens must be less than max_tokens")
+		}
+	case "disabled":
+		return typ, nil
+	case "adaptive":
+	default:
+		return "", invalid("thinking.type: Input tag %q does not match 'enabled', 'disabled', 'adaptive'", typ)
+	}
+	var display string
+	if err := str(m, "display", &display, false); err != nil {
+		return "", invalid("thinking.%s.display: Input should be a valid string", typ)
+	}
+	switch display {
+	case "", "summarized", "omitted", "updates":
+	default:
+		return "", invalid("thinking.%s.display: Input should be 'summarized', 'omitted' or 'updates'", typ)
+	}
+	return typ, nil
+}
+
+// parseEffort reads output_config.effort.
+func parseEffort(top map[string]json.RawMessage) (string, error) {
+	raw, ok := top["output_config"]
+	if !ok || isNull(raw) {
+		return "", nil
+	}
+	var m map[string]json.RawMessage
+	if strictObject(raw, &m) != nil {
+		return "", invalid("output_config: Input should be a valid dictionary")
+	}
+	var effort string
+	if err := str(m, "effort", &effort, false); err != nil {
+		return "", invalid("output_config.effort: Input should be a valid string")
+	}
+	if _, ok := m["effort"]; ok && !isNull(m["effort"]) && !slices.Contains(Efforts, effort) {
+		return "", invalid("output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'")
+	}
+	return effort, nil
 }
 
 func parseMessage(raw json.RawMessage, i int) (Message, error) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/inferrail/inferrail/model/template"
 )
 
 // claudeTurn is a Claude-Code-shaped Messages body: a billing header that
@@ -116,6 +118,7 @@ func FuzzMessages(f *testing.F) {
 	f.Add([]byte(claudeTurn(2)), false)
 	f.Add([]byte(claudeTurn1Chat), true)
 	f.Add([]byte(`{"model":"m","messages":[{"role":"msg","content":[{"type":"thinking","thinking":"t"}]}],"chat_template_kwargs":{"enable_thinking":false}}`), true)
+	f.Add([]byte(`{"model":"m","max_tokens":2048,"thinking":{"type":"disabled"},"output_config":{"effort":"high"},"messages":[{"role":"user","content":"q"}]}`), false)
 	sim := &Preparer{Model: "m", BlockSize: 16, Sim: true}
 	f.Fuzz(func(t *testing.T, body []byte, count bool) {
 		now := time.Unix(1700000000, 0)
@@ -125,4 +128,65 @@ func FuzzMessages(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A chat request's reasoning_effort reaches the template and, unless the
+// request's chat_template_kwargs set enable_thinking, turns Qwen3's
+// thinking off for "none" and on otherwise, over the server's default
+// (ChatCompletionRequest.build_chat_params).
+func TestChatReasoningEffort(t *testing.T) {
+	const off = "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+	now := time.Unix(1700000000, 0)
+	f := func(p *Preparer, extra string, wantOff bool) {
+		t.Helper()
+		got, err := p.Chat([]byte(`{"messages":[{"role":"user","content":"hi"}]`+extra+`}`), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(got.Text, off) != wantOff {
+			t.Errorf("%s: rendered %q, thinking off = %v", extra, got.Text, wantOff)
+		}
+	}
+	p := qwen3(t)
+	f(p, ``, false)
+	f(p, `,"reasoning_effort":"none"`, true)
+	f(p, `,"reasoning_effort":"low"`, false)
+	f(p, `,"reasoning_effort":null`, false)
+	f(p, `,"reasoning_effort":"none","chat_template_kwargs":{"enable_thinking":true}`, false)
+	f(p, `,"reasoning_effort":"high","chat_template_kwargs":{"enable_thinking":false}`, true)
+	d := *p
+	d.Kwargs = template.NewDict(1)
+	d.Kwargs.SetString("enable_thinking", false)
+	f(&d, ``, true)
+	f(&d, `,"reasoning_effort":"medium"`, false)
+}
+
+// thinking.type "disabled" renders as vLLM resolves
+// --anthropic-disabled-thinking-effort=auto for the template: "none" for
+// Qwen3, whose template honours it (thinking off); "low" for a template
+// that renders "none" as one of the efforts.
+func TestMessagesThinkingDisabled(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	const body = `{"model":"m","max_tokens":64,"thinking":{"type":"disabled"},"messages":[{"role":"user","content":"hi"}]}`
+	p := qwen3(t)
+	got, err := p.Messages([]byte(body), false, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(got.Text, "<think>\n\n</think>\n\n") {
+		t.Errorf("qwen3: thinking disabled rendered %q", got.Text)
+	}
+	// count_tokens bodies carry no thinking: the prompt keeps thinking on.
+	if c, err := p.Messages([]byte(body), true, now); err != nil || strings.Contains(c.Text, "<think>") {
+		t.Errorf("count_tokens: %q, %v", c.Text, err)
+	}
+	chat, err := template.NewChat([]byte(`{"chat_template":"effort={{ reasoning_effort if reasoning_effort in ['low', 'medium', 'high'] else 'max' }}"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := *p
+	g.Template = chat
+	if got, err := g.Messages([]byte(body), false, now); err != nil || got.Text != "effort=low" {
+		t.Errorf("a template that ignores none: %q, %v; want effort=low", got.Text, err)
+	}
 }

@@ -127,6 +127,9 @@ func (p *Preparer) Chat(body []byte, now time.Time) (Prompt, error) {
 
 // Render is Chat for a request whose messages are already as vLLM hands
 // them to the template (content parts joined, tool call arguments parsed).
+// A reasoning_effort reaches the template with the chat_template_kwargs,
+// and sets enable_thinking (false for "none") where they do not, as vLLM's
+// ChatCompletionRequest.build_chat_params does.
 func (p *Preparer) Render(req *template.Dict, now time.Time) (Prompt, error) {
 	if p.Template == nil || p.Sim {
 		return Prompt{}, ErrNoTemplate
@@ -155,11 +158,24 @@ func (p *Preparer) Render(req *template.Dict, now time.Time) (Prompt, error) {
 	if docs, ok := req.GetString("documents"); ok && docs != nil {
 		kwargs.SetString("documents", docs) // transformers' documents argument
 	}
+	userThinking := false
 	if kw, ok := req.GetString("chat_template_kwargs"); ok {
 		if d, ok := kw.(*template.Dict); ok {
 			for _, k := range d.Keys() {
 				val, _ := d.Get(k)
 				kwargs.Set(k, val)
+			}
+			_, userThinking = d.GetString("enable_thinking")
+		}
+	}
+	if e, ok := req.GetString("reasoning_effort"); ok {
+		if effort, ok := e.(string); ok {
+			// build_chat_params: the effort reaches the template, and
+			// turns thinking on (off for "none") unless the request's
+			// chat_template_kwargs set enable_thinking.
+			kwargs.SetString("reasoning_effort", effort)
+			if !userThinking {
+				kwargs.SetString("enable_thinking", effort != "none")
 			}
 		}
 	}
