@@ -670,10 +670,16 @@ class Gen:
                     b.pop("content", None)
                 results.append(b)
             msgs.append({"role": "user", "content": results})
-        if r.random() < 0.3:
+        if r.random() < 0.4:
+            # An assistant's tool_result: "Tool result: " and Python's
+            # str() of its content.
+            content = r.choice([self.words(1, 4), [{"type": "text", "text": self.words(1, 4)}],
+                                [{"type": "text", "text": r.choice(UNICODE)}, {"type": "text", "text": "it's \"x\""}],
+                                [{"type": "json", "value": {"n": 1.5, "k": [True, None, 10**20], "s": "\x07\u200b\t"}}],
+                                []])
             msgs.append({"role": "assistant", "content": [
                 {"type": "text", "text": self.words()},
-                {"type": "tool_result", "tool_use_id": "x", "content": self.words(1, 4)}]})
+                {"type": "tool_result", "tool_use_id": "x", "content": content}]})
         body["messages"] = msgs
         return body
 
@@ -722,6 +728,12 @@ class Gen:
                 {"role": "system", "content": self.reminder()},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t9", "content": w()}]}]},
             {"thinking": {"type": "disabled"}, "messages": [{"role": "user", "content": w()}]},
+            {"messages": [{"role": "user", "content": w()}, {"role": "assistant", "content": [
+                {"type": "tool_result", "tool_use_id": "r", "content": [
+                    {"type": "text", "text": u} for u in UNICODE]}]}]},
+            {"messages": [{"role": "user", "content": w()}, {"role": "assistant", "content": [
+                {"type": "tool_result", "content": [{"type": "text", "text": "'\"\\\x00\x7f\x9f\u00ad\u2028\ud7ff\U0001f600\U000e0001"},
+                                                    {"f": [0.1, 1e16, 1e-5, -2.5e-300, 123456789.125], "i": -7}]}]}]},
             {"thinking": {"type": "enabled", "budget_tokens": 1024}, "max_tokens": 2048,
              "output_config": {"effort": "low"}, "messages": [{"role": "user", "content": w()}]},
         ]

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"strconv"
 	"time"
+
+	"github.com/inferrail/inferrail/model/template"
 )
 
 // ErrUnsupported is returned by ToChat for a request whose conversion the
 // gateway does not follow exactly: an assistant tool_result whose content
-// is a list, which vLLM turns into text with Python's str() of the list.
+// is a list (vLLM prints it with Python's str()) that the template
+// package's JSON reader refuses.
 var ErrUnsupported = errors.New("anthropic: a request the gateway cannot convert as vLLM does")
 
 // ToChat converts r into the body of the OpenAI chat request vLLM renders
@@ -173,7 +176,13 @@ func (c *converter) convert(m *Message) error {
 				case r.IsText:
 					text = r.Text
 				case len(r.Items) > 0:
-					return ErrUnsupported
+					// str(block.content): the list of dicts as Python
+					// prints it.
+					v, err := template.ParseJSON(r.Raw)
+					if err != nil {
+						return ErrUnsupported
+					}
+					text = template.Str(v)
 				}
 			}
 			parts = append(parts, part{s: "Tool result: " + text})

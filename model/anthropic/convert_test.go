@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -108,8 +109,36 @@ func TestToChatReasoningEffort(t *testing.T) {
 	f(true, `{"model":"m","thinking":{"type":"disabled"},"output_config":{"effort":"low"},`+msgs+`}`, "none", `{"model":"m",`+msgs+`}`)
 }
 
+// An assistant's tool_result whose content is a list is "Tool result: "
+// and Python's str() of the list (_convert_tool_result_block): dicts and
+// strings in repr, with Python's choice of quotes and escapes, True, None,
+// floats as repr prints them; an empty list is "".
+func TestToChatAssistantToolResult(t *testing.T) {
+	f := func(content, want string) {
+		t.Helper()
+		body := `{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"tool_result","tool_use_id":"t","content":` + content + `}]}]}`
+		r, err := Parse([]byte(body), false)
+		if err != nil {
+			t.Fatalf("Parse(%s): %v", body, err)
+		}
+		got, err := ToChat(r, Preserve, now)
+		if err != nil {
+			t.Fatalf("ToChat(%s): %v", body, err)
+		}
+		if w := `{"model":"m","messages":[{"role":"assistant","content":` + want + `}],"max_tokens":5}`; string(got) != w {
+			t.Errorf("ToChat(%s)\n got %s\nwant %s", body, got, w)
+		}
+	}
+	f(`[{"type":"text","text":"x"}]`, `[{"type":"text","text":"a"},{"type":"text","text":"Tool result: [{'type': 'text', 'text': 'x'}]"}]`)
+	f(`[{"type":"text","text":"it's \"q\"\n"},{"n":1.0,"b":true,"z":null,"e":1e5}]`,
+		`[{"type":"text","text":"a"},{"type":"text","text":"Tool result: [{'type': 'text', 'text': 'it\\'s \"q\"\\n'}, {'n': 1.0, 'b': True, 'z': None, 'e': 100000.0}]"}]`)
+	f(`[]`, `[{"type":"text","text":"a"},{"type":"text","text":"Tool result: "}]`)
+}
+
+// A list too deep for Python's json.loads is not converted.
 func TestToChatUnsupported(t *testing.T) {
-	r, err := Parse([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"tool_result","content":[{"type":"text","text":"x"}]}]}]}`), false)
+	deep := strings.Repeat(`{"a":[`, 600) + strings.Repeat(`]}`, 600)
+	r, err := Parse([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"tool_result","content":[`+deep+`]}]}]}`), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,9 @@ type ToolContent struct {
 	IsText bool
 	Text   string
 	Items  []Item
+	// Raw is the list as it came, which an assistant's tool_result
+	// becomes Python's str() of; nil for a string, or a list made here.
+	Raw json.RawMessage
 }
 
 // Item is one item of a tool_result's content list.
@@ -425,7 +428,7 @@ func parseToolContent(raw json.RawMessage, where string) (ToolContent, error) {
 	if json.Unmarshal(raw, &list) != nil {
 		return ToolContent{}, invalid("%s: Input should be a valid string or list", where)
 	}
-	tc := ToolContent{Items: make([]Item, 0, len(list))}
+	tc := ToolContent{Items: make([]Item, 0, len(list)), Raw: raw}
 	for j, it := range list {
 		var m map[string]json.RawMessage
 		if strictObject(it, &m) != nil {

@@ -101,8 +101,11 @@ func TestMessagesErrors(t *testing.T) {
 	if _, err := p.Messages([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"http://x"}}]}]}`), false, now); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("image: err = %v, want ErrUnsupported", err)
 	}
-	if _, err := p.Messages([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"tool_result","content":[{"type":"text","text":"x"}]}]}]}`), false, now); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("assistant tool_result list: err = %v, want ErrUnsupported", err)
+	// An assistant tool_result list nested deeper than Python's json.loads
+	// reads.
+	deep := strings.Repeat(`[`, 1001) + strings.Repeat(`]`, 1001)
+	if _, err := p.Messages([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"tool_result","content":[{"x":`+deep+`}]}]}]}`), false, now); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("assistant tool_result list too deep: err = %v, want ErrUnsupported", err)
 	}
 	// count_tokens bodies need no max_tokens, and count as the request would.
 	c, err := p.Messages([]byte(claudeTurn(2)), true, now)

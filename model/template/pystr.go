@@ -36,6 +36,10 @@ func pyStr(v Value) string {
 	return b.String()
 }
 
+// Str is Python's str(v), which is also what Jinja2 prints for {{ v }}:
+// a string as it is, a container as its repr.
+func Str(v Value) string { return pyStr(v) }
+
 // pyRepr is Python's repr(v).
 func pyRepr(v Value) string {
 	b := reprBuf{limit: maxReprBytes}
