@@ -52,13 +52,22 @@ func readMessagesGoldens(t *testing.T) []messagesGolden {
 // Every golden body, prepared as the gateway prepares /v1/messages (or
 // /v1/messages/count_tokens) for Qwen3 with the default content format
 // "auto", renders and tokenizes exactly as vLLM's Anthropic entrypoint
-// does (the goldens' independent Python model of it).
+// does (the goldens' independent Python model of it), with the gateway's
+// piece cache (shared by every case, as one model's requests share it)
+// and without.
 func TestMessagesGoldens(t *testing.T) {
 	goldens := readMessagesGoldens(t)
 	if len(goldens) < 100 {
 		t.Fatalf("%d goldens, want the generated set", len(goldens))
 	}
 	base := qwen3(t)
+	t.Run("nocache", func(t *testing.T) { checkMessagesGoldens(t, goldens, base) })
+	cached := *base
+	cached.Cache = base.Tokenizer.NewCache(1 << 16)
+	t.Run("cache", func(t *testing.T) { checkMessagesGoldens(t, goldens, &cached) })
+}
+
+func checkMessagesGoldens(t *testing.T, goldens []messagesGolden, base *Preparer) {
 	modes := map[string]anthropic.InlineMode{"preserve": anthropic.Preserve, "fold": anthropic.Fold}
 	matched := 0
 	for _, g := range goldens {
