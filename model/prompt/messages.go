@@ -14,11 +14,11 @@ import (
 // entrypoint does: converted into the OpenAI chat request vLLM builds for
 // it (anthropic.ToChatEffort, inline system messages placed by
 // p.InlineSystem), then prepared as Chat prepares that request, so tokens
-// and block hashes are the chat path's. A body vLLM would refuse is an error wrapping
-// anthropic.ErrInvalid; one the gateway cannot convert exactly is
-// ErrUnsupported. thinking.type "disabled" becomes the reasoning_effort
-// vLLM's --anthropic-disabled-thinking-effort=auto resolves for the
-// template (disabledThinkingEffort).
+// and block hashes are the chat path's. thinking.type "disabled" becomes
+// the reasoning_effort vLLM's --anthropic-disabled-thinking-effort=auto
+// resolves for the template (disabledThinkingEffort). A body vLLM would
+// refuse is an error wrapping anthropic.ErrInvalid; one the gateway cannot
+// convert exactly is ErrUnsupported.
 func (p *Preparer) Messages(body []byte, count bool, now time.Time) (Prompt, error) {
 	req, err := anthropic.Parse(body, count)
 	if err != nil {
