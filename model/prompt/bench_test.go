@@ -163,3 +163,32 @@ func BenchmarkPrepareChat8K(b *testing.B) {
 		Sink.Blocks = dst
 	})
 }
+
+// BenchmarkMessagesThinking prepares a Claude-Code-shaped turn (claudeTurn)
+// as it comes and with thinking disabled: with the disabled effort
+// resolved once (as a loader sets it), and resolved per request, which
+// renders the six probe prompts.
+func BenchmarkMessagesThinking(b *testing.B) {
+	p := qwen3(b)
+	body := claudeTurn(3)
+	disabled := strings.Replace(body, `"stream":true,`, `"stream":true,"thinking":{"type":"disabled"},`, 1)
+	now := time.Unix(1700000000, 0)
+	set := *p
+	set.DisabledThinkingEffort = set.ResolveDisabledThinkingEffort(now)
+	for _, c := range []struct {
+		name, body string
+		p          *Preparer
+	}{{"default", body, p}, {"disabled-set", disabled, &set}, {"disabled-probed", disabled, p}} {
+		p, body := c.p, c.body
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				pr, err := p.Messages([]byte(body), false, now)
+				if err != nil {
+					b.Fatal(err)
+				}
+				Sink = pr
+			}
+		})
+	}
+}

@@ -16,7 +16,8 @@ import (
 // p.InlineSystem), then prepared as Chat prepares that request, so tokens
 // and block hashes are the chat path's. thinking.type "disabled" becomes
 // the reasoning_effort vLLM's --anthropic-disabled-thinking-effort=auto
-// resolves for the template (disabledThinkingEffort). A body vLLM would
+// resolves for the template (p.DisabledThinkingEffort, or
+// ResolveDisabledThinkingEffort when that is ""). A body vLLM would
 // refuse is an error wrapping anthropic.ErrInvalid; one the gateway cannot
 // convert exactly is ErrUnsupported.
 func (p *Preparer) Messages(body []byte, count bool, now time.Time) (Prompt, error) {
@@ -24,9 +25,9 @@ func (p *Preparer) Messages(body []byte, count bool, now time.Time) (Prompt, err
 	if err != nil {
 		return Prompt{}, fmt.Errorf("prompt: %w", err)
 	}
-	disabled := "none"
-	if req.Thinking == "disabled" && !p.Sim {
-		disabled = p.disabledThinkingEffort(now)
+	disabled := p.DisabledThinkingEffort
+	if req.Thinking == "disabled" && disabled == "" {
+		disabled = p.ResolveDisabledThinkingEffort(now)
 	}
 	chat, err := anthropic.ToChatEffort(req, p.InlineSystem, disabled, now)
 	if errors.Is(err, anthropic.ErrUnsupported) {
@@ -42,13 +43,17 @@ func (p *Preparer) Messages(body []byte, count bool, now time.Time) (Prompt, err
 // honours reasoning_effort "none" (_render_probe_prompt).
 const probeChat = `{"messages":[{"role":"user","content":"Hi"}],"reasoning_effort":`
 
-// disabledThinkingEffort is what vLLM's _probe_disabled_thinking_effort
-// finds for p's template: "none", unless the template rejects it or
-// renders it as it renders one of the thinking efforts, then "low". vLLM
-// probes once per server; the gateway renders the probe for each request
-// that disables thinking, which is rare and cheap next to the request's
-// own render.
-func (p *Preparer) disabledThinkingEffort(now time.Time) string {
+// ResolveDisabledThinkingEffort is what vLLM's
+// _probe_disabled_thinking_effort finds for p's template: "none", unless
+// the template rejects it or renders it as it renders one of the thinking
+// efforts, then "low". It renders six small prompts, 0.2 to 0.3 ms for
+// Qwen3 on the shared 2-core machine (BenchmarkMessagesThinking); vLLM
+// does it once per server. The simulator's chat format reads no effort:
+// "none".
+func (p *Preparer) ResolveDisabledThinkingEffort(now time.Time) string {
+	if p.Sim {
+		return "none"
+	}
 	render := func(effort string) (Prompt, error) {
 		return p.Chat([]byte(probeChat+`"`+effort+`"}`), now)
 	}

@@ -192,4 +192,12 @@ func TestMessagesThinkingDisabled(t *testing.T) {
 	if got, err := g.Messages([]byte(body), false, now); err != nil || got.Text != "effort=low" {
 		t.Errorf("a template that ignores none: %q, %v; want effort=low", got.Text, err)
 	}
+	// Resolved once and set, it is used as it is.
+	if e := p.ResolveDisabledThinkingEffort(now); e != "none" {
+		t.Errorf("qwen3 resolves %q, want none", e)
+	}
+	g.DisabledThinkingEffort = "high"
+	if got, err := g.Messages([]byte(body), false, now); err != nil || got.Text != "effort=high" {
+		t.Errorf("set to high: %q, %v", got.Text, err)
+	}
 }

@@ -52,6 +52,12 @@ type Preparer struct {
 	// requests (vLLM's --anthropic-inline-system); the zero value is
 	// anthropic.Preserve.
 	InlineSystem anthropic.InlineMode
+	// DisabledThinkingEffort is the reasoning_effort that an Anthropic
+	// request's thinking.type "disabled" becomes (vLLM's
+	// --anthropic-disabled-thinking-effort). "" resolves it as vLLM's auto
+	// does, by rendering probe prompts for each such request; a loader sets
+	// it once from ResolveDisabledThinkingEffort to spare that.
+	DisabledThinkingEffort string
 }
 
 // Prompt is a prepared request.
