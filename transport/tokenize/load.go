@@ -196,6 +196,10 @@ func load(m config.Model, hubCache string, cacheTokens int) (*Model, error) {
 	if cacheTokens > 0 {
 		p.Cache = tok.NewCache(cacheTokens)
 	}
+	if chat != nil {
+		// Once per model, as vLLM probes its template once per server.
+		p.DisabledThinkingEffort = p.ResolveDisabledThinkingEffort(time.Now())
+	}
 	out.Kind, out.Dir, out.VocabSize, out.ChatTemplate, out.prep = "tokenizer.json", dir, tok.VocabSize(), chat != nil, p
 	if templateErr != nil {
 		out.TemplateErr = fmt.Errorf("model %s: chat template: %w", m.Name, templateErr)

@@ -33,3 +33,12 @@ func TestInlineSystemMode(t *testing.T) {
 		t.Errorf("fold: %q", got)
 	}
 }
+
+// A model loaded with a chat template resolves vLLM's disabled-thinking
+// effort once, at load ("none" for Qwen3's template), so a request with
+// thinking disabled does not probe the template again.
+func TestLoadResolvesDisabledThinkingEffort(t *testing.T) {
+	if got := qwen3(t).Preparer().DisabledThinkingEffort; got != "none" {
+		t.Fatalf("Qwen3 loaded with disabled-thinking effort %q, want none", got)
+	}
+}
