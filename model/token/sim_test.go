@@ -3,6 +3,7 @@ package token
 import (
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -104,4 +105,27 @@ func BenchmarkSimEncode(b *testing.B) {
 		dst = tok.Encode(dst[:0], text)
 	}
 	SinkIDs = dst
+}
+
+// TestSimDecode: the pieces Sim can name decode back to their text (a chat
+// of generated answers, ASCII punctuation), others to a placeholder, and
+// ids past the vocabulary to nothing.
+func TestSimDecode(t *testing.T) {
+	var tok Sim
+	f := func(ids []uint32, want string) {
+		t.Helper()
+		if got := tok.Decode(ids); got != want {
+			t.Fatalf("Decode(%v) = %q, want %q", ids, got, want)
+		}
+	}
+	for seed := uint64(0); seed < 20; seed++ {
+		text := RenderSimChat([]Message{{Role: "system", Content: Generate(seed, 5)},
+			{Role: "user", Content: Generate(seed+1, 9)}, {Role: "assistant", Content: Generate(seed+2, 3)}}, true)
+		f(tok.Encode(nil, text), text)
+	}
+	f(tok.Encode(nil, " ,;!\n"), " ,;!\n") // one token each
+	f(nil, "")
+	word := tok.Encode(nil, "zebra")[0] // "zebr", not a piece Sim names
+	f([]uint32{word}, "<|id:"+strconv.FormatUint(uint64(word), 10)+"|>")
+	f([]uint32{VocabSize, 1 << 31}, "")
 }

@@ -51,6 +51,17 @@ type Model struct {
 // requests themselves (inferrail tokenize).
 func (m *Model) Preparer() *prompt.Preparer { return m.prep }
 
+// Decode returns the text of ids as the engine's POST /detokenize gives
+// it: the tokenizer's decode with special tokens kept, or the simulator's
+// (token.Sim.Decode) for builtin:sim. ok is false when the gateway cannot
+// reproduce the engine's decoding (hf.Tokenizer.DecodeText).
+func (m *Model) Decode(ids []uint32) (text string, ok bool) {
+	if m.prep.Sim {
+		return token.Sim{}.Decode(ids), true
+	}
+	return m.prep.Tokenizer.DecodeText(ids)
+}
+
 // Kind of a request body.
 type Kind uint8
 
