@@ -220,3 +220,47 @@ func TestDetokenizeGoldens(t *testing.T) {
 		t.Fatalf("only %d goldens", n)
 	}
 }
+
+// TestRenderGoldens: the gateway's /v1/chat/completions/render answers for
+// Qwen3 carry the fixture goldens' token ids, on every chat golden as a
+// chat body (the one keeping a tool call's arguments as a string left out,
+// as in TestTokenizeGoldens), and /v1/completions/render those of every
+// text golden but the empty one, which is refused; the rest of the answer
+// is vLLM's GenerateRequest for them.
+func TestRenderGoldens(t *testing.T) {
+	addr := fleetWith(t, "../../model/token/hf/testdata/qwen3")
+	cardsRead(t, addr)
+	limit := sim.DefaultOptions().Engine.MaxModelLen
+	n := 0
+	for _, g := range qwenGoldens(t) {
+		if strings.HasSuffix(g.ID, "tool-call-string-args") {
+			continue
+		}
+		path := "/v1/chat/completions/render"
+		if g.Text != nil {
+			path = "/v1/completions/render"
+		}
+		code, replica, got := postRaw(t, "http://"+addr+path, g.body())
+		if len(g.IDs) == 0 {
+			// An empty prompt: vLLM refuses to render it, and so does the engine.
+			if code != 400 || !isError(got) {
+				t.Errorf("%s: %d %s, want a 400", g.ID, code, got)
+			}
+			continue
+		}
+		r := openai.Render{RequestID: "cmpl-0000000000000000", TokenIDs: g.IDs, MaxTokens: 16,
+			Model: sim.DefaultOptions().Model, ModelSet: true}
+		want := string(openai.AppendRenderList(nil, []openai.Render{r}))
+		if g.Text == nil {
+			r.RequestID, r.MaxTokens = "chatcmpl-0000000000000000", limit-len(g.IDs)
+			want = string(openai.AppendRender(nil, &r))
+		}
+		if code != 200 || replica != "" || !sameAnswer(got, want) {
+			t.Errorf("%s: %d (replica %q)\n got  %.300s\n want %.300s", g.ID, code, replica, got, want)
+		}
+		n++
+	}
+	if n < 300 {
+		t.Fatalf("only %d goldens", n)
+	}
+}

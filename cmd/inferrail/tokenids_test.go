@@ -270,20 +270,7 @@ func TestTokenizeGoldens(t *testing.T) {
 		if strings.HasSuffix(g.ID, "tool-call-string-args") {
 			continue
 		}
-		req := map[string]any{"model": "sim"}
-		if g.Text != nil {
-			req["prompt"], req["add_special_tokens"] = *g.Text, *g.AddSpecial
-		} else {
-			req["messages"], req["add_generation_prompt"] = g.Messages, *g.AddGen
-			if len(g.Tools) > 0 && string(g.Tools) != "null" {
-				req["tools"] = g.Tools
-			}
-			if len(g.Kwargs) > 0 {
-				req["chat_template_kwargs"] = g.Kwargs
-			}
-		}
-		body, _ := json.Marshal(req)
-		code, replica, got := postRaw(t, "http://"+addr+"/tokenize", string(body))
+		code, replica, got := postRaw(t, "http://"+addr+"/tokenize", g.body())
 		want := string(openai.AppendTokenize(nil, g.IDs, sim.DefaultOptions().Engine.MaxModelLen))
 		if code != 200 || replica != "" || got != want {
 			t.Errorf("%s: %d (replica %q)\n got  %.300s\n want %.300s", g.ID, code, replica, got, want)
@@ -309,6 +296,26 @@ type qwenGolden struct {
 	Text       *string         `json:"text"`
 	AddSpecial *bool           `json:"add_special_tokens"`
 	IDs        []uint32        `json:"token_ids"`
+}
+
+// body is the golden as a request for model sim: a chat body (messages,
+// add_generation_prompt, tools, chat_template_kwargs) or a completion
+// body (prompt, add_special_tokens), which /tokenize takes too.
+func (g qwenGolden) body() string {
+	req := map[string]any{"model": "sim"}
+	if g.Text != nil {
+		req["prompt"], req["add_special_tokens"] = *g.Text, *g.AddSpecial
+	} else {
+		req["messages"], req["add_generation_prompt"] = g.Messages, *g.AddGen
+		if len(g.Tools) > 0 && string(g.Tools) != "null" {
+			req["tools"] = g.Tools
+		}
+		if len(g.Kwargs) > 0 {
+			req["chat_template_kwargs"] = g.Kwargs
+		}
+	}
+	b, _ := json.Marshal(req)
+	return string(b)
 }
 
 // qwenGoldens reads the chat goldens, then the text goldens.
