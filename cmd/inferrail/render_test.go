@@ -121,6 +121,7 @@ func TestRenderAnswered(t *testing.T) {
 		{"/v1/chat/completions/render", `{"model":"sim",` + msgs + `,"max_completion_tokens":9,"max_tokens":70}`},
 		{"/v1/chat/completions/render", `{"model":"sim",` + msgs + `,"stream":true,"stream_options":{"include_usage":true}}`},
 		{"/v1/chat/completions/render", `{"model":"sim",` + msgs + `,"add_generation_prompt":false,"user":"u1"}`},
+		{"/v1/chat/completions/render", `{"model":"sim",` + msgs + `,"add_generation_prompt":false,"continue_final_message":true,"priority":0}`},
 		{"/v1/completions/render", `{"model":"sim","prompt":"Once upon a time there was a router"}`},
 		{"/v1/completions/render", `{"model":"sim","prompt":[5,6,7,40000],"max_tokens":100,"stream":true}`},
 		{"/v1/completions/render", `{"model":"sim","prompt":["one prompt"],"max_tokens":16}`},
