@@ -137,9 +137,11 @@ func (e edgeTokenizer) Detokenize(model string, ids []uint32) (string, bool) {
 
 // RenderIDs gives the prompt ids of a chat or completion body for the
 // render endpoints (frontend.Renderer), prepared as the request itself
-// would be, for a model with a tokenizer of its own.
+// would be, for a model with a tokenizer of its own and no
+// generation_config.json, whose sampling defaults vLLM would put in the
+// answer.
 func (e edgeTokenizer) RenderIDs(model string, chat bool, body []byte) ([]uint32, bool) {
-	if e.p.Model(model) == nil {
+	if m := e.p.Model(model); m == nil || m.GenerationConfig {
 		return nil, false
 	}
 	kind := tokenize.Completion

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -263,5 +265,33 @@ func TestRenderGoldens(t *testing.T) {
 	}
 	if n < 300 {
 		t.Fatalf("only %d goldens", n)
+	}
+}
+
+// TestRenderWithGenerationConfig: a model directory holding a
+// generation_config.json has its render requests sent to an engine (vLLM
+// puts those sampling defaults in the answer, and the gateway does not),
+// while /detokenize is still answered by the gateway.
+func TestRenderWithGenerationConfig(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		b, err := os.ReadFile("../../model/token/hf/testdata/qwen3/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "generation_config.json"), []byte(`{"temperature":0.6,"top_k":20,"top_p":0.95}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := fleetWith(t, dir)
+	cardsRead(t, addr)
+	if _, replica, got := postRaw(t, "http://"+addr+"/v1/chat/completions/render", `{"model":"sim","messages":[{"role":"user","content":"hi"}]}`); replica == "" {
+		t.Errorf("render answered by the gateway: %s", got)
+	}
+	if code, replica, got := postRaw(t, "http://"+addr+"/detokenize", `{"model":"sim","tokens":[9707,11]}`); code != 200 || replica != "" || got != `{"prompt":"Hello,"}` {
+		t.Errorf("detokenize: %d (replica %q) %s", code, replica, got)
 	}
 }

@@ -43,6 +43,12 @@ type Model struct {
 	// completions are still predicted.
 	TemplateErr error
 	BlockSize   int
+	// GenerationConfig tells that the directory holds a
+	// generation_config.json. vLLM's default --generation-config auto
+	// takes sampling defaults from it (temperature, top_p, ...) and puts
+	// them in a render answer's sampling_params, which the gateway does
+	// not reproduce: such a model's render requests go to an engine.
+	GenerationConfig bool
 
 	prep *prompt.Preparer
 }
@@ -206,6 +212,9 @@ func load(m config.Model, hubCache string, cacheTokens int) (*Model, error) {
 	}
 	if cacheTokens > 0 {
 		p.Cache = tok.NewCache(cacheTokens)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "generation_config.json")); err == nil {
+		out.GenerationConfig = true
 	}
 	out.Kind, out.Dir, out.VocabSize, out.ChatTemplate, out.prep = "tokenizer.json", dir, tok.VocabSize(), chat != nil, p
 	if templateErr != nil {
