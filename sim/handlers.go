@@ -88,7 +88,7 @@ func (inst *instance) handle(ctx *fasthttp.RequestCtx) {
 			inst.drv.resetPrefixCache()
 			ctx.SetStatusCode(fasthttp.StatusOK)
 		}
-	case "/tokenize":
+	case openai.PathTokenize:
 		if inst.allow(ctx, "POST") {
 			inst.tokenize(ctx)
 		}

@@ -7,10 +7,11 @@ import (
 )
 
 // Paths of the vLLM endpoints this file's bodies belong to, for the
-// gateway's route table and the simulator alike: /detokenize
-// (vllm/entrypoints/serve/tokenize/api_router.py) and the render endpoints
-// (vllm/entrypoints/serve/render/api_router.py).
+// gateway's route table and the simulator alike: /tokenize and
+// /detokenize (vllm/entrypoints/serve/tokenize/api_router.py) and the
+// render endpoints (vllm/entrypoints/serve/render/api_router.py).
 const (
+	PathTokenize         = "/tokenize"
 	PathDetokenize       = "/detokenize"
 	PathChatRender       = "/v1/chat/completions/render"
 	PathCompletionRender = "/v1/completions/render"

@@ -14,7 +14,7 @@ import (
 // the root, not under /v1, and its render endpoints
 // (vllm/entrypoints/serve/render/api_router.py).
 const (
-	pathTokenize         = "/tokenize"
+	pathTokenize         = openai.PathTokenize
 	pathDetokenize       = openai.PathDetokenize
 	pathChatRender       = openai.PathChatRender
 	pathCompletionRender = openai.PathCompletionRender
