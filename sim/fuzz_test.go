@@ -35,16 +35,8 @@ func FuzzRequest(f *testing.F) {
 		if chat {
 			path = "/v1/chat/completions"
 		}
-		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-		defer fasthttp.ReleaseRequest(req)
+		resp := fuzzPost(t, c, s.URL()+path, body)
 		defer fasthttp.ReleaseResponse(resp)
-		req.SetRequestURI(s.URL() + path)
-		req.Header.SetMethod("POST")
-		req.Header.SetContentType("application/json")
-		req.SetBodyString(body)
-		if err := c.Do(req, resp); err != nil {
-			t.Fatalf("%q: %v", body, err)
-		}
 		code := resp.StatusCode()
 		out := resp.Body()
 		switch {
@@ -74,4 +66,70 @@ func FuzzRequest(f *testing.F) {
 			t.Fatalf("%q: status %d: %q", body, code, out)
 		}
 	})
+}
+
+// FuzzTokenizerEndpoints sends arbitrary bodies to /detokenize and both
+// render endpoints: every answer is a 200 in the endpoint's shape (a
+// DetokenizeResponse, a GenerateRequest, a list of them) or a 4xx error
+// object naming its status.
+func FuzzTokenizerEndpoints(f *testing.F) {
+	paths := []string{"/detokenize", "/v1/chat/completions/render", "/v1/completions/render"}
+	for _, s := range []string{
+		`{"tokens":[1,2,300]}`, `{"model":"inferrail/sim-8b","tokens":[-1]}`, `{"tokens":[4294967296]}`, `{"tokens":"1"}`,
+		chatBody, `{"messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"prompt":"hi","max_tokens":3}`, `{"prompt":[1,2,40000]}`, `{"prompt":["a","b"]}`, `{"prompt":""}`,
+		`[1]`, `null`, ``, "\xff", `{"messages":[{"role":"user","content":"x"}],"max_tokens":5000}`,
+	} {
+		for i := range paths {
+			f.Add(s, uint8(i))
+		}
+	}
+	s := start(f, func(o *Options) { fast(o); o.Engine.MaxModelLen = 4096; o.Engine.NumBlocks = 512 })
+	c := &fasthttp.Client{ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	f.Fuzz(func(t *testing.T, body string, which uint8) {
+		path := paths[int(which)%len(paths)]
+		resp := fuzzPost(t, c, s.URL()+path, body)
+		defer fasthttp.ReleaseResponse(resp)
+		code, out := resp.StatusCode(), resp.Body()
+		switch {
+		case code == 200 && path == "/detokenize":
+			var r struct {
+				Prompt *string `json:"prompt"`
+			}
+			if err := json.Unmarshal(out, &r); err != nil || r.Prompt == nil {
+				t.Fatalf("%q: bad DetokenizeResponse %q", body, out)
+			}
+		case code == 200:
+			if path == "/v1/completions/render" {
+				out = bytes.TrimSuffix(bytes.TrimPrefix(out, []byte("[")), []byte("]"))
+			}
+			var r struct {
+				RequestID string   `json:"request_id"`
+				TokenIDs  []uint32 `json:"token_ids"`
+			}
+			if err := json.Unmarshal(out, &r); err != nil || r.RequestID == "" || len(r.TokenIDs) == 0 {
+				t.Fatalf("%q: bad GenerateRequest %q", body, out)
+			}
+		case code >= 400 && code < 500:
+			decodeError(t, code, string(out))
+		default:
+			t.Fatalf("%s %q: status %d: %q", path, body, code, out)
+		}
+	})
+}
+
+// fuzzPost POSTs a JSON body to url and returns the answer, which the
+// caller releases.
+func fuzzPost(t *testing.T, c *fasthttp.Client, url, body string) *fasthttp.Response {
+	t.Helper()
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	req.SetRequestURI(url)
+	req.Header.SetMethod("POST")
+	req.Header.SetContentType("application/json")
+	req.SetBodyString(body)
+	if err := c.Do(req, resp); err != nil {
+		t.Fatalf("%q: %v", body, err)
+	}
+	return resp
 }

@@ -88,9 +88,17 @@ func (inst *instance) handle(ctx *fasthttp.RequestCtx) {
 			inst.drv.resetPrefixCache()
 			ctx.SetStatusCode(fasthttp.StatusOK)
 		}
-	case "/tokenize":
+	case openai.PathTokenize:
 		if inst.allow(ctx, "POST") {
 			inst.tokenize(ctx)
+		}
+	case openai.PathDetokenize:
+		if inst.allow(ctx, "POST") {
+			inst.detokenize(ctx)
+		}
+	case openai.PathChatRender, openai.PathCompletionRender:
+		if inst.allow(ctx, "POST") {
+			inst.render(ctx, string(path) == openai.PathChatRender)
 		}
 	default:
 		if id, ok := bytes.CutPrefix(path, []byte("/v1/responses/")); ok && len(id) > 0 && bytes.IndexByte(id, '/') < 0 {
@@ -196,10 +204,31 @@ type request struct {
 	stream    bool
 	usage     bool // a final usage chunk
 	contUsage bool // usage on every chunk
+	opts      openai.StreamOptions
+	priority  int64
+	bodyID    openai.Opt[string] // the body's request_id
 }
 
 // parse reads and validates a chat or completion body as vLLM does.
 func (inst *instance) parse(ctx *fasthttp.RequestCtx, chat bool) (*request, *openai.Error) {
+	r, e := inst.prepare(ctx, chat)
+	if e != nil {
+		return nil, e
+	}
+	// After the length checks, as vLLM's engine checks ids after its
+	// renderer checked the length. Only a token-id prompt can fail it.
+	if e := outOfVocabulary(r.prompt); e != nil {
+		return nil, e
+	}
+	hdr := ctx.Request.Header.Peek("X-Request-Id")
+	r.baseID = openai.BaseRequestID(string(hdr), hdr != nil, r.bodyID, runtimeRand{})
+	return r, nil
+}
+
+// prepare is what vLLM's renderer does to a chat or completion body,
+// before the engine sees it: parsed, validated, rendered and tokenized,
+// and checked against the context length.
+func (inst *instance) prepare(ctx *fasthttp.RequestCtx, chat bool) (*request, *openai.Error) {
 	if err := openai.CheckContentType(string(ctx.Request.Header.ContentType())); err != nil {
 		return nil, asAPIError(err)
 	}
@@ -217,7 +246,7 @@ func (inst *instance) parse(ctx *fasthttp.RequestCtx, chat bool) (*request, *ope
 			return nil, e
 		}
 		maxTok, explicit = req.MaxOutputTokens()
-		opts, bodyID = req.StreamOptions, req.RequestID
+		opts, bodyID, r.priority = req.StreamOptions, req.RequestID, req.Priority
 	} else {
 		req, err := openai.ParseCompletion(ctx.PostBody())
 		if err != nil {
@@ -236,18 +265,14 @@ func (inst *instance) parse(ctx *fasthttp.RequestCtx, chat bool) (*request, *ope
 		}
 		maxTok, explicit = req.MaxTokens, true
 		r.stream, opts, r.salt, bodyID = req.Stream, req.StreamOptions, req.CacheSalt, req.RequestID
+		r.priority = req.Priority
 	}
+	r.opts = opts
 	r.usage, r.contUsage = opts.Usage(false)
 	if e := inst.fitContext(r, maxTok, explicit); e != nil {
 		return nil, e
 	}
-	// After the length checks, as vLLM's engine checks ids after its
-	// renderer checked the length. Only a token-id prompt can fail it.
-	if e := outOfVocabulary(r.prompt); e != nil {
-		return nil, e
-	}
-	hdr := ctx.Request.Header.Peek("X-Request-Id")
-	r.baseID = openai.BaseRequestID(string(hdr), hdr != nil, bodyID, runtimeRand{})
+	r.bodyID = bodyID
 	return r, nil
 }
 

@@ -453,6 +453,63 @@ func (g *hostileGen) variants() []variant {
 	add(heavy(kindDeepJSON, any4xx, func() []byte {
 		return postJSON(responsesPath, []byte(`{"model":"`+modelName+`","input":`+deep("[", "", "]", sz.Deep)+`}`))
 	}), "deep arrays as Responses input", 20)
+	// Token-id prompts, /tokenize, /detokenize and the render endpoints,
+	// which the gateway parses to answer itself when the model has a
+	// tokenizer (and to route on the ids of a token-id prompt). The
+	// simulator's /tokenize takes a prompt of ids, which vLLM refuses.
+	for _, f := range []struct {
+		path, raw string
+		e         expect
+	}{
+		{"/v1/completions", `"prompt":[1,"2",true,3.0],"max_tokens":1`, okOr4xx}, {"/v1/completions", `"prompt":[1,[2]]`, any4xx},
+		{"/v1/completions", `"prompt":[[1,2],[3,"x"]]`, any4xx}, {"/v1/completions", `"prompt":[1e400]`, any4xx},
+		{"/v1/completions", `"prompt":[4294967296]`, any4xx}, {"/v1/completions", `"prompt":[9223372036854775808]`, any4xx},
+		{"/v1/completions", `"prompt":[[]]`, any4xx}, {"/v1/completions", `"prompt":[[1],[]]`, any4xx},
+		{"/v1/completions", `"prompt":[31999,32000],"max_tokens":1`, any4xx}, {"/v1/completions", `"prompt":[-0],"max_tokens":1`, okOr4xx},
+		{"/tokenize", `"prompt":42`, any4xx}, {"/tokenize", `"prompt":[1,2]`, okOr4xx}, {"/tokenize", `"messages":"x"`, any4xx},
+		{"/tokenize", `"messages":[{"role":"user","content":42}]`, any4xx}, {"/tokenize", `"prompt":"x","add_special_tokens":"maybe"`, any4xx},
+		{"/tokenize", `"prompt":"x","messages":[]`, okOr4xx}, {"/tokenize", `"prompt":"x","return_token_strs":"x"`, okOr4xx},
+		{"/detokenize", `"tokens":"1"`, any4xx}, {"/detokenize", `"tokens":[-1]`, any4xx}, {"/detokenize", `"tokens":[1.5]`, any4xx},
+		{"/detokenize", `"tokens":[1e400]`, any4xx}, {"/detokenize", `"tokens":[9223372036854775808]`, any4xx},
+		{"/detokenize", `"tokens":null`, any4xx}, {"/detokenize", `"tokens":{}`, any4xx}, {"/detokenize", `"x":1`, any4xx},
+		{"/detokenize", `"tokens":[[1]]`, any4xx}, {"/detokenize", `"tokens":[4294967296,1]`, okOr4xx},
+		{"/detokenize", `"tokens":[true,"3",31999,32000]`, okOr4xx}, {"/detokenize", `"tokens":[]`, okOr4xx},
+		{"/v1/chat/completions/render", `"messages":"x"`, any4xx}, {"/v1/chat/completions/render", `"messages":[{"role":"user","content":"x"}],"max_tokens":-1`, any4xx},
+		{"/v1/chat/completions/render", `"messages":[{"role":"user","content":"x"}],"max_tokens":1000000000`, any4xx},
+		{"/v1/chat/completions/render", `"messages":[{"role":"user","content":"x"}],"stream_options":{"include_usage":true}`, any4xx},
+		{"/v1/chat/completions/render", `"messages":[{"role":"user","content":"x"}],"tools":"x"`, any4xx},
+		{"/v1/chat/completions/render", `"messages":[{"role":"user","content":"x"}],"priority":"x"`, any4xx},
+		{"/v1/chat/completions/render", `"messages":[{"role":"user","content":"x"}],"stream":"yes"`, okOr4xx},
+		{"/v1/chat/completions/render", `"messages":[]`, okOr4xx},
+		{"/v1/completions/render", `"prompt":[-1]`, any4xx}, {"/v1/completions/render", `"prompt":""`, any4xx},
+		{"/v1/completions/render", `"prompt":[[1],[2]]`, any4xx}, {"/v1/completions/render", `"prompt":{}`, any4xx},
+		{"/v1/completions/render", `"prompt":[1,2],"max_tokens":"x"`, any4xx}, {"/v1/completions/render", `"prompt":"x","cache_salt":42`, any4xx},
+		{"/v1/completions/render", `"prompt":[31999,32000]`, okOr4xx},
+	} {
+		add(variant{kind: kindWrongTypes, make: func(*hostileGen) hostile {
+			return one(hostile{}, f.e, w(postJSON(f.path, []byte(`{"model":"`+modelName+`",`+f.raw+`}`))))
+		}}, f.path+" "+f.raw[:min(len(f.raw), 60)], 0)
+	}
+	for _, path := range []string{"/tokenize", "/detokenize", "/v1/chat/completions/render", "/v1/completions/render"} {
+		for _, c := range []struct{ kind, name, raw string }{
+			{kindBrokenJSON, "truncated", `{"model":"` + modelName + `","tokens":[1,2`},
+			{kindBrokenJSON, "trailing comma", `{"model":"` + modelName + `","prompt":"x","tokens":[1],}`},
+			{kindBadUTF8, "invalid UTF-8", `{"model":"` + modelName + `","prompt":"a` + "\xff" + `","tokens":[1]}`},
+		} {
+			add(variant{kind: c.kind, make: func(*hostileGen) hostile {
+				return one(hostile{}, any4xx, w(postJSON(path, []byte(c.raw))))
+			}}, path+" "+c.name, 0)
+		}
+	}
+	add(heavy(kindDeepJSON, any4xx, func() []byte {
+		return postJSON("/detokenize", []byte(`{"model":"`+modelName+`","tokens":`+deep("[", "1", "]", sz.Deep)+`}`))
+	}), "deep arrays as /detokenize tokens", 20)
+	add(heavy(kindDeepJSON, any4xx, func() []byte {
+		return postJSON("/v1/chat/completions/render", []byte(`{"model":"`+modelName+`","messages":`+deep("[", "", "]", sz.Deep)+`}`))
+	}), "deep arrays as render messages", 20)
+	add(heavy(kindDeepJSON, any4xx, func() []byte {
+		return postJSON("/v1/completions/render", []byte(`{"model":"`+modelName+`","prompt":`+deep("[", "1", "]", sz.Deep)+`}`))
+	}), "deep arrays as a render prompt", 20)
 	for _, raw := range []string{`42`, `true`, `{}`, `[]`, `null`} {
 		add(body(kindWrongTypes, func(_ *hostileGen, chat bool) []byte { return withField(chat, "model", raw) }, okOr4xx),
 			"model: "+raw, 0)

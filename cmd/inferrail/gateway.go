@@ -100,6 +100,12 @@ func hubCache() string {
 // edgeTokenizer is the frontend's Tokenizer over the tokenizer pool.
 type edgeTokenizer struct{ p *tokenize.Pool }
 
+var (
+	_ frontend.TokenIDs    = edgeTokenizer{}
+	_ frontend.Detokenizer = edgeTokenizer{}
+	_ frontend.Renderer    = edgeTokenizer{}
+)
+
 func (e edgeTokenizer) Prepare(model string, chat bool, body []byte, _ time.Time) (frontend.Prompt, bool) {
 	kind := tokenize.Completion
 	if chat {
@@ -116,6 +122,33 @@ func (e edgeTokenizer) TokenIDs(model string, body []byte) ([]uint32, bool) {
 		return nil, false
 	}
 	pr, r := e.p.Prepare(context.Background(), model, tokenize.Tokenize, body)
+	return pr.IDs, r == tokenize.OK
+}
+
+// Detokenize decodes ids for /detokenize (frontend.Detokenizer), for a
+// model with a tokenizer of its own.
+func (e edgeTokenizer) Detokenize(model string, ids []uint32) (string, bool) {
+	m := e.p.Model(model)
+	if m == nil {
+		return "", false
+	}
+	return m.Decode(ids)
+}
+
+// RenderIDs gives the prompt ids of a chat or completion body for the
+// render endpoints (frontend.Renderer), prepared as the request itself
+// would be, for a model with a tokenizer of its own and no
+// generation_config.json, whose sampling defaults vLLM would put in the
+// answer.
+func (e edgeTokenizer) RenderIDs(model string, chat bool, body []byte) ([]uint32, bool) {
+	if m := e.p.Model(model); m == nil || m.GenerationConfig {
+		return nil, false
+	}
+	kind := tokenize.Completion
+	if chat {
+		kind = tokenize.Chat
+	}
+	pr, r := e.p.Prepare(context.Background(), model, kind, body)
 	return pr.IDs, r == tokenize.OK
 }
 

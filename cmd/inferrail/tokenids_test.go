@@ -241,10 +241,6 @@ func TestTokenizeAnswered(t *testing.T) {
 	if code, _, got := postRaw(t, "http://"+addr+"/tokenize", `{"model":"nope","prompt":"x"}`); code != 404 {
 		t.Errorf("unknown model: %d %s", code, got)
 	}
-	// /detokenize always goes to a replica.
-	if _, replica, got := postRaw(t, "http://"+addr+"/detokenize", `{"model":"sim","tokens":[1,2]}`); replica == "" {
-		t.Errorf("detokenize answered by the gateway: %s", got)
-	}
 }
 
 // TestTokenizeWithoutTokenizer: a model the gateway has no tokenizer for
@@ -269,52 +265,75 @@ func TestTokenizeWithoutTokenizer(t *testing.T) {
 func TestTokenizeGoldens(t *testing.T) {
 	addr := fleetWith(t, "../../model/token/hf/testdata/qwen3")
 	cardsRead(t, addr)
-	type golden struct {
-		ID         string          `json:"id"`
-		Messages   json.RawMessage `json:"messages"`
-		Tools      json.RawMessage `json:"tools"`
-		AddGen     *bool           `json:"add_generation_prompt"`
-		Kwargs     json.RawMessage `json:"chat_template_kwargs"`
-		Text       *string         `json:"text"`
-		AddSpecial *bool           `json:"add_special_tokens"`
-		IDs        []uint32        `json:"token_ids"`
-	}
 	n := 0
+	for _, g := range qwenGoldens(t) {
+		if strings.HasSuffix(g.ID, "tool-call-string-args") {
+			continue
+		}
+		code, replica, got := postRaw(t, "http://"+addr+"/tokenize", g.body())
+		want := string(openai.AppendTokenize(nil, g.IDs, sim.DefaultOptions().Engine.MaxModelLen))
+		if code != 200 || replica != "" || got != want {
+			t.Errorf("%s: %d (replica %q)\n got  %.300s\n want %.300s", g.ID, code, replica, got, want)
+		}
+		n++
+	}
+	if n < 300 {
+		t.Fatalf("only %d goldens", n)
+	}
+}
+
+// qwenGolden is one line of the Qwen3 fixture goldens: a chat (messages,
+// tools, add_generation_prompt, chat_template_kwargs, and the prompt
+// transformers rendered) or a text (and add_special_tokens), with the ids
+// transformers tokenized it to.
+type qwenGolden struct {
+	ID         string          `json:"id"`
+	Messages   json.RawMessage `json:"messages"`
+	Tools      json.RawMessage `json:"tools"`
+	AddGen     *bool           `json:"add_generation_prompt"`
+	Kwargs     json.RawMessage `json:"chat_template_kwargs"`
+	Rendered   *string         `json:"rendered_prompt"`
+	Text       *string         `json:"text"`
+	AddSpecial *bool           `json:"add_special_tokens"`
+	IDs        []uint32        `json:"token_ids"`
+}
+
+// body is the golden as a request for model sim: a chat body (messages,
+// add_generation_prompt, tools, chat_template_kwargs) or a completion
+// body (prompt, add_special_tokens), which /tokenize takes too.
+func (g qwenGolden) body() string {
+	req := map[string]any{"model": "sim"}
+	if g.Text != nil {
+		req["prompt"], req["add_special_tokens"] = *g.Text, *g.AddSpecial
+	} else {
+		req["messages"], req["add_generation_prompt"] = g.Messages, *g.AddGen
+		if len(g.Tools) > 0 && string(g.Tools) != "null" {
+			req["tools"] = g.Tools
+		}
+		if len(g.Kwargs) > 0 {
+			req["chat_template_kwargs"] = g.Kwargs
+		}
+	}
+	b, _ := json.Marshal(req)
+	return string(b)
+}
+
+// qwenGoldens reads the chat goldens, then the text goldens.
+func qwenGoldens(t *testing.T) []qwenGolden {
+	t.Helper()
+	var out []qwenGolden
 	for _, file := range []string{"goldens.jsonl", "text_goldens.jsonl"} {
 		raw, err := os.ReadFile("../../model/token/hf/testdata/qwen3/" + file)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
-			var g golden
+			var g qwenGolden
 			if err := json.Unmarshal(line, &g); err != nil {
 				t.Fatal(err)
 			}
-			if strings.HasSuffix(g.ID, "tool-call-string-args") {
-				continue
-			}
-			req := map[string]any{"model": "sim"}
-			if g.Text != nil {
-				req["prompt"], req["add_special_tokens"] = *g.Text, *g.AddSpecial
-			} else {
-				req["messages"], req["add_generation_prompt"] = g.Messages, *g.AddGen
-				if len(g.Tools) > 0 && string(g.Tools) != "null" {
-					req["tools"] = g.Tools
-				}
-				if len(g.Kwargs) > 0 {
-					req["chat_template_kwargs"] = g.Kwargs
-				}
-			}
-			body, _ := json.Marshal(req)
-			code, replica, got := postRaw(t, "http://"+addr+"/tokenize", string(body))
-			want := string(openai.AppendTokenize(nil, g.IDs, sim.DefaultOptions().Engine.MaxModelLen))
-			if code != 200 || replica != "" || got != want {
-				t.Errorf("%s: %d (replica %q)\n got  %.300s\n want %.300s", g.ID, code, replica, got, want)
-			}
-			n++
+			out = append(out, g)
 		}
 	}
-	if n < 300 {
-		t.Fatalf("only %d goldens", n)
-	}
+	return out
 }

@@ -60,6 +60,7 @@ const (
 	fReturnTokenIDs
 	fIncludeReasoning
 	fSuffix
+	fTokens
 	numFields
 )
 
@@ -165,6 +166,8 @@ func lookupField(key []byte) field {
 		return fIncludeReasoning
 	case "suffix":
 		return fSuffix
+	case "tokens":
+		return fTokens
 	}
 	return fUnknown
 }

@@ -36,22 +36,26 @@ const (
 
 // Encode appends the ids of text to dst and returns the extended slice.
 func (Sim) Encode(dst []uint32, text string) []uint32 {
-	start := 0
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		if c == '<' && i > start {
-			dst = append(dst, pieceID(text[start:i]))
-			start = i
-		}
-		if endsAfter(text[start : i+1]) {
-			dst = append(dst, pieceID(text[start:i+1]))
-			start = i + 1
-		}
-	}
-	if start < len(text) {
-		dst = append(dst, pieceID(text[start:]))
+	for start := 0; start < len(text); {
+		end := pieceEnd(text, start)
+		dst = append(dst, pieceID(text[start:end]))
+		start = end
 	}
 	return dst
+}
+
+// pieceEnd is where the token that starts at text[start] ends: a '<' after
+// start begins the next one, and endsAfter closes it.
+func pieceEnd(text string, start int) int {
+	for i := start; i < len(text); i++ {
+		if text[i] == '<' && i > start {
+			return i
+		}
+		if endsAfter(text[start : i+1]) {
+			return i + 1
+		}
+	}
+	return len(text)
 }
 
 // Count is the number of tokens in text, without building the ids.

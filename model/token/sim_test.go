@@ -3,8 +3,10 @@ package token
 import (
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestSimPrefixStable(t *testing.T) {
@@ -104,4 +106,59 @@ func BenchmarkSimEncode(b *testing.B) {
 		dst = tok.Encode(dst[:0], text)
 	}
 	SinkIDs = dst
+}
+
+// TestSimDecode: the pieces Sim can name decode back to their text (a chat
+// of generated answers, ASCII punctuation), others to a placeholder, and
+// ids past the vocabulary to nothing.
+func TestSimDecode(t *testing.T) {
+	var tok Sim
+	f := func(ids []uint32, want string) {
+		t.Helper()
+		if got := tok.Decode(ids); got != want {
+			t.Fatalf("Decode(%v) = %q, want %q", ids, got, want)
+		}
+	}
+	for seed := uint64(0); seed < 20; seed++ {
+		text := RenderSimChat([]Message{{Role: "system", Content: Generate(seed, 5)},
+			{Role: "user", Content: Generate(seed+1, 9)}, {Role: "assistant", Content: Generate(seed+2, 3)}}, true)
+		f(tok.Encode(nil, text), text)
+	}
+	f(tok.Encode(nil, " ,;!\n"), " ,;!\n") // one token each
+	f(nil, "")
+	word := tok.Encode(nil, "zebra")[0] // "zebr", not a piece Sim names
+	f([]uint32{word}, "<|id:"+strconv.FormatUint(uint64(word), 10)+"|>")
+	f([]uint32{VocabSize, 1 << 31}, "")
+}
+
+// FuzzSimDecode: Decode takes any ids, gives valid UTF-8, decodes a
+// sequence piece by piece (the text of a+b is a's then b's), and drops the
+// ids past the vocabulary.
+func FuzzSimDecode(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 0xff, 0xff, 0xff, 0xff}, 3)
+	f.Add([]byte("<|im_start|>user\nhi<|im_end|>\n"), 0)
+	f.Fuzz(func(t *testing.T, raw []byte, cut int) {
+		var tok Sim
+		ids := tok.Encode(nil, string(raw))
+		for i := 0; i+4 <= len(raw); i += 4 {
+			ids = append(ids, uint32(raw[i])|uint32(raw[i+1])<<8|uint32(raw[i+2])<<16|uint32(raw[i+3])<<24)
+		}
+		out := tok.Decode(ids)
+		if !utf8.ValidString(out) {
+			t.Fatalf("%v: %q is not UTF-8", ids, out)
+		}
+		k := min(max(cut, 0), len(ids))
+		if a, b := tok.Decode(ids[:k]), tok.Decode(ids[k:]); a+b != out {
+			t.Fatalf("%v cut at %d: %q + %q != %q", ids, k, a, b, out)
+		}
+		var past []uint32
+		for _, id := range ids {
+			if id >= VocabSize {
+				past = append(past, id)
+			}
+		}
+		if got := tok.Decode(past); got != "" {
+			t.Fatalf("%v: ids past the vocabulary decode to %q", past, got)
+		}
+	})
 }

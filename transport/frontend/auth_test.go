@@ -149,6 +149,8 @@ func TestAuthEveryRoute(t *testing.T) {
 		pathResponses:          `{"model":"sim","input":"hi","max_output_tokens":2}`,
 		pathTokenize:           `{"model":"sim","prompt":"hi"}`,
 		pathDetokenize:         `{"model":"sim","tokens":[1,2]}`,
+		pathChatRender:         chat("hi", 2, false),
+		pathCompletionRender:   `{"model":"sim","prompt":"hi","max_tokens":2}`,
 	}
 	for _, p := range poolingPaths {
 		bodies[p] = `{"model":"sim","input":"hi"}`
@@ -218,10 +220,9 @@ func TestAuthEveryRoute(t *testing.T) {
 			}
 			for _, lines := range accepted {
 				// The simulator serves only /v1/embeddings of the pooling
-				// APIs, and no /detokenize: the others' 404 is the
-				// engine's, past the key check.
+				// APIs: the others' 404 is the engine's, past the key check.
 				if resp, body := a.do(method, path, bodies[path], lines...); resp.StatusCode != 200 &&
-					!((poolingPath([]byte(path)) || path == pathDetokenize) && resp.StatusCode == 404 && resp.Header.Get(HeaderReplica) != "") {
+					!(poolingPath([]byte(path)) && resp.StatusCode == 404 && resp.Header.Get(HeaderReplica) != "") {
 					t.Errorf("%s %s %q: %d %s", method, path, lines, resp.StatusCode, body)
 				}
 			}

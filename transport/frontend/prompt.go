@@ -56,8 +56,9 @@ func (s *Server) policyRequest(r *request, path []byte) {
 // chat or completion body prepared as such; an Anthropic Messages body as
 // vLLM's Anthropic entrypoint renders it, its metadata.user_id the
 // conversation key when sessionID is empty; a count_tokens body (sent on
-// for an engine to count), a pooling request and a /tokenize or
-// /detokenize body not at all, since they fill no cache worth predicting. The gateway and the endpoint picker
+// for an engine to count), a pooling request, a /tokenize or /detokenize
+// body and a render body not at all, since they fill no cache worth
+// predicting. The gateway and the endpoint picker
 // prepare requests so.
 func PreparePolicy(tok Tokenizer, model, path string, sessionID, body []byte, id string, deadline time.Time) (policy.Request, Prompt, bool) {
 	switch {
@@ -85,7 +86,8 @@ func PreparePolicy(tok Tokenizer, model, path string, sessionID, body []byte, id
 		}
 		return req, p, ok
 	case strings.HasSuffix(path, pathCountTokens) || poolingPath(path) ||
-		strings.HasSuffix(path, pathTokenize) || strings.HasSuffix(path, pathDetokenize):
+		strings.HasSuffix(path, pathTokenize) || strings.HasSuffix(path, pathDetokenize) ||
+		strings.HasSuffix(path, pathChatRender) || strings.HasSuffix(path, pathCompletionRender):
 		return PolicyRequest(nil, model, false, sessionID, body, id, deadline)
 	}
 	return PolicyRequest(tok, model, strings.HasSuffix(path, "/chat/completions"), sessionID, body, id, deadline)

@@ -206,6 +206,13 @@ func FuzzGatewayNoFailure(f *testing.F) {
 		f.Add(s, "/v1/completions", "application/json")
 		f.Add(s, "/v1/chat/completions", "text/plain")
 	}
+	for _, s := range []string{`{"model":"sim","tokens":[1,2]}`, `{"tokens":[-1]}`, `{"tokens":[4294967296]}`, `{"tokens":"x"}`,
+		`{"model":"sim","messages":[{"role":"user","content":"hi"}],"max_tokens":1}`, `{"prompt":[1,2],"stream":true}`,
+		`{"prompt":["a","b"]}`, `{"messages":"x","temperature":1}`} {
+		for _, path := range []string{pathDetokenize, pathChatRender, pathCompletionRender, pathTokenize} {
+			f.Add(s, path, "application/json")
+		}
+	}
 	g := start(f, 1, nil, nil)
 	c := &fasthttp.Client{ReadTimeout: 10 * time.Second}
 	f.Fuzz(func(t *testing.T, body, path, ctype string) {

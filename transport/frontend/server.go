@@ -228,6 +228,8 @@ var routes = withPooling(map[string]string{
 	pathResponses:          "POST",
 	pathTokenize:           "POST",
 	pathDetokenize:         "POST",
+	pathChatRender:         "POST",
+	pathCompletionRender:   "POST",
 	"/v1/models":           "GET, HEAD",
 	"/health":              "GET, HEAD",
 })
@@ -272,6 +274,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.countTokens(ctx, who)
 	case pathTokenize:
 		s.tokenize(ctx, who)
+	case pathDetokenize:
+		s.detokenize(ctx, who)
+	case pathChatRender, pathCompletionRender:
+		s.render(ctx, who, path == pathChatRender)
 	default:
 		s.proxy(ctx, who)
 	}

@@ -11,10 +11,13 @@ import (
 )
 
 // vLLM's tokenizer endpoints (vllm/entrypoints/serve/tokenize), served at
-// the root, not under /v1.
+// the root, not under /v1, and its render endpoints
+// (vllm/entrypoints/serve/render/api_router.py).
 const (
-	pathTokenize   = "/tokenize"
-	pathDetokenize = "/detokenize"
+	pathTokenize         = openai.PathTokenize
+	pathDetokenize       = openai.PathDetokenize
+	pathChatRender       = openai.PathChatRender
+	pathCompletionRender = openai.PathCompletionRender
 )
 
 // TokenIDs is a Tokenizer that can also give a prompt's token ids, so that
@@ -38,13 +41,7 @@ type TokenIDs interface {
 // or a model whose max_model_len no engine has reported yet (it is read
 // from the engines' /v1/models cards).
 func (s *Server) tokenize(ctx *fasthttp.RequestCtx, who *auth.Identity) {
-	if b, ok := s.answerTokenize(ctx.PostBody(), who); ok {
-		ctx.SetStatusCode(fasthttp.StatusOK)
-		ctx.SetContentType("application/json")
-		ctx.SetBody(b)
-		return
-	}
-	s.proxy(ctx, who)
+	s.answerOrProxy(ctx, who, s.answerTokenize)
 }
 
 func (s *Server) answerTokenize(body []byte, who *auth.Identity) ([]byte, bool) {

@@ -43,6 +43,12 @@ type Model struct {
 	// completions are still predicted.
 	TemplateErr error
 	BlockSize   int
+	// GenerationConfig tells that the directory holds a
+	// generation_config.json. vLLM's default --generation-config auto
+	// takes sampling defaults from it (temperature, top_p, ...) and puts
+	// them in a render answer's sampling_params, which the gateway does
+	// not reproduce: such a model's render requests go to an engine.
+	GenerationConfig bool
 
 	prep *prompt.Preparer
 }
@@ -50,6 +56,17 @@ type Model struct {
 // Preparer returns the model's Preparer, for callers that prepare
 // requests themselves (inferrail tokenize).
 func (m *Model) Preparer() *prompt.Preparer { return m.prep }
+
+// Decode returns the text of ids as the engine's POST /detokenize gives
+// it: the tokenizer's decode with special tokens kept, or the simulator's
+// (token.Sim.Decode) for builtin:sim. ok is false when the gateway cannot
+// reproduce the engine's decoding (hf.Tokenizer.DecodeText).
+func (m *Model) Decode(ids []uint32) (text string, ok bool) {
+	if m.prep.Sim {
+		return token.Sim{}.Decode(ids), true
+	}
+	return m.prep.Tokenizer.DecodeText(ids)
+}
 
 // Kind of a request body.
 type Kind uint8
@@ -199,6 +216,9 @@ func load(m config.Model, hubCache string, cacheTokens int) (*Model, error) {
 	if chat != nil {
 		// Once per model, as vLLM probes its template once per server.
 		p.DisabledThinkingEffort = p.ResolveDisabledThinkingEffort(time.Now())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "generation_config.json")); err == nil {
+		out.GenerationConfig = true
 	}
 	out.Kind, out.Dir, out.VocabSize, out.ChatTemplate, out.prep = "tokenizer.json", dir, tok.VocabSize(), chat != nil, p
 	if templateErr != nil {

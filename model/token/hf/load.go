@@ -559,6 +559,9 @@ func (t *Tokenizer) applyConfig(b []byte) error {
 	if v, ok := cfg["split_special_tokens"]; ok {
 		_ = json.Unmarshal(v, &t.splitSpecial)
 	}
+	if v, ok := cfg["clean_up_tokenization_spaces"]; ok && !isNull(v) {
+		t.cleanUpSet = json.Unmarshal(v, &t.cleanUp) == nil
+	}
 	t.specials = map[string]SpecialToken{}
 	for _, name := range []string{"bos_token", "eos_token", "pad_token", "unk_token"} {
 		v, ok := cfg[name]

@@ -32,7 +32,9 @@ type Tokenizer struct {
 	addedByID      map[uint32]*addedToken
 	addedByContent map[string]uint32
 	splitSpecial   bool // tokenizer_config split_special_tokens
-	vocabSize      int
+	// tokenizer_config clean_up_tokenization_spaces, and whether it is set
+	cleanUp, cleanUpSet bool
+	vocabSize           int
 
 	specials map[string]SpecialToken // from tokenizer_config.json
 
@@ -231,4 +233,31 @@ func (t *Tokenizer) Decode(ids []uint32) string {
 		return strings.Join(toks, " ") // the Rust default without a decoder
 	}
 	return strings.Join(t.decoder.decode(toks), "")
+}
+
+// DecodeText decodes ids as transformers' decode(ids) does with its default
+// skip_special_tokens=False, which is vLLM's /detokenize: Decode, then
+// clean_up_tokenization when tokenizer_config.json sets
+// clean_up_tokenization_spaces. ok is false when the config does not set
+// it, since transformers' default for it has changed between releases.
+func (t *Tokenizer) DecodeText(ids []uint32) (text string, ok bool) {
+	if !t.cleanUpSet {
+		return "", false
+	}
+	text = t.Decode(ids)
+	if t.cleanUp {
+		text = cleanUpTokenization(text)
+	}
+	return text, true
+}
+
+// cleanUpTokenization is transformers' clean_up_tokenization: the spaces
+// an English word-piece decode leaves before punctuation and contractions
+// removed, in its order (each replacement as Python's str.replace).
+func cleanUpTokenization(s string) string {
+	for _, r := range [...][2]string{{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+		{" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}} {
+		s = strings.ReplaceAll(s, r[0], r[1])
+	}
+	return s
 }
