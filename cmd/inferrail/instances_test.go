@@ -148,7 +148,7 @@ func explainWinner(t *testing.T, client *http.Client, admin string, msgs []map[s
 // predicts as the peer does from its first request; one whose peer cannot
 // be read says so on every replica and starts cold.
 func TestWarmStart(t *testing.T) {
-	_, cfg := eventFleet(t, "vllm", 4096, 8192)
+	sims, cfg := eventFleet(t, "vllm", 4096, 8192)
 	peerCfg := *cfg
 	peer, peerAdmin := startGateway(t, &peerCfg)
 	client := &http.Client{Timeout: 30 * time.Second}
@@ -165,7 +165,7 @@ func TestWarmStart(t *testing.T) {
 		}
 	}
 	// The peer's index follows the engines' events; let the last batches in.
-	time.Sleep(200 * time.Millisecond)
+	caughtUp(t, client, peerAdmin, sims, cfg)
 
 	// The new gateways follow the events live, without the engines' replay:
 	// what the engines hold already only the peer's snapshot can tell.
@@ -285,7 +285,7 @@ func TestKillOneInstance(t *testing.T) {
 // same replay falls back (the replay cannot cover the gap) and stays
 // approximate until a resync.
 func TestWarmStartCatchesUp(t *testing.T) {
-	_, cfg := eventFleetWith(t, "vllm", 4096, 8192, func(o *sim.Options) {
+	sims, cfg := eventFleetWith(t, "vllm", 4096, 8192, func(o *sim.Options) {
 		o.KVEventsConfig = `{"enable_kv_cache_events": true, "endpoint": "tcp://127.0.0.1:0", ` +
 			`"replay_endpoint": "tcp://127.0.0.1:0", "buffer_steps": 4}`
 	})
@@ -304,7 +304,7 @@ func TestWarmStartCatchesUp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // the peer applies the last batches
+	caughtUp(t, client, peerAdmin, sims, cfg) // the peer applies the last batches
 
 	warm := *cfg
 	warm.Index.WarmStartFrom = []string{"http://" + peerAdmin}
@@ -369,4 +369,35 @@ func TestWarmStartCatchesUp(t *testing.T) {
 		t.Errorf("KV event gaps: %v on the warm-started gateway (want 0), %v on the cold one (want some: else the replay "+
 			"reached back to batch 0 and the test shows nothing)", w, c)
 	}
+}
+
+// caughtUp waits until the gateway at admin has applied, for every replica
+// of cfg, the last batch of KV events its simulator (sims, in the same
+// order) published: GET /admin/index names each replica's last sequence.
+func caughtUp(t *testing.T, client *http.Client, admin string, sims []*sim.Server, cfg *config.Config) {
+	t.Helper()
+	eventually(t, "the gateway at "+admin+" applies every engine's last batch", 10*time.Second, func() bool {
+		var idx struct {
+			Replicas []struct {
+				ID     string `json:"id"`
+				Events *struct {
+					LastSeq *uint64 `json:"last_seq"`
+				} `json:"events"`
+			} `json:"replicas"`
+		}
+		getJSON(t, client, "http://"+admin+"/admin/index", &idx)
+		got := map[string]*uint64{}
+		for _, r := range idx.Replicas {
+			if r.Events != nil {
+				got[r.ID] = r.Events.LastSeq
+			}
+		}
+		for i, s := range sims {
+			want, ok := s.LastEventSeq()
+			if seq := got[cfg.Replicas[i].ID]; ok && (seq == nil || *seq != want) {
+				return false
+			}
+		}
+		return true
+	})
 }
