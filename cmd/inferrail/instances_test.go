@@ -258,11 +258,8 @@ func TestKillOneInstance(t *testing.T) {
 		// The simulators run in this race-instrumented process on two
 		// shared cores: a health probe they answer late must not eject
 		// them, which is not what the test is about.
-		Edit: func(c *config.Config) { c.Health.Timeout, c.Health.UnhealthyThreshold = time.Second, 10 },
-		Start: func(ctx context.Context, path string) (*loadgen.Proc, error) {
-			return loadgen.Start(ctx, loadgen.Command{Name: "gateway", Bin: self, Args: []string{"serve", "--config", path},
-				Env: []string{asBinary + "=1"}})
-		}}
+		Edit:  func(c *config.Config) { c.Health.Timeout, c.Health.UnhealthyThreshold = time.Second, 10 },
+		Start: selfGateway(self)}
 	r, err := agree.Kill(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -400,4 +397,46 @@ func caughtUp(t *testing.T, client *http.Client, admin string, sims []*sim.Serve
 		}
 		return true
 	})
+}
+
+// The real-time matrix (inferrail bench instances --real), shortened: one
+// and two gateway processes on three simulators, W1, with KV events and
+// without. Every measured request is answered and counted, the control's
+// ratio is 1 and the shared prompts hit the engines' caches. (How often two
+// gateways disagree depends on when events land; under -race on a busy
+// box it varies too much to bound here.)
+func TestRealMatrix(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := agree.RealOptions{Points: []string{"W1"}, Instances: []int{1, 2}, Requests: 48, WarmUp: 12, Rate: 20, MaxTokens: 4, Seed: 1,
+		Start: selfGateway(self)}
+	rows, err := agree.Real(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	agree.WriteReal(&b, rows)
+	t.Log("\n" + b.String())
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want 4 (events off and on × 1 and 2 gateways)", len(rows))
+	}
+	for _, r := range rows {
+		if r.Requests != 36 || r.Failed != 0 || !(r.HitRate > 0) || r.P99TTFT <= 0 {
+			t.Errorf("%+v: want 36 requests answered, none failed, a hit rate and a p99 TTFT", r)
+		}
+		if r.Instances == 1 && (r.Ratio != 1 || r.Disagreement != 0) {
+			t.Errorf("%+v: the control's ratio must be 1 and its disagreement 0", r)
+		}
+	}
+}
+
+// selfGateway starts this test binary, at self, as a gateway process
+// serving the config at path (TestMain runs it as inferrail).
+func selfGateway(self string) func(ctx context.Context, path string) (*loadgen.Proc, error) {
+	return func(ctx context.Context, path string) (*loadgen.Proc, error) {
+		return loadgen.Start(ctx, loadgen.Command{Name: "gateway", Bin: self, Args: []string{"serve", "--config", path},
+			Env: []string{asBinary + "=1"}})
+	}
 }
