@@ -41,15 +41,17 @@ type RealOptions struct {
 	Rate             float64
 	// MaxTokens caps each request's max_tokens.
 	MaxTokens int
-	Seed      uint64
-	Log       io.Writer
+	// Rendezvous also runs every cell with routing.cold_rendezvous.
+	Rendezvous bool
+	Seed       uint64
+	Log        io.Writer
 }
 
 // RealRow is one cell of the real-time matrix.
 type RealRow struct {
-	Point     string
-	Events    bool
-	Instances int
+	Point              string
+	Events, Rendezvous bool
+	Instances          int
 	// HitRate is the engines' cached prompt tokens over the prompt tokens
 	// of the measured requests; Ratio that over the control's.
 	HitRate, Ratio float64
@@ -64,7 +66,8 @@ type RealRow struct {
 }
 
 // Real runs the real-time matrix and returns its rows, in the order of the
-// points, events (off, then on) and instance counts.
+// points, cold rendezvous (off, then on), events (off, then on) and
+// instance counts.
 func Real(ctx context.Context, o RealOptions) ([]RealRow, error) {
 	if o.Requests <= o.WarmUp || o.Rate <= 0 || len(o.Instances) == 0 {
 		return nil, fmt.Errorf("real-time matrix: want requests > warm-up, rate > 0 and an instance count")
@@ -87,19 +90,25 @@ func Real(ctx context.Context, o RealOptions) ([]RealRow, error) {
 			reqs[i] = src.Next()
 			reqs[i].MaxTokens = max(min(reqs[i].MaxTokens, o.MaxTokens), 1)
 		}
-		for _, events := range []bool{false, true} {
-			ctl := len(rows)
-			for _, n := range o.Instances {
-				row, err := realCell(ctx, o, reqs, n, events)
-				if err != nil {
-					return nil, fmt.Errorf("%s, %d instances, events %v: %w", name, n, events, err)
+		rendezvous := []bool{false}
+		if o.Rendezvous {
+			rendezvous = append(rendezvous, true)
+		}
+		for _, rv := range rendezvous {
+			for _, events := range []bool{false, true} {
+				ctl := len(rows)
+				for _, n := range o.Instances {
+					row, err := realCell(ctx, o, reqs, n, events, rv)
+					if err != nil {
+						return nil, fmt.Errorf("%s, %d instances, events %v, cold rendezvous %v: %w", name, n, events, rv, err)
+					}
+					row.Point = name
+					if rows = append(rows, row); rows[ctl].HitRate > 0 {
+						rows[len(rows)-1].Ratio = row.HitRate / rows[ctl].HitRate
+					}
+					fmt.Fprintf(o.Log, "real-time matrix: %s events %v rendezvous %v instances %d: hit %.3f (%.3f×) disagreement %.3f p99 TTFT %v\n",
+						name, events, rv, n, row.HitRate, rows[len(rows)-1].Ratio, row.Disagreement, row.P99TTFT.Round(time.Millisecond))
 				}
-				row.Point = name
-				if rows = append(rows, row); rows[ctl].HitRate > 0 {
-					rows[len(rows)-1].Ratio = row.HitRate / rows[ctl].HitRate
-				}
-				fmt.Fprintf(o.Log, "real-time matrix: %s events %v instances %d: hit %.3f (%.3f×) disagreement %.3f p99 TTFT %v\n",
-					name, events, n, row.HitRate, rows[len(rows)-1].Ratio, row.Disagreement, row.P99TTFT.Round(time.Millisecond))
 			}
 		}
 	}
@@ -115,8 +124,8 @@ type realOutcome struct {
 }
 
 // realCell runs one cell: n gateways on three fresh simulators.
-func realCell(ctx context.Context, o RealOptions, reqs []workload.Request, n int, events bool) (RealRow, error) {
-	row := RealRow{Events: events, Instances: n}
+func realCell(ctx context.Context, o RealOptions, reqs []workload.Request, n int, events, rendezvous bool) (RealRow, error) {
+	row := RealRow{Events: events, Rendezvous: rendezvous, Instances: n}
 	dir, err := os.MkdirTemp("", "inferrail-real-")
 	if err != nil {
 		return row, err
@@ -146,7 +155,9 @@ func realCell(ctx context.Context, o RealOptions, reqs []workload.Request, n int
 		if err != nil {
 			return row, err
 		}
-		cfg, addr, err := killConfig(sims, opts, events, func(c *config.Config) { c.Server.AdminListen = admin })
+		cfg, addr, err := killConfig(sims, opts, events, func(c *config.Config) {
+			c.Server.AdminListen, c.Routing.ColdRendezvous = admin, rendezvous
+		})
 		if err != nil {
 			return row, err
 		}
@@ -348,16 +359,18 @@ func freeAddr() (string, error) {
 
 // WriteReal writes rows as a Markdown table.
 func WriteReal(w io.Writer, rows []RealRow) error {
-	if _, err := fmt.Fprintln(w, "| point | KV events | gateways | hit rate | × one gateway | pick disagreement | exact predictions | p99 TTFT | requests | failed |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"); err != nil {
+	if _, err := fmt.Fprintln(w, "| point | KV events | cold rendezvous | gateways | hit rate | × one gateway | pick disagreement | exact predictions | p99 TTFT | requests | failed |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"); err != nil {
 		return err
 	}
-	for _, r := range rows {
-		ev := "off"
-		if r.Events {
-			ev = "on"
+	onOff := func(b bool) string {
+		if b {
+			return "on"
 		}
-		if _, err := fmt.Fprintf(w, "| %s | %s | %d | %.3f | %.3f | %.3f | %.3f | %v | %d | %d |\n",
-			r.Point, ev, r.Instances, r.HitRate, r.Ratio, r.Disagreement, r.Exact,
+		return "off"
+	}
+	for _, r := range rows {
+		if _, err := fmt.Fprintf(w, "| %s | %s | %s | %d | %.3f | %.3f | %.3f | %.3f | %v | %d | %d |\n",
+			r.Point, onOff(r.Events), onOff(r.Rendezvous), r.Instances, r.HitRate, r.Ratio, r.Disagreement, r.Exact,
 			r.P99TTFT.Round(time.Millisecond), r.Requests, r.Failed); err != nil {
 			return err
 		}

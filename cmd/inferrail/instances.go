@@ -39,6 +39,7 @@ func benchInstances(ctx context.Context, args []string, stdout, stderr io.Writer
 	realRun := fs.Bool("real", false, "run the real-time matrix instead: --instances gateway processes on three simulators, W1, W2, W3 and hot, with KV events and without")
 	realRequests := fs.Int("real-requests", 240, "the real-time matrix's requests per cell (the first quarter left out)")
 	realRate := fs.Float64("real-rate", 40, "the real-time matrix's requests per second")
+	realRendezvous := fs.Bool("real-rendezvous", false, "the real-time matrix also runs every cell with routing.cold_rendezvous")
 	if err := parseFlags(fs, args, stderr, "inferrail bench instances [flags]"); err != nil {
 		return err
 	}
@@ -55,7 +56,7 @@ func benchInstances(ctx context.Context, args []string, stdout, stderr io.Writer
 			return err
 		}
 		rows, err := agree.Real(ctx, agree.RealOptions{Bin: bin, Points: []string{"W1", "W2", "W3", "hot"}, Instances: instances,
-			Requests: *realRequests, WarmUp: *realRequests / 4, Rate: *realRate, MaxTokens: 16, Seed: 1, Log: stderr})
+			Requests: *realRequests, WarmUp: *realRequests / 4, Rate: *realRate, MaxTokens: 16, Seed: 1, Rendezvous: *realRendezvous, Log: stderr})
 		if err != nil {
 			return err
 		}
