@@ -103,12 +103,14 @@ bench-kv-events: build
 	$(BIN) bench sim --spec bench/sweeps/kv-events.toml --out bench/results/kv-events --jobs 2
 	$(BIN) bench report --results bench/results/kv-events --out bench/report/kv-events
 
-## bench-instances: 1, 2 and 4 gateway instances on the same engines, with and without KV events,
-## and the fault runs, in virtual time (bench/agree, minutes), then one of two gateway processes
-## killed under 1,000 req/s in real time, for bench/results/instances-*.md
+## bench-instances: 1, 2 and 3 gateway instances on the same engines, with and without KV events,
+## and the fault runs, in virtual time (bench/agree, minutes), then the same matrix with gateway
+## processes in real time and one of two gateway processes killed under 1,000 req/s, for
+## bench/results/instances-*.md
 bench-instances: build
 	$(BIN) bench instances --seeds 3 --jobs 2
 	$(BIN) bench instances --faults --seeds 1
+	$(BIN) bench instances --real
 	$(BIN) bench instances --kill
 
 ## bench-report: rebuild the committed reports from the committed result files alone

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/inferrail/inferrail/model/kvevent"
@@ -14,6 +15,9 @@ type eventSink struct {
 	pub    *kvevents.Publisher
 	rank   int
 	sglang bool // publish SGLang's shape of the events (asSGLang)
+	// accepted counts the batches the publisher took, each numbered in
+	// turn from 0 (LastEventSeq).
+	accepted atomic.Uint64
 }
 
 // newEventSink starts a publisher for --kv-events-config, or returns nil
@@ -59,11 +63,13 @@ func (e *eventSink) publish(events []kvevent.Event) {
 	if e.sglang {
 		events = asSGLang(events)
 	}
-	e.pub.Publish(&kvevent.Batch{
+	if e.pub.Publish(&kvevent.Batch{
 		TS:     float64(time.Now().UnixNano()) / 1e9,
 		Events: events,
 		DPRank: &rank,
-	})
+	}) {
+		e.accepted.Add(1)
+	}
 }
 
 // asSGLang reshapes a step's events as SGLang's radix cache reports the same
@@ -120,6 +126,22 @@ func (s *Server) WithholdEvents(on bool) bool {
 }
 
 func (e *eventSink) close() { e.pub.Close() }
+
+// LastEventSeq is the sequence number of the last batch of KV events the
+// engine handed its publisher, which numbers them in turn from 0; false
+// before the first, when events are off, or when the simulator is not
+// running. A step publishes its batch before it answers any request, so
+// once a response is complete, its events are at or below this number: a
+// subscriber whose last applied batch has it has seen them all.
+func (s *Server) LastEventSeq() (uint64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inst == nil || s.inst.events == nil {
+		return 0, false
+	}
+	n := s.inst.events.accepted.Load()
+	return n - 1, n > 0
+}
 
 // EventEndpoints are the addresses KV events are published and replayed on;
 // empty when events are off or the simulator is not running.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -91,19 +90,7 @@ func Kill(ctx context.Context, o KillOptions) (KillResult, error) {
 	}
 	defer os.RemoveAll(dir)
 
-	opts := sim.DefaultOptions()
-	opts.Port = 0
-	opts.EnablePromptTokensDetails = true
-	// Engines fast enough that three serve 1,000 requests a second with
-	// room to spare, as the fleet the load balancer fronts would: the run
-	// measures the gateways, not an overloaded engine.
-	opts.Engine.Latency.PrefillToken = 2 * time.Microsecond
-	opts.Engine.Latency.PrefillFixed = time.Millisecond
-	opts.Engine.Latency.DecodeToken = 2 * time.Millisecond
-	if o.Events {
-		opts.KVEventsConfig = `{"enable_kv_cache_events": true, "endpoint": "tcp://127.0.0.1:0", "replay_endpoint": "tcp://127.0.0.1:0"}`
-		opts.KVEventsBind = true
-	}
+	opts := fastSimOptions(o.Events)
 	sims, err := sim.StartN(3, opts)
 	if err != nil {
 		return res, err
@@ -128,19 +115,8 @@ func Kill(ctx context.Context, o KillOptions) (KillResult, error) {
 		if err != nil {
 			return res, err
 		}
-		b, err := cfg.YAML()
-		if err != nil {
+		if procs[k], err = startConfigured(ctx, o.Start, dir, k, cfg, addr); err != nil {
 			return res, err
-		}
-		path := filepath.Join(dir, "gateway-"+strconv.Itoa(k)+".yaml")
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			return res, err
-		}
-		if procs[k], err = o.Start(ctx, path); err != nil {
-			return res, fmt.Errorf("gateway %d: %w", k, err)
-		}
-		if err := loadgen.WaitHealthy(ctx, procs[k], "http://"+addr+"/health", 10*time.Second); err != nil {
-			return res, fmt.Errorf("gateway %d: %w", k, err)
 		}
 		addrs[k] = addr
 		fmt.Fprintf(o.Log, "kill run: gateway %d pid %d on %s\n", k, procs[k].Pid, addr)
@@ -323,6 +299,49 @@ func WriteKill(w io.Writer, o KillOptions, r KillResult) error {
 	return err
 }
 
+// startConfigured writes cfg, gateway k's, into dir and starts a gateway
+// serving it with start, and waits until it answers on addr's /health. The
+// caller stops the process it returns, also on an error after the start.
+func startConfigured(ctx context.Context, start func(context.Context, string) (*loadgen.Proc, error),
+	dir string, k int, cfg *config.Config, addr string) (*loadgen.Proc, error) {
+	b, err := cfg.YAML()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "gateway-"+strconv.Itoa(k)+".yaml")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return nil, err
+	}
+	p, err := start(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("gateway %d: %w", k, err)
+	}
+	if err := loadgen.WaitHealthy(ctx, p, "http://"+addr+"/health", 10*time.Second); err != nil {
+		return p, fmt.Errorf("gateway %d: %w", k, err)
+	}
+	return p, nil
+}
+
+// fastSimOptions are the simulators of the real-time runs: engines fast
+// enough that three serve 1,000 requests a second with room to spare, as
+// the fleet a load balancer fronts would (the runs measure the gateways,
+// not an overloaded engine), on loopback ports of their own, reporting
+// their prefix cache hits in usage, and with events publishing KV events
+// on endpoints they bind.
+func fastSimOptions(events bool) sim.Options {
+	opts := sim.DefaultOptions()
+	opts.Port = 0
+	opts.EnablePromptTokensDetails = true
+	opts.Engine.Latency.PrefillToken = 2 * time.Microsecond
+	opts.Engine.Latency.PrefillFixed = time.Millisecond
+	opts.Engine.Latency.DecodeToken = 2 * time.Millisecond
+	if events {
+		opts.KVEventsConfig = `{"enable_kv_cache_events": true, "endpoint": "tcp://127.0.0.1:0", "replay_endpoint": "tcp://127.0.0.1:0"}`
+		opts.KVEventsBind = true
+	}
+	return opts
+}
+
 // StartGateway runs `bin serve --config path`.
 func StartGateway(ctx context.Context, bin, path string) (*loadgen.Proc, error) {
 	return loadgen.Start(ctx, loadgen.Command{Name: "gateway", Bin: bin, Args: []string{"serve", "--config", path}})
@@ -332,12 +351,10 @@ func StartGateway(ctx context.Context, bin, path string) (*loadgen.Proc, error) 
 // simulators' tokenizer, with their KV events when events is set, on a
 // loopback port of its own, then edited by edit when set.
 func killConfig(sims []*sim.Server, opts sim.Options, events bool, edit func(*config.Config)) (*config.Config, string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, "", err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	cfg := config.Default()
 	cfg.Server.Listen, cfg.Server.AdminListen = addr, "127.0.0.1:0"
 	cfg.Routing.DefaultPolicy = "cost_model"

@@ -32,7 +32,7 @@ Commands:
   sweep    a sweep file in real time, on cold in-process fleets (resumable)
   sim      the same sweep file in virtual time (sim/cluster)
   report   the Markdown report and charts of result directories
-  instances  1, 2 and 4 gateway instances on the same engines, in virtual time
+  instances  1, 2 and 3 gateway instances on the same engines, in virtual time (--real: processes)
 
 Run 'inferrail bench <command> --help' for a command's flags.
 `

@@ -92,7 +92,7 @@ func TestTwoGatewaysAgree(t *testing.T) {
 		}
 		return o
 	}
-	var disagree [2]float64 // without events, without and with the rendezvous
+	var disagree, lone [2]float64 // without events, without and with the rendezvous
 	for _, c := range []struct{ events, rendezvous bool }{{true, false}, {false, false}, {false, true}} {
 		one, two := run(1, c.events, c.rendezvous), run(2, c.events, c.rendezvous)
 		t.Logf("KV events %v, cold rendezvous %v: one gateway hit %.3f exact %.3f; two gateways hit %.3f (%.3f×) exact %.3f, disagreement %.3f",
@@ -111,17 +111,27 @@ func TestTwoGatewaysAgree(t *testing.T) {
 					two.hit, one.hit, two.exact)
 			}
 		case c.rendezvous:
-			disagree[1] = two.disagree
-			if two.hit < 0.9*one.hit {
-				t.Errorf("without events, with the rendezvous: two gateways' hit rate %.3f against one's %.3f; want at least 0.9×",
+			disagree[1], lone[1] = two.disagree, one.hit
+			// 0.884× here (0.799 against 0.904): the engines hold four
+			// prefixes each, and an evicted prefix goes by each gateway's
+			// own estimate (policy coldSeen).
+			if two.hit < 0.85*one.hit {
+				t.Errorf("without events, with the rendezvous: two gateways' hit rate %.3f against one's %.3f; want at least 0.85×",
 					two.hit, one.hit)
 			}
 		default:
-			disagree[0] = two.disagree
+			disagree[0], lone[0] = two.disagree, one.hit
 		}
 	}
 	if disagree[1] >= disagree[0] {
 		t.Errorf("without events: disagreement %.3f with the rendezvous, %.3f without; want it lower", disagree[1], disagree[0])
+	}
+	// The rendezvous must not cost a lone gateway: before evicted prefixes
+	// went by the estimate, their owners (8, 3 and 1 of the 12 here, for
+	// engines of 4) took them back and one gateway's hit rate fell from
+	// 0.871 to 0.698.
+	if lone[1] < 0.98*lone[0] {
+		t.Errorf("without events: one gateway's hit rate %.3f with the rendezvous, %.3f without; want at least 0.98×", lone[1], lone[0])
 	}
 }
 
@@ -148,7 +158,7 @@ func explainWinner(t *testing.T, client *http.Client, admin string, msgs []map[s
 // predicts as the peer does from its first request; one whose peer cannot
 // be read says so on every replica and starts cold.
 func TestWarmStart(t *testing.T) {
-	_, cfg := eventFleet(t, "vllm", 4096, 8192)
+	sims, cfg := eventFleet(t, "vllm", 4096, 8192)
 	peerCfg := *cfg
 	peer, peerAdmin := startGateway(t, &peerCfg)
 	client := &http.Client{Timeout: 30 * time.Second}
@@ -165,7 +175,7 @@ func TestWarmStart(t *testing.T) {
 		}
 	}
 	// The peer's index follows the engines' events; let the last batches in.
-	time.Sleep(200 * time.Millisecond)
+	caughtUp(t, client, peerAdmin, sims, cfg)
 
 	// The new gateways follow the events live, without the engines' replay:
 	// what the engines hold already only the peer's snapshot can tell.
@@ -258,11 +268,8 @@ func TestKillOneInstance(t *testing.T) {
 		// The simulators run in this race-instrumented process on two
 		// shared cores: a health probe they answer late must not eject
 		// them, which is not what the test is about.
-		Edit: func(c *config.Config) { c.Health.Timeout, c.Health.UnhealthyThreshold = time.Second, 10 },
-		Start: func(ctx context.Context, path string) (*loadgen.Proc, error) {
-			return loadgen.Start(ctx, loadgen.Command{Name: "gateway", Bin: self, Args: []string{"serve", "--config", path},
-				Env: []string{asBinary + "=1"}})
-		}}
+		Edit:  func(c *config.Config) { c.Health.Timeout, c.Health.UnhealthyThreshold = time.Second, 10 },
+		Start: selfGateway(self)}
 	r, err := agree.Kill(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +292,7 @@ func TestKillOneInstance(t *testing.T) {
 // same replay falls back (the replay cannot cover the gap) and stays
 // approximate until a resync.
 func TestWarmStartCatchesUp(t *testing.T) {
-	_, cfg := eventFleetWith(t, "vllm", 4096, 8192, func(o *sim.Options) {
+	sims, cfg := eventFleetWith(t, "vllm", 4096, 8192, func(o *sim.Options) {
 		o.KVEventsConfig = `{"enable_kv_cache_events": true, "endpoint": "tcp://127.0.0.1:0", ` +
 			`"replay_endpoint": "tcp://127.0.0.1:0", "buffer_steps": 4}`
 	})
@@ -304,7 +311,7 @@ func TestWarmStartCatchesUp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // the peer applies the last batches
+	caughtUp(t, client, peerAdmin, sims, cfg) // the peer applies the last batches
 
 	warm := *cfg
 	warm.Index.WarmStartFrom = []string{"http://" + peerAdmin}
@@ -368,5 +375,78 @@ func TestWarmStartCatchesUp(t *testing.T) {
 	if w, c := gaps(warmAdmin), gaps(coldAdmin); w != 0 || c == 0 {
 		t.Errorf("KV event gaps: %v on the warm-started gateway (want 0), %v on the cold one (want some: else the replay "+
 			"reached back to batch 0 and the test shows nothing)", w, c)
+	}
+}
+
+// caughtUp waits until the gateway at admin has applied, for every replica
+// of cfg, the last batch of KV events its simulator (sims, in the same
+// order) published: GET /admin/index names each replica's last sequence.
+func caughtUp(t *testing.T, client *http.Client, admin string, sims []*sim.Server, cfg *config.Config) {
+	t.Helper()
+	eventually(t, "the gateway at "+admin+" applies every engine's last batch", 10*time.Second, func() bool {
+		var idx struct {
+			Replicas []struct {
+				ID     string `json:"id"`
+				Events *struct {
+					LastSeq *uint64 `json:"last_seq"`
+				} `json:"events"`
+			} `json:"replicas"`
+		}
+		getJSON(t, client, "http://"+admin+"/admin/index", &idx)
+		got := map[string]*uint64{}
+		for _, r := range idx.Replicas {
+			if r.Events != nil {
+				got[r.ID] = r.Events.LastSeq
+			}
+		}
+		for i, s := range sims {
+			want, ok := s.LastEventSeq()
+			if seq := got[cfg.Replicas[i].ID]; ok && (seq == nil || *seq != want) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// The real-time matrix (inferrail bench instances --real), shortened: one
+// and two gateway processes on three simulators, W1, with KV events and
+// without. Every measured request is answered and counted, the control's
+// ratio is 1 and the shared prompts hit the engines' caches. (How often two
+// gateways disagree depends on when events land; under -race on a busy
+// box it varies too much to bound here.)
+func TestRealMatrix(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := agree.RealOptions{Points: []string{"W1"}, Instances: []int{1, 2}, Requests: 48, WarmUp: 12, Rate: 20, MaxTokens: 4, Seed: 1,
+		Start: selfGateway(self)}
+	rows, err := agree.Real(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	agree.WriteReal(&b, rows)
+	t.Log("\n" + b.String())
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want 4 (events off and on × 1 and 2 gateways)", len(rows))
+	}
+	for _, r := range rows {
+		if r.Requests != 36 || r.Failed != 0 || !(r.HitRate > 0) || r.P99TTFT <= 0 {
+			t.Errorf("%+v: want 36 requests answered, none failed, a hit rate and a p99 TTFT", r)
+		}
+		if r.Instances == 1 && (r.Ratio != 1 || r.Disagreement != 0) {
+			t.Errorf("%+v: the control's ratio must be 1 and its disagreement 0", r)
+		}
+	}
+}
+
+// selfGateway starts this test binary, at self, as a gateway process
+// serving the config at path (TestMain runs it as inferrail).
+func selfGateway(self string) func(ctx context.Context, path string) (*loadgen.Proc, error) {
+	return func(ctx context.Context, path string) (*loadgen.Proc, error) {
+		return loadgen.Start(ctx, loadgen.Command{Name: "gateway", Bin: self, Args: []string{"serve", "--config", path},
+			Env: []string{asBinary + "=1"}})
 	}
 }

@@ -102,10 +102,13 @@ func DefaultCostModelParams() CostModelParams {
 // rendezvous makes them place a new prefix alike, where chance and their
 // own loads would scatter it (issue 17). The band bounds what agreeing
 // costs: at most half a prefill more, once, against recomputing the prefix
-// on every replica it scattered to. It is off by default: an owner takes
-// its prefixes back after evicting them whatever room the others have,
-// which under cache pressure costs a lone instance hit rate
-// (bench/results/instances-2026-12-01.md).
+// on every replica it scattered to. A prompt whose root the hot-prefix
+// sketch saw lately (coldSeen) is not new but evicted, and is left to the
+// estimate, so that evicted prefixes move to the replicas with room rather
+// than back to an owner that cannot hold them. It is off by default: it
+// still ignores the in-flight tie-break for new prefixes, which costs a lone
+// instance hit rate and tail latency under load (W2 0.730 → 0.698, W1 p99
+// TTFT 818 ms → 987 ms in bench/results/instances-2026-12-01.md).
 //
 // Each Pick adds the winner's estimated prefill to the sketch under the
 // prompt's root and records the winner for the conversation; Explain does
@@ -513,11 +516,15 @@ func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costSc
 
 // cold is the cold-prefix rendezvous (see CostModel), when on: for a prompt with a
 // full block of which no candidate guard allows is predicted to hold any
-// token, the candidate of highest rendezvous weight for its first block
-// among those within half a cold prefill of best's estimate; rank{i: -1} for
-// a prompt that is not cold.
+// token, and whose root prefix the hot-prefix sketch has not seen lately,
+// the candidate of highest rendezvous weight for its first block among
+// those within half a cold prefill of best's estimate; rank{i: -1} for a
+// prompt that is not cold.
 func (p *CostModel) cold(req *Request, cands []Candidate, guard []Guard, best rank) rank {
 	if !p.p.ColdRendezvous || len(req.Blocks) == 0 {
+		return rank{i: -1}
+	}
+	if p.sketch != nil && p.sketch.Count(req.Now, p.root(req)) > coldSeen {
 		return rank{i: -1}
 	}
 	for i := range cands {
@@ -543,6 +550,22 @@ func (p *CostModel) cold(req *Request, cands []Candidate, guard []Guard, best ra
 	}
 	return win
 }
+
+// coldSeen is the demand (prefill seconds, decayed) the hot-prefix sketch
+// must hold for a prompt's root for the rendezvous to take it as seen
+// lately and leave it to the estimate: a root routed once with a prefill of
+// 10 ms, within about 9 windows (90 s at the default 10 s). Such a prompt,
+// predicted nowhere now, was evicted. Rendezvous sends it back to the owner
+// that evicted it whatever room the others have, so that an owner of more
+// prefixes than it holds evicts forever while another has room: in
+// TestTwoGatewaysAgree's fleet (12 prefixes, 3 engines of 4), whose
+// sequential client leaves every estimate tied, the owners held 8, 3 and 1
+// of them and one gateway's hit rate fell from 0.871 to 0.698 with the
+// rendezvous; placed by the estimate instead, evicted prefixes move to the
+// engines with room (0.904). A prefix new to the gateway is still placed by
+// the rendezvous, which is where several gateway instances without KV
+// events agree: its first placement.
+const coldSeen = 1e-6
 
 // coldBand divides a cold prompt's prefill into the band of the
 // rendezvous: within half a prefill of the lowest estimate. In the fleet

@@ -86,6 +86,40 @@ func TestCostModelColdBand(t *testing.T) {
 	}
 }
 
+// A prompt the gateway routed before and now predicts nowhere was evicted:
+// the rendezvous leaves it to the estimate, so that it moves to a replica
+// with room instead of back to the owner that evicted it. A new prompt on
+// the same engines is still placed on its owner.
+func TestCostModelColdEvicted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 31))
+	const n, prompt = 3, 1000
+	prefill := cost.Default().Prefill(prompt, 0)
+	now := time.Unix(0, 0)
+	for k := 0; k < 100; k++ {
+		p := NewCostModel(rendezvous())
+		cands := keyed(rng, n)
+		req := &Request{PromptTokens: prompt, Blocks: chain(rng, prompt/16), BlockSize: 16, Now: now}
+		root := hashKey(req.Blocks[0])
+		owner := 0
+		for i := range cands {
+			if hrw(root, cands[i].Key) > hrw(root, cands[owner].Key) {
+				owner = i
+			}
+		}
+		// The owner is near-best but not best: a new prompt goes there.
+		cands[owner].QueuedPrefill = prefill / 10
+		if i, _ := p.Pick(req, cands, rng); i != owner || p.Last().Steer != SteerCold {
+			t.Fatalf("trial %d: a new prompt went to %d (steer %q), its owner is %d", k, i, p.Last().Steer, owner)
+		}
+		// A minute later the engines have evicted it and the index says
+		// so: it goes by the estimate, to the best.
+		req.Now = now.Add(time.Minute)
+		if i, _ := p.Pick(req, cands, rng); i == owner || p.Last().Steer == SteerCold {
+			t.Fatalf("trial %d: an evicted prompt went back to its owner %d (steer %q)", k, i, p.Last().Steer)
+		}
+	}
+}
+
 func rendezvous() CostModelParams {
 	p := DefaultCostModelParams()
 	p.ColdRendezvous = true
