@@ -57,6 +57,7 @@ var variants = map[string]variant{
 	"epp-existing-pool": {values: "epp-existing-pool.yaml", mode: "epp", want: with(eppObjects, "HTTPRoute/inferrail")},
 	"gateway-two":       {set: []string{"mode=gateway", "replicaCount=2"}, mode: "gateway", want: with(gatewayObjects, "Service/inferrail-peers")},
 	"epp-two":           {set: []string{"mode=epp", "replicaCount=2"}, mode: "epp", want: with(eppObjects, "HTTPRoute/inferrail", "InferencePool/inferrail", "Service/inferrail-peers")},
+	"gateway-two-nokv":  {set: []string{"mode=gateway", "replicaCount=2", "modelServers.kvEventsPort=0"}, mode: "gateway", want: with(gatewayObjects, "Service/inferrail-peers")},
 }
 
 func sortedVariants() []string {
@@ -659,6 +660,34 @@ func TestPeersFindEachOther(t *testing.T) {
 			port := targetsContainer(t, peers, dep, "metrics")
 			if got := portOf(t, u.Host); got != port || port != portOf(t, admin) {
 				t.Errorf("index.warm_start_dns port %d, the peers Service reaches container port %d, admin listens on %s", got, port, admin)
+			}
+		})
+	}
+}
+
+// TestColdRendezvousWithoutEvents: several pods that follow no KV events
+// get routing.cold_rendezvous, so they place prompts no engine holds
+// alike; with events, with one pod, or when the values set it, the chart
+// leaves it as configured.
+func TestColdRendezvousWithoutEvents(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  []string
+		want bool
+	}{
+		{"two pods, no events", variants["gateway-two-nokv"].set, true},
+		{"two pods, no events, set off", append(slices.Clone(variants["gateway-two-nokv"].set), "config.routing.cold_rendezvous=false"), false},
+		{"two pods, events", variants["gateway-two"].set, false},
+		{"two epp pods, events", variants["epp-two"].set, false},
+		{"one pod, no events", []string{"mode=gateway", "modelServers.kvEventsPort=0"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := loadConfig(t, render(t, "", c.set...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Routing.ColdRendezvous != c.want {
+				t.Errorf("routing.cold_rendezvous %v, want %v", cfg.Routing.ColdRendezvous, c.want)
 			}
 		})
 	}

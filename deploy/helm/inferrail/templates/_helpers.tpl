@@ -176,5 +176,10 @@ models, the listen addresses and discovery, so that the ports, Services and prob
 {{- $peers := printf "http://%s.%s.svc.%s:%s" (include "inferrail.peersService" .) .Release.Namespace $v.clusterDomain (include "inferrail.adminPort" .) }}
 {{- $_ := set $gen "index" (dict "warm_start_dns" $peers) }}
 {{- end }}
+{{- /* Several pods without KV events each see only their own placements: placing cold prompts
+       on their rendezvous owner makes them agree (routing.cold_rendezvous), unless set. */}}
+{{- if and (gt (int $v.replicaCount) 1) (not $ms.kvEventsPort) (not (hasKey (default (dict) $v.config.routing) "cold_rendezvous")) }}
+{{- $_ := set $gen "routing" (dict "cold_rendezvous" true) }}
+{{- end }}
 {{- toYaml (mustMergeOverwrite (deepCopy $v.config) $gen) }}
 {{- end }}
