@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // ErrInvalid wraps every reason a body is not a request vLLM accepts; the
@@ -35,7 +37,19 @@ type Request struct {
 	Tools              []json.RawMessage // objects
 	CacheSalt          string
 	User               string
+	// ReasoningEffort is reasoning.effort, "" when reasoning or its
+	// effort is absent or null; Reasoning is the reasoning object as it
+	// came (nil when absent or null), which vLLM echoes in its answer.
+	ReasoningEffort string
+	Reasoning       json.RawMessage
+	// ChatTemplateKwargs is chat_template_kwargs, an object; nil when
+	// absent or null.
+	ChatTemplateKwargs json.RawMessage
 }
+
+// ReasoningEfforts are the values of reasoning.effort vLLM's
+// ResponsesRequest accepts (openai.types.shared.ReasoningEffort).
+var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
 
 // Input is the request's input: a string, or a list of item objects.
 type Input struct {
@@ -99,6 +113,16 @@ func Parse(body []byte) (*Request, error) {
 			return nil, invalid("background can only be used when `store` is true")
 		}
 	}
+	if err := r.readReasoning(top); err != nil {
+		return nil, err
+	}
+	if raw, ok := top["chat_template_kwargs"]; ok && !isNull(raw) {
+		var m map[string]json.RawMessage
+		if object(raw, &m) != nil {
+			return nil, invalid("chat_template_kwargs: Input should be a valid dictionary")
+		}
+		r.ChatTemplateKwargs = bytes.TrimSpace(raw)
+	}
 	raw, ok := top["input"]
 	if !ok || isNull(raw) {
 		return nil, invalid("input: Field required")
@@ -140,6 +164,43 @@ func Parse(body []byte) (*Request, error) {
 		}
 	}
 	return r, nil
+}
+
+// readReasoning reads reasoning (openai's Reasoning: an object whose
+// effort is one of ReasoningEfforts or null).
+func (r *Request) readReasoning(top map[string]json.RawMessage) error {
+	raw, ok := top["reasoning"]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if object(raw, &m) != nil {
+		return invalid("reasoning: Input should be a valid dictionary or instance of Reasoning")
+	}
+	effort, err := str(m, "effort")
+	if err != nil {
+		return invalid("reasoning.effort: Input should be %s", effortList())
+	}
+	if effort != "" && !slices.Contains(ReasoningEfforts, effort) {
+		return invalid("reasoning.effort: Input should be %s", effortList())
+	}
+	r.ReasoningEffort, r.Reasoning = effort, bytes.TrimSpace(raw)
+	return nil
+}
+
+// effortList is ReasoningEfforts as pydantic lists a Literal's values.
+func effortList() string {
+	var b strings.Builder
+	for i, e := range ReasoningEfforts {
+		switch {
+		case i == len(ReasoningEfforts)-1:
+			b.WriteString(" or ")
+		case i > 0:
+			b.WriteString(", ")
+		}
+		b.WriteString("'" + e + "'")
+	}
+	return b.String()
 }
 
 // checkItem validates one input item as far as its conversion reads it.
