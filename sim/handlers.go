@@ -93,11 +93,19 @@ func (inst *instance) handle(ctx *fasthttp.RequestCtx) {
 			inst.tokenize(ctx)
 		}
 	default:
-		if id, ok := bytes.CutPrefix(path, []byte("/v1/responses/")); ok && len(id) > 0 && bytes.IndexByte(id, '/') < 0 {
-			if inst.allow(ctx, "GET") {
-				inst.retrieveResponse(ctx, string(id))
+		if id, ok := bytes.CutPrefix(path, []byte("/v1/responses/")); ok && len(id) > 0 {
+			switch slash := bytes.IndexByte(id, '/'); {
+			case slash < 0:
+				if inst.allow(ctx, "GET") {
+					inst.retrieveResponse(ctx, string(id))
+				}
+				return
+			case slash > 0 && string(id[slash:]) == "/cancel":
+				if inst.allow(ctx, "POST") {
+					inst.cancelResponse(ctx, string(id[:slash]))
+				}
+				return
 			}
-			return
 		}
 		writeError(ctx, httpError(fasthttp.StatusNotFound))
 	}

@@ -89,7 +89,7 @@ func (inst *instance) responses(ctx *fasthttp.RequestCtx) {
 	if id := rr.PreviousResponseID; id != "" {
 		prev := inst.store.get(id)
 		if prev == nil {
-			writeError(ctx, responseNotFound(id))
+			writeError(ctx, responses.NotFound(id))
 			return
 		}
 		hist = prev.hist
@@ -118,21 +118,28 @@ func (inst *instance) responses(ctx *fasthttp.RequestCtx) {
 	writeError(ctx, e)
 }
 
-// responseNotFound is vLLM's _make_not_found_error.
-func responseNotFound(id string) *openai.Error {
-	return &openai.Error{Status: fasthttp.StatusNotFound, Type: "invalid_request_error", Param: "response_id",
-		Message: "Response with id '" + id + "' not found."}
-}
-
 // retrieveResponse answers GET /v1/responses/{id} (vLLM's
 // retrieve_responses): the stored response, or a 404.
 func (inst *instance) retrieveResponse(ctx *fasthttp.RequestCtx, id string) {
 	st := inst.store.get(id)
 	if st == nil {
-		writeError(ctx, responseNotFound(id))
+		writeError(ctx, responses.NotFound(id))
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, st.body)
+}
+
+// cancelResponse answers POST /v1/responses/{id}/cancel (vLLM's
+// cancel_responses): a 404 for an id it does not store, and a 400 for a
+// stored one, since the simulator stores only finished responses and
+// vLLM cancels only a background one still queued or in progress.
+func (inst *instance) cancelResponse(ctx *fasthttp.RequestCtx, id string) {
+	if inst.store.get(id) == nil {
+		writeError(ctx, responses.NotFound(id))
+		return
+	}
+	writeError(ctx, &openai.Error{Status: fasthttp.StatusBadRequest, Type: "invalid_request_error",
+		Message: "Cannot cancel a synchronous response."})
 }
 
 // serveResponse runs r on the engine and answers with call's response.

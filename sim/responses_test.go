@@ -110,6 +110,16 @@ func TestResponsesPrevious(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
+	// POST /v1/responses/{id}/cancel: vLLM cancels only a background
+	// response still running; a finished one is a 400, an unknown id a 404.
+	if status, _, got := post(t, s, "/v1/responses/"+id+"/cancel", ""); status != 400 ||
+		!strings.Contains(string(got), `"message":"Cannot cancel a synchronous response."`) {
+		t.Errorf("cancel a finished response: %d %s", status, got)
+	}
+	if status, _, got := post(t, s, "/v1/responses/resp_nope/cancel", ""); status != 404 ||
+		!strings.Contains(string(got), "Response with id 'resp_nope' not found.") {
+		t.Errorf("cancel an unknown response: %d %s", status, got)
+	}
 	status, _, body3 := post(t, s, "/v1/responses", strings.Replace(next, id, "resp_nope", 1))
 	if status != 404 || !strings.Contains(body3, "Response with id 'resp_nope' not found.") {
 		t.Errorf("unknown id: %d %s", status, body3)

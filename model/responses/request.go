@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/inferrail/inferrail/model/openai"
 )
 
 // ErrInvalid wraps every reason a body is not a request vLLM accepts; the
@@ -274,4 +276,12 @@ func str(m map[string]json.RawMessage, key string) (string, error) {
 		return "", invalid("%s: Input should be a valid string", key)
 	}
 	return s, nil
+}
+
+// NotFound is vLLM's answer for a response id its store does not hold
+// (OpenAIServingResponses._make_not_found_error), for previous_response_id
+// and for GET and cancel alike.
+func NotFound(id string) *openai.Error {
+	return &openai.Error{Status: 404, Type: "invalid_request_error", Param: "response_id",
+		Message: "Response with id '" + id + "' not found."}
 }
