@@ -61,7 +61,7 @@ func (s *Server) responseByID(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 		return
 	}
 	if home.Gone {
-		s.met.Model("").Error(reasonResponseGone)
+		s.met.Model("").Error(ReasonResponseGone)
 		s.log.Warn("the response was stored by a replica that has left the fleet; it is lost",
 			"response_id", id, "replica", home.Replica)
 		writeError(ctx, ResponseGone(id, home.Replica, "", "response_id"))

@@ -40,10 +40,11 @@ const (
 // is taken not to hold it.
 const responseLookupWait = 250 * time.Millisecond
 
-// reasonResponseGone counts, in inferrail_request_errors_total, requests
-// refused because the replica that stored their previous response has
-// left the fleet.
-const reasonResponseGone = "response_gone"
+// ReasonResponseGone counts, in inferrail_request_errors_total, requests
+// refused because the replica that stored their previous response (or the
+// response they ask for) has left the fleet, in the gateway and the
+// endpoint picker alike.
+const ReasonResponseGone = "response_gone"
 
 // maxResponseHomes bounds how many response ids the gateway remembers;
 // the oldest are forgotten first. vLLM's store keeps every response until
@@ -98,7 +99,7 @@ func (s *Server) pinResponse(r *request) bool {
 			"id", r.id, "model", r.model, "previous_response_id", p.ID)
 		return true
 	case p.Home.Gone:
-		r.fail(reasonResponseGone, nil)
+		r.fail(ReasonResponseGone, nil)
 		s.log.Warn("previous_response_id was stored by a replica that has left the fleet; the conversation is lost",
 			"id", r.id, "model", r.model, "previous_response_id", p.ID, "replica", p.Home.Replica)
 		writeError(r.ctx, ResponseGone(p.ID, p.Home.Replica, r.model, "previous_response_id"))

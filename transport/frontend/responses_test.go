@@ -165,8 +165,8 @@ func TestResponsesAffinity(t *testing.T) {
 		e.Error.Param != "previous_response_id" || !strings.Contains(e.Error.Message, home) || resp.Header.Get(HeaderReplica) != "" {
 		t.Errorf("home gone: %d %s", resp.StatusCode, body)
 	}
-	if n := counter(g, `inferrail_request_errors_total{model="`+model+`",reason="`+reasonResponseGone+`"}`); n != 1 {
-		t.Errorf("%v requests counted as %s", n, reasonResponseGone)
+	if n := counter(g, `inferrail_request_errors_total{model="`+model+`",reason="`+ReasonResponseGone+`"}`); n != 1 {
+		t.Errorf("%v requests counted as %s", n, ReasonResponseGone)
 	}
 	if !strings.Contains(g.logs.String(), "has left the fleet") {
 		t.Error("no log line says why")
@@ -297,8 +297,8 @@ func TestResponsesRetrieveAndCancel(t *testing.T) {
 	if resp.StatusCode != 404 || json.Unmarshal([]byte(got), &e) != nil || e.Error.Param != "response_id" || !strings.Contains(e.Error.Message, home) {
 		t.Errorf("home gone: %d %s", resp.StatusCode, got)
 	}
-	if n := counter(a, `inferrail_request_errors_total{model="",reason="`+reasonResponseGone+`"}`); n != 1 {
-		t.Errorf("%v requests counted as %s", n, reasonResponseGone)
+	if n := counter(a, `inferrail_request_errors_total{model="",reason="`+ReasonResponseGone+`"}`); n != 1 {
+		t.Errorf("%v requests counted as %s", n, ReasonResponseGone)
 	}
 }
 
