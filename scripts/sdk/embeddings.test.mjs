@@ -6,13 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-
-const baseURL = process.env.BASE_URL;
-const model = process.env.MODEL ?? 'sim-8b';
-const responseModel = process.env.RESPONSE_MODEL ?? model;
-const gateway = process.env.GATEWAY === '1';
-assert.ok(baseURL, 'BASE_URL must be set');
-const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: process.env.API_KEY ?? 'unused', maxRetries: 0, timeout: 30_000 });
+import { client, gateway, model, responseModel } from './env.mjs';
 
 test('embeddings.create, the SDK\'s default encoding (base64): one vector, decoded, with usage', async () => {
   const { data: r, response } = await client.embeddings.create({ model, input: 'The quick brown fox' }).withResponse();

@@ -9,13 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-
-const baseURL = process.env.BASE_URL;
-const model = process.env.MODEL ?? 'sim-8b';
-const responseModel = process.env.RESPONSE_MODEL ?? model;
-const gateway = process.env.GATEWAY === '1';
-assert.ok(baseURL, 'BASE_URL must be set');
-const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: process.env.API_KEY ?? 'unused', maxRetries: 0, timeout: 30_000 });
+import { client, gateway, model, responseModel } from './env.mjs';
 
 // Long enough to fill many KV blocks, shared by the requests that follow.
 const instructions = Array.from({ length: 60 }, (_, i) =>
