@@ -20,6 +20,8 @@ func FuzzRequest(f *testing.F) {
 		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]}]}`,
 		`{"prompt":[1,2,3],"max_tokens":2}`,
 		`{"prompt":["a","b"]}`,
+		`{"prompt":[[1,2],[3]],"max_tokens":2,"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}}`,
+		`{"prompt":[[1,2],[]],"max_tokens":2}`, `{"prompt":["a",""],"max_tokens":2}`, `{"prompt":[[1],[99999999]]}`,
 		`{"messages":[],"max_tokens":-1}`,
 		`{"model":null,"messages":[{"role":"user","content":null}],"stream":true}`,
 		`[1,2,3]`, `null`, `{"prompt":"\ud800"}`, "\xff\xfe", `{"messages":[{"role":"user","content":"x"}],"max_completion_tokens":40000}`,

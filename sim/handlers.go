@@ -204,6 +204,10 @@ type request struct {
 	stream    bool
 	usage     bool // a final usage chunk
 	contUsage bool // usage on every chunk
+	// batch holds, for a completion of several prompts (a list of strings
+	// or of token lists), one request per prompt, the first being the
+	// request itself; nil for one prompt.
+	batch []*request
 }
 
 // parse reads and validates a chat or completion body as vLLM does.
@@ -244,16 +248,37 @@ func (inst *instance) parse(ctx *fasthttp.RequestCtx, chat bool) (*request, *ope
 		}
 		maxTok, explicit = req.MaxTokens, true
 		r.stream, opts, r.salt, bodyID = req.Stream, req.StreamOptions, req.CacheSalt, req.RequestID
+		if req.Prompt.Count > 1 {
+			prompts, e := batchPrompts(ctx.PostBody(), req.Prompt.Kind)
+			if e != nil {
+				return nil, e
+			}
+			for _, p := range prompts {
+				part := *r
+				part.prompt = p
+				r.batch = append(r.batch, &part)
+			}
+		}
 	}
 	r.usage, r.contUsage = opts.Usage(false)
-	if e := inst.fitContext(r, maxTok, explicit); e != nil {
-		return nil, e
+	parts := r.batch
+	if parts == nil {
+		parts = []*request{r}
+	}
+	for _, part := range parts {
+		part.usage, part.contUsage = r.usage, r.contUsage
+		if e := inst.fitContext(part, maxTok, explicit); e != nil {
+			return nil, e
+		}
 	}
 	// After the length checks, as vLLM's engine checks ids after its
 	// renderer checked the length. Only a token-id prompt can fail it.
-	if e := outOfVocabulary(r.prompt); e != nil {
-		return nil, e
+	for _, part := range parts {
+		if e := outOfVocabulary(part.prompt); e != nil {
+			return nil, e
+		}
 	}
+
 	hdr := ctx.Request.Header.Peek("X-Request-Id")
 	r.baseID = openai.BaseRequestID(string(hdr), hdr != nil, bodyID, runtimeRand{})
 	return r, nil
@@ -356,6 +381,10 @@ func (inst *instance) generate(ctx *fasthttp.RequestCtx, chat bool) {
 		writeError(ctx, e)
 		return
 	}
+	if r.batch != nil {
+		inst.respondBatch(ctx, r)
+		return
+	}
 	j, e := inst.submit(r)
 	if e != nil {
 		writeError(ctx, e)
@@ -451,6 +480,20 @@ func (inst *instance) wait(conn net.Conn, j *job) bool {
 // stream writes j's tokens as SSE events as the engine produces them, one
 // chunk per token, as vLLM does. The last token rides on the finish chunk.
 func (inst *instance) stream(w *bufio.Writer, conn net.Conn, j *job, r *request, st *openai.Stream) {
+	inst.pump(w, conn, j, inst.choiceChunks(j, r, st, func(buf []byte, n int) []byte {
+		if r.usage {
+			u := openai.Usage{PromptTokens: len(r.prompt), CompletionTokens: n, CachedTokens: j.cached,
+				Details: inst.opts.EnablePromptTokensDetails}
+			buf = st.AppendUsage(buf, &u)
+		}
+		return openai.AppendDone(buf)
+	}))
+}
+
+// choiceChunks is pump's emit for one choice (j, of request r) written by
+// st: the role chunk of a chat, a chunk per token, the last token on the
+// finish chunk, then what end appends once j has generated its n tokens.
+func (inst *instance) choiceChunks(j *job, r *request, st *openai.Stream, end func(buf []byte, n int) []byte) func([]byte, int, bool) []byte {
 	sent, roleSent := 0, !r.chat
 	usage := openai.Usage{PromptTokens: len(r.prompt), Details: inst.opts.EnablePromptTokensDetails}
 	cont := func(n int) *openai.Usage {
@@ -460,7 +503,7 @@ func (inst *instance) stream(w *bufio.Writer, conn net.Conn, j *job, r *request,
 		usage.CompletionTokens = n
 		return &usage
 	}
-	inst.pump(w, conn, j, func(buf []byte, n int, done bool) []byte {
+	return func(buf []byte, n int, done bool) []byte {
 		if !roleSent && (n > 0 || done) {
 			buf = st.AppendRole(buf, r.role, cont(0))
 			roleSent = true
@@ -480,13 +523,8 @@ func (inst *instance) stream(w *bufio.Writer, conn net.Conn, j *job, r *request,
 			text = token.Piece(j.seed, sent)
 		}
 		buf = st.AppendFinish(buf, text, openai.Finish{Reason: j.reason}, cont(n))
-		if r.usage {
-			u := openai.Usage{PromptTokens: len(r.prompt), CompletionTokens: n, CachedTokens: j.cached,
-				Details: inst.opts.EnablePromptTokensDetails}
-			buf = st.AppendUsage(buf, &u)
-		}
-		return openai.AppendDone(buf)
-	})
+		return end(buf, n)
+	}
 }
 
 // pump drives a streamed response: at every step of the engine it calls

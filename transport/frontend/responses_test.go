@@ -344,3 +344,26 @@ func TestResponsesLookupFailures(t *testing.T) {
 		t.Errorf("a found lookup counted a failure: %v", n)
 	}
 }
+
+// FuzzResponseRoute: any path is a stored-response route or not, never a
+// panic; a route's id is never empty and holds no slash, and the route
+// rebuilt from it is the path.
+func FuzzResponseRoute(f *testing.F) {
+	for _, s := range []string{"/v1/responses/resp_1", "/v1/responses/resp_1/cancel", "/v1/responses/", "/v1/responses//cancel",
+		"/v1/responses/a/b", "/v1/responses/cancel", "/v1/responses", "/v1/responses/a/cancel/cancel", "/x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		id, cancel, allow, ok := responseRoute(path)
+		if !ok {
+			return
+		}
+		rebuilt := pathResponseByID + id
+		if cancel {
+			rebuilt += cancelSuffix
+		}
+		if id == "" || strings.Contains(id, "/") || rebuilt != path || allow == "" {
+			t.Fatalf("%q: id %q cancel %v allow %q", path, id, cancel, allow)
+		}
+	})
+}
