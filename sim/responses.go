@@ -221,7 +221,9 @@ func (call *responseCall) appendResponse(b []byte, r *request, status, text stri
 	b = strconv.AppendInt(b, int64(call.maxOut), 10)
 	b = append(b, `,"max_tool_calls":null,"previous_response_id":`...)
 	b = appendOptString(b, rr.PreviousResponseID)
-	b = append(b, `,"prompt":null,"reasoning":null,"service_tier":"auto","status":"`...)
+	b = append(b, `,"prompt":null,"reasoning":`...)
+	b = appendReasoning(b, rr.Reasoning)
+	b = append(b, `,"service_tier":"auto","status":"`...)
 	b = append(b, status...)
 	b = append(b, `","text":null,"top_logprobs":null,"truncation":"disabled","usage":`...)
 	if done {
@@ -266,6 +268,33 @@ func responseStatus(finish string) string {
 		return "incomplete"
 	}
 	return "completed"
+}
+
+// appendReasoning writes the request's reasoning as vLLM echoes it
+// (from_request: reasoning=request.reasoning, openai's Reasoning dumped):
+// effort, generate_summary and summary, null when absent; null without
+// reasoning.
+func appendReasoning(b []byte, raw json.RawMessage) []byte {
+	var m map[string]json.RawMessage
+	if raw == nil || json.Unmarshal(raw, &m) != nil {
+		return append(b, "null"...)
+	}
+	for i, k := range []string{"effort", "generate_summary", "summary"} {
+		if i == 0 {
+			b = append(b, '{')
+		} else {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, k)
+		b = append(b, ':')
+		var v string
+		if json.Unmarshal(m[k], &v) == nil {
+			b = appendText(b, v)
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	return append(b, '}')
 }
 
 func appendOptString(b []byte, s string) []byte {

@@ -134,3 +134,21 @@ func TestResponsesPrevious(t *testing.T) {
 		t.Errorf("no input: %d", status)
 	}
 }
+
+// reasoning is echoed as vLLM echoes it (openai's Reasoning dumped: effort,
+// generate_summary, summary), null without it; an effort vLLM does not
+// know is its 400.
+func TestResponsesReasoning(t *testing.T) {
+	s := start(t, fast)
+	body := strings.Replace(responsesBody, `"max_output_tokens":8,`, `"max_output_tokens":8,"reasoning":{"effort":"low","summary":"auto"},`, 1)
+	status, _, got := post(t, s, "/v1/responses", body)
+	if status != 200 || !strings.Contains(got, `"reasoning":{"effort":"low","generate_summary":null,"summary":"auto"}`) {
+		t.Fatalf("%d %s", status, got)
+	}
+	if status, _, got := post(t, s, "/v1/responses", strings.Replace(responsesBody, `"max_output_tokens":8,`, `"reasoning":{"effort":"max"},`, 1)); status != 400 {
+		t.Errorf("an effort vLLM refuses: %d %s", status, got)
+	}
+	if _, _, got := post(t, s, "/v1/responses", responsesBody); !strings.Contains(got, `"reasoning":null`) {
+		t.Errorf("no reasoning: %s", got)
+	}
+}
