@@ -24,7 +24,10 @@ import (
 // event stream (response.created, response.in_progress, one message of
 // output_text deltas, response.completed with the usage). The simulator
 // stores responses as vLLM does with VLLM_ENABLE_RESPONSES_API_STORE=1,
-// in memory, the most recent storeSize of them.
+// in memory, the most recent storeSize of them, and runs a background
+// request (background true, not streamed) as vLLM does: answered at once
+// with the queued response, polled with GET /v1/responses/{id}, stopped
+// with POST /v1/responses/{id}/cancel.
 
 // storeSize bounds the simulator's response store (vLLM's grows forever).
 const storeSize = 4096
@@ -38,16 +41,68 @@ type responseStore struct {
 }
 
 // stored is one stored response: the conversation that continues it, and
-// its ResponsesResponse as GET /v1/responses/{id} answers it.
+// its ResponsesResponse as GET /v1/responses/{id} answers it. A
+// background response still running has its job (and is settled, into
+// its final answer, the first time it is looked at after the job ends).
 type stored struct {
 	hist *responses.History
 	body []byte
+	run  *background
 }
 
+// background is a background response's run: its job, and what settles
+// it into the stored response.
+type background struct {
+	j    *job
+	call *responseCall
+	r    *request
+}
+
+// get returns the stored response id, settling a finished background
+// one first.
 func (st *responseStore) get(id string) *stored {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.byID[id]
+	e := st.byID[id]
+	if e != nil && e.run != nil && e.run.j.isDone() {
+		e = e.run.settle()
+		st.byID[id] = e
+	}
+	return e
+}
+
+// cancel is vLLM's cancel_responses on a stored response: a background
+// one still running is aborted and stored cancelled, and returned; ok is
+// false when the response has finished (or never ran in the background).
+func (st *responseStore) cancel(id string, abort func(*job)) (e *stored, ok bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	e = st.byID[id]
+	if e == nil || e.run == nil {
+		return e, false
+	}
+	if e.run.j.isDone() && e.run.j.reason != "abort" {
+		e = e.run.settle()
+		st.byID[id] = e
+		return e, false
+	}
+	abort(e.run.j)
+	b := e.run.call
+	e = &stored{hist: &responses.History{Messages: b.messages},
+		body: b.appendResponse(nil, e.run.r, "cancelled", "", 0, 0, false)}
+	st.byID[id] = e
+	return e, true
+}
+
+// settle is the stored response of a finished background run.
+func (b *background) settle() *stored {
+	n, _ := b.j.progress()
+	text := token.Generate(b.j.seed, n)
+	h := &responses.History{Messages: b.call.messages}
+	if text != "" {
+		h.Output = []string{text}
+	}
+	return &stored{hist: h, body: b.call.appendResponse(nil, b.r, responseStatus(b.j.reason), text, n, b.j.cached, true)}
 }
 
 func (st *responseStore) put(id string, h *stored) {
@@ -130,16 +185,20 @@ func (inst *instance) retrieveResponse(ctx *fasthttp.RequestCtx, id string) {
 }
 
 // cancelResponse answers POST /v1/responses/{id}/cancel (vLLM's
-// cancel_responses): a 404 for an id it does not store, and a 400 for a
-// stored one, since the simulator stores only finished responses and
-// vLLM cancels only a background one still queued or in progress.
+// cancel_responses): a background response still running is aborted and
+// answered with status cancelled; any other stored response is a 400, an
+// unknown id a 404.
 func (inst *instance) cancelResponse(ctx *fasthttp.RequestCtx, id string) {
-	if inst.store.get(id) == nil {
+	e, ok := inst.store.cancel(id, inst.drv.abort)
+	switch {
+	case e == nil:
 		writeError(ctx, responses.NotFound(id))
-		return
+	case !ok:
+		writeError(ctx, &openai.Error{Status: fasthttp.StatusBadRequest, Type: "invalid_request_error",
+			Message: "Cannot cancel a synchronous response."})
+	default:
+		writeJSON(ctx, fasthttp.StatusOK, e.body)
 	}
-	writeError(ctx, &openai.Error{Status: fasthttp.StatusBadRequest, Type: "invalid_request_error",
-		Message: "Cannot cancel a synchronous response."})
 }
 
 // serveResponse runs r on the engine and answers with call's response.
@@ -149,9 +208,24 @@ func (inst *instance) serveResponse(ctx *fasthttp.RequestCtx, call *responseCall
 	if r.maxParam > 0 {
 		call.maxOut = r.maxParam
 	}
+	if call.req.Background && call.req.Stream {
+		// vLLM streams a background response's events as they are stored
+		// (and GET ?stream=true replays them); the simulator does not.
+		writeError(ctx, &openai.Error{Status: fasthttp.StatusBadRequest, Type: "invalid_request_error", Param: "background",
+			Message: "background with stream is not supported by this simulator; set stream to false and poll GET /v1/responses/{id}."})
+		return
+	}
 	j, e := inst.submit(r)
 	if e != nil {
 		writeError(ctx, e)
+		return
+	}
+	if call.req.Background {
+		// Answered at once, queued; the run settles when looked at after it ends.
+		queued := call.appendResponse(nil, r, "queued", "", 0, 0, false)
+		inst.store.put(call.id, &stored{hist: &responses.History{Messages: call.messages}, body: queued,
+			run: &background{j: j, call: call, r: r}})
+		writeJSON(ctx, fasthttp.StatusOK, queued)
 		return
 	}
 	conn := ctx.Conn()
@@ -217,7 +291,9 @@ func (call *responseCall) appendResponse(b []byte, r *request, status, text stri
 		}
 		b = append(b, t...)
 	}
-	b = append(b, `],"top_p":1.0,"background":false,"max_output_tokens":`...)
+	b = append(b, `],"top_p":1.0,"background":`...)
+	b = strconv.AppendBool(b, rr.Background)
+	b = append(b, `,"max_output_tokens":`...)
 	b = strconv.AppendInt(b, int64(call.maxOut), 10)
 	b = append(b, `,"max_tool_calls":null,"previous_response_id":`...)
 	b = appendOptString(b, rr.PreviousResponseID)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/responses"
@@ -150,5 +151,65 @@ func TestResponsesReasoning(t *testing.T) {
 	}
 	if _, _, got := post(t, s, "/v1/responses", responsesBody); !strings.Contains(got, `"reasoning":null`) {
 		t.Errorf("no reasoning: %s", got)
+	}
+}
+
+// A background response (background true) is answered at once, queued;
+// GET /v1/responses/{id} polls it until it has finished, with its output
+// and usage, and cancel then refuses it (vLLM cancels only a response
+// still running). One cancelled while running is answered and stored
+// cancelled, and its run is stopped.
+func TestResponsesBackground(t *testing.T) {
+	get := func(s *Server, id string) string {
+		t.Helper()
+		resp, err := client().Get(s.URL() + "/v1/responses/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	s := start(t, fast)
+	bg := strings.Replace(responsesBody, `"max_output_tokens":8,`, `"max_output_tokens":8,"background":true,`, 1)
+	status, _, body := post(t, s, "/v1/responses", bg)
+	if status != 200 || !strings.Contains(body, `"status":"queued"`) || !strings.Contains(body, `"background":true`) ||
+		!strings.Contains(body, `"output":[]`) || !strings.Contains(body, `"usage":null`) {
+		t.Fatalf("%d %s", status, body)
+	}
+	id := responses.ID([]byte(body))
+	deadline := time.Now().Add(5 * time.Second)
+	for got := get(s, id); !strings.Contains(got, `"status":"incomplete"`); got = get(s, id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not finished: %s", got)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if u, ok := responses.FindUsage([]byte(get(s, id))); !ok || u.CompletionTokens != 8 {
+		t.Errorf("finished usage %+v", u)
+	}
+	if status, _, got := post(t, s, "/v1/responses/"+id+"/cancel", ""); status != 400 {
+		t.Errorf("cancel a finished background response: %d %s", status, got)
+	}
+	if status, _, got := post(t, s, "/v1/responses", strings.Replace(bg, `"background":true,`, `"background":true,"stream":true,`, 1)); status != 400 {
+		t.Errorf("background with stream: %d %s", status, got)
+	}
+
+	slow := start(t, nil) // real timing: a long answer takes a while
+	long := strings.Replace(bg, `"max_output_tokens":8,`, `"max_output_tokens":4000,`, 1)
+	status, _, body = post(t, slow, "/v1/responses", long)
+	if status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	id = responses.ID([]byte(body))
+	status, _, got := post(t, slow, "/v1/responses/"+id+"/cancel", "")
+	if status != 200 || !strings.Contains(got, `"status":"cancelled"`) || responses.ID([]byte(got)) != id {
+		t.Fatalf("cancel while running: %d %s", status, got)
+	}
+	if got := get(slow, id); !strings.Contains(got, `"status":"cancelled"`) {
+		t.Errorf("stored after cancel: %s", got)
+	}
+	if status, _, _ := post(t, slow, "/v1/responses/"+id+"/cancel", ""); status != 400 {
+		t.Errorf("cancel twice: %d", status)
 	}
 }

@@ -29,6 +29,10 @@ type Request struct {
 	// vLLM honours it only when started with
 	// VLLM_ENABLE_RESPONSES_API_STORE=1 and silently drops it otherwise.
 	Store bool
+	// Background: the request runs in the background (background true);
+	// vLLM answers at once with the queued response, which GET
+	// /v1/responses/{id} polls and cancel stops.
+	Background bool
 	// MaxOutputTokens is max_output_tokens, 0 when absent or null.
 	MaxOutputTokens int64
 	Instructions    string
@@ -114,6 +118,7 @@ func Parse(body []byte) (*Request, error) {
 		if bg && !r.Store {
 			return nil, invalid("background can only be used when `store` is true")
 		}
+		r.Background = bg
 	}
 	if err := r.readReasoning(top); err != nil {
 		return nil, err

@@ -367,3 +367,25 @@ func FuzzResponseRoute(f *testing.F) {
 		}
 	})
 }
+
+// TestResponsesBackgroundCancel: a background response (answered at
+// once, queued) is remembered like any stored one: cancelling it through
+// the gateway reaches the engine running it, which stops it, and polling
+// it shows it cancelled there.
+func TestResponsesBackgroundCancel(t *testing.T) {
+	sims, urls := startSims(t, 3, func(o *sim.Options) { o.Engine.Latency.Zero = false })
+	g := startWith(t, urls, func(c *config.Config) { c.Models[0].Policy = "round_robin" })
+	g.sims = sims
+	resp, body := g.post("/v1/responses", `{"model":"sim","background":true,"max_output_tokens":4000,"input":"Write a long story."}`)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"status":"queued"`) {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	home, id := resp.Header.Get(HeaderReplica), responses.ID([]byte(body))
+	resp, got := g.post("/v1/responses/"+id+"/cancel", "")
+	if resp.StatusCode != 200 || resp.Header.Get(HeaderReplica) != home || !strings.Contains(got, `"status":"cancelled"`) {
+		t.Fatalf("cancel: %d from %q (running on %s): %s", resp.StatusCode, resp.Header.Get(HeaderReplica), home, got)
+	}
+	if resp, got := g.do("GET", "/v1/responses/"+id, ""); resp.StatusCode != 200 || !strings.Contains(got, `"status":"cancelled"`) {
+		t.Errorf("poll after cancel: %d %s", resp.StatusCode, got)
+	}
+}
