@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/inferrail/inferrail/actors/fleet"
+	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/responses"
 	"github.com/inferrail/inferrail/transport/telemetry"
@@ -134,7 +135,7 @@ func servesAny(models []string, serves func(string) bool) bool {
 // Remember notes that replica served the response answer names (a body,
 // or a stream's first bytes), when the request (body) asked to store it
 // and the engine answered 200.
-func (h *Homes) Remember(body []byte, replica string, status int, answer []byte) {
+func (h *Homes) Remember(body []byte, rep string, status int, answer []byte) {
 	if status != fasthttp.StatusOK {
 		return
 	}
@@ -142,7 +143,7 @@ func (h *Homes) Remember(body []byte, replica string, status int, answer []byte)
 		return
 	}
 	if id := responses.ID(answer); id != "" {
-		h.ring.put(id, replica)
+		h.ring.put(id, rep)
 	}
 }
 
@@ -172,7 +173,7 @@ func (h *Homes) lookup(ctx context.Context, id string, serves func(string) bool,
 			continue
 		}
 		wg.Add(1)
-		go func(replica string) {
+		go func(rep string) {
 			defer wg.Done()
 			req := fasthttp.AcquireRequest()
 			defer fasthttp.ReleaseRequest(req)
@@ -182,12 +183,12 @@ func (h *Homes) lookup(ctx context.Context, id string, serves func(string) bool,
 				req.Header.Set("Authorization", authz)
 			}
 			if h.engineAuth != nil {
-				h.engineAuth(&req.Header, replica)
+				h.engineAuth(&req.Header, rep)
 			}
 			resp, err := pool.Do(ctx, req)
 			if err != nil {
 				if !done.Load() {
-					h.failed(replica, id, err)
+					h.failed(rep, id, err)
 				}
 				return
 			}
@@ -195,15 +196,17 @@ func (h *Homes) lookup(ctx context.Context, id string, serves func(string) bool,
 			resp.Close()
 			switch status {
 			case fasthttp.StatusOK:
+				h.answered(rep)
 				select {
-				case found <- replica:
+				case found <- rep:
 					done.Store(true)
 					cancel() // the others need not answer
 				default:
 				}
 			case fasthttp.StatusNotFound:
+				h.answered(rep)
 			default:
-				h.failed(replica, id, errors.New("answered "+fasthttp.StatusMessage(status)))
+				h.failed(rep, id, errors.New("answered "+fasthttp.StatusMessage(status)))
 			}
 		}(snap.ID)
 	}
@@ -216,13 +219,26 @@ func (h *Homes) lookup(ctx context.Context, id string, serves func(string) bool,
 	}
 }
 
-// failed counts and logs one replica's failed lookup.
-func (h *Homes) failed(replica, id string, err error) {
+// failed counts one replica's failed lookup, and raises
+// replica.WarnResponseLookup on it (logged once).
+func (h *Homes) failed(rep, id string, err error) {
 	if h.met != nil {
-		h.met.ResponseLookupFailed(replica)
+		h.met.ResponseLookupFailed(rep)
 	}
-	h.log.Debug("response lookup failed: a conversation the replica stores would not be pinned to it",
-		"replica", replica, "response_id", id, "err", err)
+	h.log.Debug("response lookup failed", "replica", rep, "response_id", id, "err", err)
+	if snap, ok := h.fleet.Snapshot(rep); ok {
+		snap.Warnings.Raise(h.log, time.Now(), replica.WarnResponseLookup,
+			"the replica fails the lookups of Responses ids (GET /v1/responses/{id}): a conversation it stores is routed as if no replica held it",
+			"replica", rep)
+	}
+}
+
+// answered clears replica.WarnResponseLookup on a replica that answered
+// a lookup.
+func (h *Homes) answered(rep string) {
+	if snap, ok := h.fleet.Snapshot(rep); ok && snap.Warnings.Active(replica.WarnResponseLookup) {
+		snap.Warnings.Clear(h.log, replica.WarnResponseLookup)
+	}
 }
 
 // responseHomes maps the ids of the responses the gateway relayed to the

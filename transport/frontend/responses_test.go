@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/prompt"
@@ -306,8 +307,10 @@ func TestResponsesRetrieveAndCancel(t *testing.T) {
 // of a response id it did not relay (an engine error, or no answer within
 // the lookup's wait) is counted in
 // inferrail_response_lookup_failures_total{replica}, and the request is
-// routed as one no replica holds; replicas that answer 404 are no failure,
-// nor are those still asking when another has answered 200.
+// routed as one no replica holds; the replica gets the
+// response_lookup_failed warning (logged), cleared once it answers a
+// lookup again. Replicas that answer 404 are no failure, nor are those
+// still asking when another has answered 200.
 func TestResponsesLookupFailures(t *testing.T) {
 	_, b, stored := twoGateways(t, nil)
 	sims, home, id := b.sims, stored.home, stored.id
@@ -323,6 +326,9 @@ func TestResponsesLookupFailures(t *testing.T) {
 	}
 	if n := failures(home); n != 1 {
 		t.Errorf("%v lookup failures counted on %s, want 1", n, home)
+	}
+	if !snapshot(t, b, home).Warnings.Active(replica.WarnResponseLookup) || !strings.Contains(b.logs.String(), "fails the lookups") {
+		t.Errorf("%s failed a lookup and no %s warning says so", home, replica.WarnResponseLookup)
 	}
 	sims[idx].SetFault(sim.Fault{Kind: sim.FaultHang, Paths: []string{path}})
 	if resp, _ := b.do("GET", path, ""); resp.StatusCode != 404 {
@@ -342,6 +348,9 @@ func TestResponsesLookupFailures(t *testing.T) {
 	}
 	if n := failures(home); n != 2 {
 		t.Errorf("a found lookup counted a failure: %v", n)
+	}
+	if snapshot(t, b, home).Warnings.Active(replica.WarnResponseLookup) {
+		t.Errorf("%s answers lookups again and its warning is still raised", home)
 	}
 }
 
