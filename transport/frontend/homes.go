@@ -68,9 +68,10 @@ func (h *Homes) Close() { h.pools.close() }
 type Home struct {
 	// Replica stores the response; "" when no replica said it does.
 	Replica string
-	// Gone: Replica has left the fleet, or no longer serves the model
-	// asked about; the conversation is lost with its engine's memory.
-	Gone bool
+	// Gone: Replica has left the fleet; the conversation is lost with its
+	// engine's memory. Foreign: Replica is in the fleet but serves none of
+	// the models asked about (any more).
+	Gone, Foreign bool
 }
 
 // Pin is the placement of a request that continues a stored response.
@@ -94,6 +95,8 @@ func (h *Homes) Place(ctx context.Context, model string, body []byte, authz stri
 	}
 	p := Pin{ID: f.Name}
 	p.Home = h.Locate(ctx, p.ID, func(m string) bool { return m == model }, authz, deadline)
+	// A home that no longer serves the model has lost the conversation for it.
+	p.Home.Gone = p.Home.Gone || p.Home.Foreign
 	if p.Home.Replica == "" || p.Home.Gone {
 		return p
 	}
@@ -108,12 +111,12 @@ func (h *Homes) Place(ctx context.Context, model string, body []byte, authz stri
 // Locate finds the replica that stores id, of those serving a model
 // serves accepts: the one remembered, or the first of them that answers
 // GET /v1/responses/{id} with 200 within responseLookupWait (or by
-// deadline, when sooner). A remembered replica that has left the fleet,
-// or serves no model accepted any more, is Gone.
+// deadline, when sooner). A remembered replica that has left the fleet
+// is Gone, one that serves no model accepted (any more) Foreign.
 func (h *Homes) Locate(ctx context.Context, id string, serves func(model string) bool, authz string, deadline time.Time) Home {
 	if home, ok := h.ring.get(id); ok {
 		snap, live := h.fleet.Snapshot(home)
-		return Home{Replica: home, Gone: !live || !servesAny(snap.Models, serves)}
+		return Home{Replica: home, Gone: !live, Foreign: live && !servesAny(snap.Models, serves)}
 	}
 	home, ok := h.lookup(ctx, id, serves, authz, deadline)
 	if !ok {

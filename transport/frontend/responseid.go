@@ -56,7 +56,9 @@ func (s *Server) responseByID(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 	deadline := time.Now().Add(s.cfg.Server.RequestTimeout)
 	authz := string(ctx.Request.Header.Peek("Authorization"))
 	home := s.homes.Locate(s.base, id, who.Allows, authz, deadline)
-	if home.Replica == "" {
+	if home.Replica == "" || home.Foreign {
+		// Foreign: stored by a replica of models the key may not use, which
+		// is not the key's to know.
 		writeError(ctx, responses.NotFound(id))
 		return
 	}
