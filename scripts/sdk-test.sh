@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the official openai npm SDK (chat, completions and the Responses API)
+# Runs the official openai npm SDK (chat, completions, the Responses API and
+# embeddings)
 # and the Anthropic SDK against a freshly started `inferrail sim`,
 # then through `inferrail launch` (a gateway in front of three simulators),
 # then through a launch serving https with an API key, its certificates made
@@ -49,6 +50,8 @@ echo "== Anthropic SDK against inferrail sim ($sim_url)"
 BASE_URL="$sim_url" MODEL=sim-8b node --test --test-reporter=spec "$here/sdk/anthropic.test.mjs"
 echo "== openai SDK's Responses API against inferrail sim ($sim_url)"
 BASE_URL="$sim_url" MODEL=sim-8b node --test --test-reporter=spec "$here/sdk/responses.test.mjs"
+echo "== openai SDK's embeddings against inferrail sim ($sim_url)"
+BASE_URL="$sim_url" MODEL=sim-8b node --test --test-reporter=spec "$here/sdk/embeddings.test.mjs"
 
 gwlog=$(mktemp)
 start "$gwlog" "$bin" launch --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --replicas 3 --enable-prompt-tokens-details
@@ -64,6 +67,9 @@ BASE_URL="$gw_url" MODEL=sim RESPONSE_MODEL=inferrail/sim-8b ENGINE_URL="$one_si
 echo "== openai SDK's Responses API through inferrail launch ($gw_url)"
 BASE_URL="$gw_url" MODEL=sim RESPONSE_MODEL=inferrail/sim-8b GATEWAY=1 \
   node --test --test-reporter=spec "$here/sdk/responses.test.mjs"
+echo "== openai SDK's embeddings through inferrail launch ($gw_url)"
+BASE_URL="$gw_url" MODEL=sim RESPONSE_MODEL=inferrail/sim-8b GATEWAY=1 \
+  node --test --test-reporter=spec "$here/sdk/embeddings.test.mjs"
 
 tlslog=$(mktemp)
 key="sk-sdk-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
@@ -81,6 +87,9 @@ NODE_EXTRA_CA_CERTS="$tlsdir/ca.pem" API_KEY="$key" BASE_URL="$tls_url" MODEL=si
 echo "== openai SDK's Responses API over https with an API key"
 NODE_EXTRA_CA_CERTS="$tlsdir/ca.pem" API_KEY="$key" BASE_URL="$tls_url" MODEL=sim RESPONSE_MODEL=inferrail/sim-8b \
   GATEWAY=1 node --test --test-reporter=spec "$here/sdk/responses.test.mjs"
+echo "== openai SDK's embeddings over https with an API key"
+NODE_EXTRA_CA_CERTS="$tlsdir/ca.pem" API_KEY="$key" BASE_URL="$tls_url" MODEL=sim RESPONSE_MODEL=inferrail/sim-8b \
+  GATEWAY=1 node --test --test-reporter=spec "$here/sdk/embeddings.test.mjs"
 if grep -q "$key" "$tlslog"; then echo "the API key shows in the gateway's output"; exit 1; fi
 
 # EPP mode: the same SDK through a proxy that plays Envoy (test code only)

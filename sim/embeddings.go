@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"strconv"
 	"time"
 
@@ -25,11 +28,22 @@ func (inst *instance) embeddings(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	var req struct {
-		Model string          `json:"model"`
-		Input json.RawMessage `json:"input"`
+		Model  string          `json:"model"`
+		Input  json.RawMessage `json:"input"`
+		Format *string         `json:"encoding_format"`
 	}
 	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil || req.Input == nil {
 		writeError(ctx, &openai.Error{Status: 400, Type: openai.TypeBadRequest, Message: "input: Field required"})
+		return
+	}
+	// encoding_format: "float" (the default) or "base64", the float32
+	// values' little-endian bytes in base64, as vLLM encodes them (its
+	// embed_dtype float32, native byte order on the hosts it runs on), which
+	// the openai SDKs ask for by default.
+	b64 := req.Format != nil && *req.Format == "base64"
+	if req.Format != nil && !b64 && *req.Format != "float" {
+		writeError(ctx, &openai.Error{Status: 400, Type: openai.TypeBadRequest,
+			Message: "encoding_format: Input should be 'float' or 'base64'"})
 		return
 	}
 	model := inst.resolveModel(req.Model)
@@ -76,14 +90,24 @@ func (inst *instance) embeddings(ctx *fasthttp.RequestCtx) {
 		}
 		b = append(b, `{"index":`...)
 		b = strconv.AppendInt(b, int64(i), 10)
-		b = append(b, `,"object":"embedding","embedding":[`...)
-		seed := seedOf(p)
-		for d := range embeddingDims {
+		b = append(b, `,"object":"embedding","embedding":`...)
+		vec := embedding(p)
+		if b64 {
+			var raw [4 * embeddingDims]byte
+			for d, v := range vec {
+				binary.LittleEndian.PutUint32(raw[4*d:], math.Float32bits(float32(v)))
+			}
+			b = append(b, '"')
+			b = base64.StdEncoding.AppendEncode(b, raw[:])
+			b = append(b, `"}`...)
+			continue
+		}
+		b = append(b, '[')
+		for d, v := range vec {
 			if d > 0 {
 				b = append(b, ',')
 			}
-			seed = seed*6364136223846793005 + 1442695040888963407
-			b = strconv.AppendFloat(b, float64(int64(seed>>40)%2000-1000)/1000, 'f', -1, 64)
+			b = strconv.AppendFloat(b, v, 'f', -1, 64)
 		}
 		b = append(b, "]}"...)
 	}
@@ -93,4 +117,14 @@ func (inst *instance) embeddings(ctx *fasthttp.RequestCtx) {
 	b = strconv.AppendInt(b, int64(total), 10)
 	b = append(b, `,"completion_tokens":0,"prompt_tokens_details":null}}`...)
 	writeJSON(ctx, fasthttp.StatusOK, b)
+}
+
+// embedding is prompt p's deterministic vector.
+func embedding(p []uint32) (vec [embeddingDims]float64) {
+	seed := seedOf(p)
+	for d := range vec {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		vec[d] = float64(int64(seed>>40)%2000-1000) / 1000
+	}
+	return vec
 }

@@ -20,6 +20,8 @@ func FuzzRequest(f *testing.F) {
 		`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]}]}`,
 		`{"prompt":[1,2,3],"max_tokens":2}`,
 		`{"prompt":["a","b"]}`,
+		`{"prompt":[[1,2],[3]],"max_tokens":2,"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}}`,
+		`{"prompt":[[1,2],[]],"max_tokens":2}`, `{"prompt":["a",""],"max_tokens":2}`, `{"prompt":[[1],[99999999]]}`,
 		`{"messages":[],"max_tokens":-1}`,
 		`{"model":null,"messages":[{"role":"user","content":null}],"stream":true}`,
 		`[1,2,3]`, `null`, `{"prompt":"\ud800"}`, "\xff\xfe", `{"messages":[{"role":"user","content":"x"}],"max_completion_tokens":40000}`,
@@ -100,15 +102,25 @@ func FuzzTokenizerEndpoints(f *testing.F) {
 				t.Fatalf("%q: bad DetokenizeResponse %q", body, out)
 			}
 		case code == 200:
-			if path == "/v1/completions/render" {
-				out = bytes.TrimSuffix(bytes.TrimPrefix(out, []byte("[")), []byte("]"))
-			}
-			var r struct {
+			type generateRequest struct {
 				RequestID string   `json:"request_id"`
 				TokenIDs  []uint32 `json:"token_ids"`
 			}
-			if err := json.Unmarshal(out, &r); err != nil || r.RequestID == "" || len(r.TokenIDs) == 0 {
-				t.Fatalf("%q: bad GenerateRequest %q", body, out)
+			var rs []generateRequest
+			var err error
+			if path == "/v1/completions/render" {
+				err = json.Unmarshal(out, &rs)
+			} else {
+				rs = make([]generateRequest, 1)
+				err = json.Unmarshal(out, &rs[0])
+			}
+			if err != nil || len(rs) == 0 {
+				t.Fatalf("%q: bad render answer %q", body, out)
+			}
+			for _, r := range rs {
+				if r.RequestID == "" || len(r.TokenIDs) == 0 {
+					t.Fatalf("%q: bad GenerateRequest in %q", body, out)
+				}
 			}
 		case code >= 400 && code < 500:
 			decodeError(t, code, string(out))

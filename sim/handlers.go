@@ -101,11 +101,19 @@ func (inst *instance) handle(ctx *fasthttp.RequestCtx) {
 			inst.render(ctx, string(path) == openai.PathChatRender)
 		}
 	default:
-		if id, ok := bytes.CutPrefix(path, []byte("/v1/responses/")); ok && len(id) > 0 && bytes.IndexByte(id, '/') < 0 {
-			if inst.allow(ctx, "GET") {
-				inst.retrieveResponse(ctx, string(id))
+		if id, ok := bytes.CutPrefix(path, []byte("/v1/responses/")); ok && len(id) > 0 {
+			switch slash := bytes.IndexByte(id, '/'); {
+			case slash < 0:
+				if inst.allow(ctx, "GET") {
+					inst.retrieveResponse(ctx, string(id))
+				}
+				return
+			case slash > 0 && string(id[slash:]) == "/cancel":
+				if inst.allow(ctx, "POST") {
+					inst.cancelResponse(ctx, string(id[:slash]))
+				}
+				return
 			}
-			return
 		}
 		writeError(ctx, httpError(fasthttp.StatusNotFound))
 	}
@@ -207,6 +215,10 @@ type request struct {
 	opts      openai.StreamOptions
 	priority  int64
 	bodyID    openai.Opt[string] // the body's request_id
+	// batch holds, for a completion of several prompts (a list of strings
+	// or of token lists), one request per prompt, the first being the
+	// request itself; nil for one prompt.
+	batch []*request
 }
 
 // parse reads and validates a chat or completion body as vLLM does.
@@ -217,8 +229,14 @@ func (inst *instance) parse(ctx *fasthttp.RequestCtx, chat bool) (*request, *ope
 	}
 	// After the length checks, as vLLM's engine checks ids after its
 	// renderer checked the length. Only a token-id prompt can fail it.
-	if e := outOfVocabulary(r.prompt); e != nil {
-		return nil, e
+	parts := r.batch
+	if parts == nil {
+		parts = []*request{r}
+	}
+	for _, part := range parts {
+		if e := outOfVocabulary(part.prompt); e != nil {
+			return nil, e
+		}
 	}
 	hdr := ctx.Request.Header.Peek("X-Request-Id")
 	r.baseID = openai.BaseRequestID(string(hdr), hdr != nil, r.bodyID, runtimeRand{})
@@ -266,11 +284,29 @@ func (inst *instance) prepare(ctx *fasthttp.RequestCtx, chat bool) (*request, *o
 		maxTok, explicit = req.MaxTokens, true
 		r.stream, opts, r.salt, bodyID = req.Stream, req.StreamOptions, req.CacheSalt, req.RequestID
 		r.priority = req.Priority
+		if req.Prompt.Count > 1 {
+			prompts, e := batchPrompts(ctx.PostBody(), req.Prompt.Kind)
+			if e != nil {
+				return nil, e
+			}
+			for _, p := range prompts {
+				part := *r
+				part.prompt = p
+				r.batch = append(r.batch, &part)
+			}
+		}
 	}
 	r.opts = opts
 	r.usage, r.contUsage = opts.Usage(false)
-	if e := inst.fitContext(r, maxTok, explicit); e != nil {
-		return nil, e
+	parts := r.batch
+	if parts == nil {
+		parts = []*request{r}
+	}
+	for _, part := range parts {
+		part.opts, part.usage, part.contUsage = r.opts, r.usage, r.contUsage
+		if e := inst.fitContext(part, maxTok, explicit); e != nil {
+			return nil, e
+		}
 	}
 	r.bodyID = bodyID
 	return r, nil
@@ -373,6 +409,10 @@ func (inst *instance) generate(ctx *fasthttp.RequestCtx, chat bool) {
 		writeError(ctx, e)
 		return
 	}
+	if r.batch != nil {
+		inst.respondBatch(ctx, r)
+		return
+	}
 	j, e := inst.submit(r)
 	if e != nil {
 		writeError(ctx, e)
@@ -468,6 +508,20 @@ func (inst *instance) wait(conn net.Conn, j *job) bool {
 // stream writes j's tokens as SSE events as the engine produces them, one
 // chunk per token, as vLLM does. The last token rides on the finish chunk.
 func (inst *instance) stream(w *bufio.Writer, conn net.Conn, j *job, r *request, st *openai.Stream) {
+	inst.pump(w, conn, j, inst.choiceChunks(j, r, st, func(buf []byte, n int) []byte {
+		if r.usage {
+			u := openai.Usage{PromptTokens: len(r.prompt), CompletionTokens: n, CachedTokens: j.cached,
+				Details: inst.opts.EnablePromptTokensDetails}
+			buf = st.AppendUsage(buf, &u)
+		}
+		return openai.AppendDone(buf)
+	}))
+}
+
+// choiceChunks is pump's emit for one choice (j, of request r) written by
+// st: the role chunk of a chat, a chunk per token, the last token on the
+// finish chunk, then what end appends once j has generated its n tokens.
+func (inst *instance) choiceChunks(j *job, r *request, st *openai.Stream, end func(buf []byte, n int) []byte) func([]byte, int, bool) []byte {
 	sent, roleSent := 0, !r.chat
 	usage := openai.Usage{PromptTokens: len(r.prompt), Details: inst.opts.EnablePromptTokensDetails}
 	cont := func(n int) *openai.Usage {
@@ -477,7 +531,7 @@ func (inst *instance) stream(w *bufio.Writer, conn net.Conn, j *job, r *request,
 		usage.CompletionTokens = n
 		return &usage
 	}
-	inst.pump(w, conn, j, func(buf []byte, n int, done bool) []byte {
+	return func(buf []byte, n int, done bool) []byte {
 		if !roleSent && (n > 0 || done) {
 			buf = st.AppendRole(buf, r.role, cont(0))
 			roleSent = true
@@ -497,13 +551,8 @@ func (inst *instance) stream(w *bufio.Writer, conn net.Conn, j *job, r *request,
 			text = token.Piece(j.seed, sent)
 		}
 		buf = st.AppendFinish(buf, text, openai.Finish{Reason: j.reason}, cont(n))
-		if r.usage {
-			u := openai.Usage{PromptTokens: len(r.prompt), CompletionTokens: n, CachedTokens: j.cached,
-				Details: inst.opts.EnablePromptTokensDetails}
-			buf = st.AppendUsage(buf, &u)
-		}
-		return openai.AppendDone(buf)
-	})
+		return end(buf, n)
+	}
 }
 
 // pump drives a streamed response: at every step of the engine it calls

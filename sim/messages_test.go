@@ -1,9 +1,12 @@
 package sim
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -106,5 +109,26 @@ func TestEmbeddings(t *testing.T) {
 	}
 	if status, _, body := post(t, s, "/v1/embeddings", `{"model":"nope","input":"x"}`); status != 404 {
 		t.Errorf("unknown model: %d %s", status, body)
+	}
+	// encoding_format base64 (the openai SDKs' default): the same vectors'
+	// float32 values, little-endian, in base64.
+	var enc struct{ Data []struct{ Embedding string } }
+	status, _, body = post(t, s, "/v1/embeddings", `{"model":"`+m+`","input":["one two three","four five"],"encoding_format":"base64"}`)
+	if status != 200 || json.Unmarshal([]byte(body), &enc) != nil || len(enc.Data) != 2 {
+		t.Fatalf("base64: %d %s", status, body)
+	}
+	for i, want := range []int{0, 2} {
+		raw, err := base64.StdEncoding.DecodeString(enc.Data[i].Embedding)
+		if err != nil || len(raw) != 4*embeddingDims {
+			t.Fatalf("base64 embedding %d: %q %v", i, enc.Data[i].Embedding, err)
+		}
+		for d, v := range r.Data[want].Embedding {
+			if got := math.Float32frombits(binary.LittleEndian.Uint32(raw[4*d:])); got != float32(v) {
+				t.Errorf("base64 embedding %d, value %d: %v, the float answer %v", i, d, got, v)
+			}
+		}
+	}
+	if status, _, body := post(t, s, "/v1/embeddings", `{"model":"`+m+`","input":"x","encoding_format":"hex"}`); status != 400 {
+		t.Errorf("encoding_format hex: %d %s", status, body)
 	}
 }

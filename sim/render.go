@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"strconv"
+
 	"github.com/valyala/fasthttp"
 
 	"github.com/inferrail/inferrail/model/openai"
@@ -30,7 +32,7 @@ func (inst *instance) detokenize(ctx *fasthttp.RequestCtx) {
 // render answers vLLM's POST /v1/chat/completions/render (chat) and
 // /v1/completions/render: the body prepared as for generation, up to the
 // context-length check, and returned as a GenerateRequest (a list of one
-// for completions; this simulator serves one prompt per request). The
+// for completions, one per prompt of a batch). The
 // sampling parameters are those of a request that sets none but
 // max_tokens and stream (openai.AppendRender). Ids past the vocabulary are
 // not refused here: in vLLM the engine refuses them, and render stops
@@ -42,18 +44,37 @@ func (inst *instance) render(ctx *fasthttp.RequestCtx, chat bool) {
 		return
 	}
 	f, _ := openai.FindModel(ctx.PostBody())
-	out := openai.Render{TokenIDs: r.prompt, MaxTokens: r.maxParam, Model: r.model,
-		ModelSet: f.Found && ctx.PostBody()[f.Start] == '"', Stream: r.stream, StreamOptions: r.opts,
-		CacheSalt: r.salt, Priority: r.priority}
-	if r.maxParam == 0 {
-		// No cap given: vLLM's get_max_tokens leaves the rest of the context.
-		out.MaxTokens = inst.opts.Engine.MaxModelLen - len(r.prompt)
+	modelSet := f.Found && ctx.PostBody()[f.Start] == '"'
+	one := func(p *request) openai.Render {
+		out := openai.Render{TokenIDs: p.prompt, MaxTokens: p.maxParam, Model: p.model,
+			ModelSet: modelSet, Stream: p.stream, StreamOptions: p.opts,
+			CacheSalt: p.salt, Priority: p.priority}
+		if p.maxParam == 0 {
+			// No cap given: vLLM's get_max_tokens leaves the rest of the context.
+			out.MaxTokens = inst.opts.Engine.MaxModelLen - len(p.prompt)
+		}
+		return out
 	}
 	if chat {
+		out := one(r)
 		out.RequestID = "chatcmpl-" + openai.RandomID(runtimeRand{})
 		writeJSON(ctx, fasthttp.StatusOK, openai.AppendRender(nil, &out))
 		return
 	}
-	out.RequestID = "cmpl-" + openai.RandomID(runtimeRand{})
-	writeJSON(ctx, fasthttp.StatusOK, openai.AppendRenderList(nil, []openai.Render{out}))
+	// A batch of prompts renders as one GenerateRequest each, their ids
+	// the request's with the prompt's index, as vLLM numbers a batch's
+	// sub-requests.
+	base := "cmpl-" + openai.RandomID(runtimeRand{})
+	if r.batch == nil {
+		out := one(r)
+		out.RequestID = base
+		writeJSON(ctx, fasthttp.StatusOK, openai.AppendRenderList(nil, []openai.Render{out}))
+		return
+	}
+	outs := make([]openai.Render, len(r.batch))
+	for i, p := range r.batch {
+		outs[i] = one(p)
+		outs[i].RequestID = base + "-" + strconv.Itoa(i)
+	}
+	writeJSON(ctx, fasthttp.StatusOK, openai.AppendRenderList(nil, outs))
 }

@@ -24,7 +24,10 @@ import (
 // event stream (response.created, response.in_progress, one message of
 // output_text deltas, response.completed with the usage). The simulator
 // stores responses as vLLM does with VLLM_ENABLE_RESPONSES_API_STORE=1,
-// in memory, the most recent storeSize of them.
+// in memory, the most recent storeSize of them, and runs a background
+// request (background true, not streamed) as vLLM does: answered at once
+// with the queued response, polled with GET /v1/responses/{id}, stopped
+// with POST /v1/responses/{id}/cancel.
 
 // storeSize bounds the simulator's response store (vLLM's grows forever).
 const storeSize = 4096
@@ -38,16 +41,68 @@ type responseStore struct {
 }
 
 // stored is one stored response: the conversation that continues it, and
-// its ResponsesResponse as GET /v1/responses/{id} answers it.
+// its ResponsesResponse as GET /v1/responses/{id} answers it. A
+// background response still running has its job (and is settled, into
+// its final answer, the first time it is looked at after the job ends).
 type stored struct {
 	hist *responses.History
 	body []byte
+	run  *background
 }
 
+// background is a background response's run: its job, and what settles
+// it into the stored response.
+type background struct {
+	j    *job
+	call *responseCall
+	r    *request
+}
+
+// get returns the stored response id, settling a finished background
+// one first.
 func (st *responseStore) get(id string) *stored {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.byID[id]
+	e := st.byID[id]
+	if e != nil && e.run != nil && e.run.j.isDone() {
+		e = e.run.settle()
+		st.byID[id] = e
+	}
+	return e
+}
+
+// cancel is vLLM's cancel_responses on a stored response: a background
+// one still running is aborted and stored cancelled, and returned; ok is
+// false when the response has finished (or never ran in the background).
+func (st *responseStore) cancel(id string, abort func(*job)) (e *stored, ok bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	e = st.byID[id]
+	if e == nil || e.run == nil {
+		return e, false
+	}
+	if e.run.j.isDone() && e.run.j.reason != "abort" {
+		e = e.run.settle()
+		st.byID[id] = e
+		return e, false
+	}
+	abort(e.run.j)
+	b := e.run.call
+	e = &stored{hist: &responses.History{Messages: b.messages},
+		body: b.appendResponse(nil, e.run.r, "cancelled", "", 0, 0, false)}
+	st.byID[id] = e
+	return e, true
+}
+
+// settle is the stored response of a finished background run.
+func (b *background) settle() *stored {
+	n, _ := b.j.progress()
+	text := token.Generate(b.j.seed, n)
+	h := &responses.History{Messages: b.call.messages}
+	if text != "" {
+		h.Output = []string{text}
+	}
+	return &stored{hist: h, body: b.call.appendResponse(nil, b.r, responseStatus(b.j.reason), text, n, b.j.cached, true)}
 }
 
 func (st *responseStore) put(id string, h *stored) {
@@ -89,7 +144,7 @@ func (inst *instance) responses(ctx *fasthttp.RequestCtx) {
 	if id := rr.PreviousResponseID; id != "" {
 		prev := inst.store.get(id)
 		if prev == nil {
-			writeError(ctx, responseNotFound(id))
+			writeError(ctx, responses.NotFound(id))
 			return
 		}
 		hist = prev.hist
@@ -118,21 +173,32 @@ func (inst *instance) responses(ctx *fasthttp.RequestCtx) {
 	writeError(ctx, e)
 }
 
-// responseNotFound is vLLM's _make_not_found_error.
-func responseNotFound(id string) *openai.Error {
-	return &openai.Error{Status: fasthttp.StatusNotFound, Type: "invalid_request_error", Param: "response_id",
-		Message: "Response with id '" + id + "' not found."}
-}
-
 // retrieveResponse answers GET /v1/responses/{id} (vLLM's
 // retrieve_responses): the stored response, or a 404.
 func (inst *instance) retrieveResponse(ctx *fasthttp.RequestCtx, id string) {
 	st := inst.store.get(id)
 	if st == nil {
-		writeError(ctx, responseNotFound(id))
+		writeError(ctx, responses.NotFound(id))
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, st.body)
+}
+
+// cancelResponse answers POST /v1/responses/{id}/cancel (vLLM's
+// cancel_responses): a background response still running is aborted and
+// answered with status cancelled; any other stored response is a 400, an
+// unknown id a 404.
+func (inst *instance) cancelResponse(ctx *fasthttp.RequestCtx, id string) {
+	e, ok := inst.store.cancel(id, inst.drv.abort)
+	switch {
+	case e == nil:
+		writeError(ctx, responses.NotFound(id))
+	case !ok:
+		writeError(ctx, &openai.Error{Status: fasthttp.StatusBadRequest, Type: "invalid_request_error",
+			Message: "Cannot cancel a synchronous response."})
+	default:
+		writeJSON(ctx, fasthttp.StatusOK, e.body)
+	}
 }
 
 // serveResponse runs r on the engine and answers with call's response.
@@ -142,9 +208,24 @@ func (inst *instance) serveResponse(ctx *fasthttp.RequestCtx, call *responseCall
 	if r.maxParam > 0 {
 		call.maxOut = r.maxParam
 	}
+	if call.req.Background && call.req.Stream {
+		// vLLM streams a background response's events as they are stored
+		// (and GET ?stream=true replays them); the simulator does not.
+		writeError(ctx, &openai.Error{Status: fasthttp.StatusBadRequest, Type: "invalid_request_error", Param: "background",
+			Message: "background with stream is not supported by this simulator; set stream to false and poll GET /v1/responses/{id}."})
+		return
+	}
 	j, e := inst.submit(r)
 	if e != nil {
 		writeError(ctx, e)
+		return
+	}
+	if call.req.Background {
+		// Answered at once, queued; the run settles when looked at after it ends.
+		queued := call.appendResponse(nil, r, "queued", "", 0, 0, false)
+		inst.store.put(call.id, &stored{hist: &responses.History{Messages: call.messages}, body: queued,
+			run: &background{j: j, call: call, r: r}})
+		writeJSON(ctx, fasthttp.StatusOK, queued)
 		return
 	}
 	conn := ctx.Conn()
@@ -210,11 +291,15 @@ func (call *responseCall) appendResponse(b []byte, r *request, status, text stri
 		}
 		b = append(b, t...)
 	}
-	b = append(b, `],"top_p":1.0,"background":false,"max_output_tokens":`...)
+	b = append(b, `],"top_p":1.0,"background":`...)
+	b = strconv.AppendBool(b, rr.Background)
+	b = append(b, `,"max_output_tokens":`...)
 	b = strconv.AppendInt(b, int64(call.maxOut), 10)
 	b = append(b, `,"max_tool_calls":null,"previous_response_id":`...)
 	b = appendOptString(b, rr.PreviousResponseID)
-	b = append(b, `,"prompt":null,"reasoning":null,"service_tier":"auto","status":"`...)
+	b = append(b, `,"prompt":null,"reasoning":`...)
+	b = appendReasoning(b, rr.Reasoning)
+	b = append(b, `,"service_tier":"auto","status":"`...)
 	b = append(b, status...)
 	b = append(b, `","text":null,"top_logprobs":null,"truncation":"disabled","usage":`...)
 	if done {
@@ -259,6 +344,33 @@ func responseStatus(finish string) string {
 		return "incomplete"
 	}
 	return "completed"
+}
+
+// appendReasoning writes the request's reasoning as vLLM echoes it
+// (from_request: reasoning=request.reasoning, openai's Reasoning dumped):
+// effort, generate_summary and summary, null when absent; null without
+// reasoning.
+func appendReasoning(b []byte, raw json.RawMessage) []byte {
+	var m map[string]json.RawMessage
+	if raw == nil || json.Unmarshal(raw, &m) != nil {
+		return append(b, "null"...)
+	}
+	for i, k := range []string{"effort", "generate_summary", "summary"} {
+		if i == 0 {
+			b = append(b, '{')
+		} else {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, k)
+		b = append(b, ':')
+		var v string
+		if json.Unmarshal(m[k], &v) == nil {
+			b = appendText(b, v)
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	return append(b, '}')
 }
 
 func appendOptString(b []byte, s string) []byte {

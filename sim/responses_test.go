@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/responses"
@@ -110,6 +111,16 @@ func TestResponsesPrevious(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
+	// POST /v1/responses/{id}/cancel: vLLM cancels only a background
+	// response still running; a finished one is a 400, an unknown id a 404.
+	if status, _, got := post(t, s, "/v1/responses/"+id+"/cancel", ""); status != 400 ||
+		!strings.Contains(string(got), `"message":"Cannot cancel a synchronous response."`) {
+		t.Errorf("cancel a finished response: %d %s", status, got)
+	}
+	if status, _, got := post(t, s, "/v1/responses/resp_nope/cancel", ""); status != 404 ||
+		!strings.Contains(string(got), "Response with id 'resp_nope' not found.") {
+		t.Errorf("cancel an unknown response: %d %s", status, got)
+	}
 	status, _, body3 := post(t, s, "/v1/responses", strings.Replace(next, id, "resp_nope", 1))
 	if status != 404 || !strings.Contains(body3, "Response with id 'resp_nope' not found.") {
 		t.Errorf("unknown id: %d %s", status, body3)
@@ -122,5 +133,83 @@ func TestResponsesPrevious(t *testing.T) {
 	}
 	if status, _, _ := post(t, s, "/v1/responses", `{"model":"`+DefaultOptions().Model+`"}`); status != 400 {
 		t.Errorf("no input: %d", status)
+	}
+}
+
+// reasoning is echoed as vLLM echoes it (openai's Reasoning dumped: effort,
+// generate_summary, summary), null without it; an effort vLLM does not
+// know is its 400.
+func TestResponsesReasoning(t *testing.T) {
+	s := start(t, fast)
+	body := strings.Replace(responsesBody, `"max_output_tokens":8,`, `"max_output_tokens":8,"reasoning":{"effort":"low","summary":"auto"},`, 1)
+	status, _, got := post(t, s, "/v1/responses", body)
+	if status != 200 || !strings.Contains(got, `"reasoning":{"effort":"low","generate_summary":null,"summary":"auto"}`) {
+		t.Fatalf("%d %s", status, got)
+	}
+	if status, _, got := post(t, s, "/v1/responses", strings.Replace(responsesBody, `"max_output_tokens":8,`, `"reasoning":{"effort":"max"},`, 1)); status != 400 {
+		t.Errorf("an effort vLLM refuses: %d %s", status, got)
+	}
+	if _, _, got := post(t, s, "/v1/responses", responsesBody); !strings.Contains(got, `"reasoning":null`) {
+		t.Errorf("no reasoning: %s", got)
+	}
+}
+
+// A background response (background true) is answered at once, queued;
+// GET /v1/responses/{id} polls it until it has finished, with its output
+// and usage, and cancel then refuses it (vLLM cancels only a response
+// still running). One cancelled while running is answered and stored
+// cancelled, and its run is stopped.
+func TestResponsesBackground(t *testing.T) {
+	get := func(s *Server, id string) string {
+		t.Helper()
+		resp, err := client().Get(s.URL() + "/v1/responses/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	s := start(t, fast)
+	bg := strings.Replace(responsesBody, `"max_output_tokens":8,`, `"max_output_tokens":8,"background":true,`, 1)
+	status, _, body := post(t, s, "/v1/responses", bg)
+	if status != 200 || !strings.Contains(body, `"status":"queued"`) || !strings.Contains(body, `"background":true`) ||
+		!strings.Contains(body, `"output":[]`) || !strings.Contains(body, `"usage":null`) {
+		t.Fatalf("%d %s", status, body)
+	}
+	id := responses.ID([]byte(body))
+	deadline := time.Now().Add(5 * time.Second)
+	for got := get(s, id); !strings.Contains(got, `"status":"incomplete"`); got = get(s, id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not finished: %s", got)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if u, ok := responses.FindUsage([]byte(get(s, id))); !ok || u.CompletionTokens != 8 {
+		t.Errorf("finished usage %+v", u)
+	}
+	if status, _, got := post(t, s, "/v1/responses/"+id+"/cancel", ""); status != 400 {
+		t.Errorf("cancel a finished background response: %d %s", status, got)
+	}
+	if status, _, got := post(t, s, "/v1/responses", strings.Replace(bg, `"background":true,`, `"background":true,"stream":true,`, 1)); status != 400 {
+		t.Errorf("background with stream: %d %s", status, got)
+	}
+
+	slow := start(t, nil) // real timing: a long answer takes a while
+	long := strings.Replace(bg, `"max_output_tokens":8,`, `"max_output_tokens":4000,`, 1)
+	status, _, body = post(t, slow, "/v1/responses", long)
+	if status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	id = responses.ID([]byte(body))
+	status, _, got := post(t, slow, "/v1/responses/"+id+"/cancel", "")
+	if status != 200 || !strings.Contains(got, `"status":"cancelled"`) || responses.ID([]byte(got)) != id {
+		t.Fatalf("cancel while running: %d %s", status, got)
+	}
+	if got := get(slow, id); !strings.Contains(got, `"status":"cancelled"`) {
+		t.Errorf("stored after cancel: %s", got)
+	}
+	if status, _, _ := post(t, slow, "/v1/responses/"+id+"/cancel", ""); status != 400 {
+		t.Errorf("cancel twice: %d", status)
 	}
 }

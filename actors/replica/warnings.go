@@ -63,13 +63,19 @@ const (
 	// read (unreachable, refused, or a snapshot that did not decode), so
 	// the replica's index started cold.
 	WarnWarmStart WarningCode = "index_warm_start_failed"
+	// WarnResponseLookup: the replica fails the gateway's lookups of
+	// Responses response ids (GET /v1/responses/{id} answered neither 200
+	// nor 404 in time: unreachable, slow, or refusing the key), so a
+	// conversation it stores is routed as if no replica held it, until it
+	// answers a lookup again.
+	WarnResponseLookup WarningCode = "response_lookup_failed"
 )
 
 // WarningCodes lists every code, in the order the metrics page writes them.
 var WarningCodes = []WarningCode{
 	WarnEventsUnmapped, WarnEventsForeignTokens, WarnEventsBlockSize, WarnEventsSilent, WarnEventsInterrupted,
 	WarnTokenizerMismatch, WarnMetricsUnreadable, WarnMetricsPartial, WarnCapacityUnits,
-	WarnEngineUnauthorized, WarnFlowStale, WarnNoCachedTokens, WarnWarmStart,
+	WarnEngineUnauthorized, WarnFlowStale, WarnNoCachedTokens, WarnWarmStart, WarnResponseLookup,
 }
 
 // Warning is one active warning of a replica, as /admin/replicas shows it.

@@ -68,7 +68,7 @@ type picker struct {
 }
 
 func newPicker(cfg *config.Config, fl *fleet.Fleet, log *slog.Logger, met *telemetry.Registry, tok frontend.Tokenizer,
-	dlog *decisionlog.Writer, tlsCfg *tls.Config, ln net.Listener) (*picker, error) {
+	dlog *decisionlog.Writer, tlsCfg, upstreamTLS *tls.Config, ln net.Listener) (*picker, error) {
 	hln, err := net.Listen("tcp", cfg.ExtProc.HealthListen)
 	if err != nil {
 		return nil, fmt.Errorf("ext_proc.health_listen: %w", err)
@@ -78,7 +78,8 @@ func newPicker(cfg *config.Config, fl *fleet.Fleet, log *slog.Logger, met *telem
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
 	}
 	p := &picker{
-		srv:    extproc.New(extproc.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met, Tokenizer: tok, DecisionLog: dlog}),
+		srv: extproc.New(extproc.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met, Tokenizer: tok, DecisionLog: dlog,
+			UpstreamTLS: upstreamTLS}),
 		health: extproc.NewHealth(fl),
 		grpc:   grpc.NewServer(opts...),
 		hgrpc:  grpc.NewServer(),

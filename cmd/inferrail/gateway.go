@@ -357,7 +357,7 @@ func runGateway(ctx context.Context, epp bool, path string, env []string, cfg *c
 			log.Warn("observability.usage_for_accuracy is inject but inferrail epp sends requests as the client did: " +
 				"a stream whose client asked for no usage counts as unknown in inferrail_prediction_total")
 		}
-		if fe, err = newPicker(cfg, fl, log, met, edgeTokenizer{tok}, dlog, sec.extproc, ln); err != nil {
+		if fe, err = newPicker(cfg, fl, log, met, edgeTokenizer{tok}, dlog, sec.extproc, sec.upstream, ln); err != nil {
 			ln.Close()
 			aln.Close()
 			return err

@@ -111,8 +111,10 @@ func TestTokenIDPromptRouting(t *testing.T) {
 
 // TestTokenIDBatchRouting: a batch of token-id prompts is routed on its
 // first prompt, to the replica holding it, with no prediction and no
-// prompt count, since the engine reports the whole batch's; the simulator
-// serves one prompt per request, so the engine's 400 comes back.
+// prompt count, since the engine reports the whole batch's; it goes
+// through, and the engine serves it as vLLM does: a choice per prompt,
+// each with its prompt's index, and the usage of every prompt. A batch of
+// text prompts goes through alike.
 func TestTokenIDBatchRouting(t *testing.T) {
 	addr := tokenIDFleet(t)
 	shared := make([]int, 100)
@@ -128,9 +130,19 @@ func TestTokenIDBatchRouting(t *testing.T) {
 		if a.replica != first.replica || a.predicted != -1 || a.header != -1 {
 			t.Fatalf("batch %d: replica %s (prefix on %s), predicted %d, prompt tokens %d", i, a.replica, first.replica, a.predicted, a.header)
 		}
-		if a.status != 400 || !strings.Contains(a.body, "one prompt per request") {
+		var r struct{ Choices []struct{ Index int } }
+		if a.status != 200 || json.Unmarshal([]byte(a.body), &r) != nil || len(r.Choices) != 2 || r.Choices[1].Index != 1 {
 			t.Fatalf("batch %d: %d %s", i, a.status, a.body)
 		}
+		if a.prompt != len(shared)+4 || a.cached < 96 {
+			t.Fatalf("batch %d: the engine reports %d prompt tokens (want %d), %d cached (the first prompt's 96 at least)",
+				i, a.prompt, len(shared)+4, a.cached)
+		}
+	}
+	texts := completeIDs(t, addr, map[string]any{"model": "sim", "prompt": []string{"one batch", "of two prompts"}, "max_tokens": 2})
+	var r struct{ Choices []struct{ Index int } }
+	if texts.status != 200 || json.Unmarshal([]byte(texts.body), &r) != nil || len(r.Choices) != 2 {
+		t.Fatalf("a batch of texts: %d %s", texts.status, texts.body)
 	}
 }
 

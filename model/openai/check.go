@@ -48,12 +48,8 @@ func (r *CompletionRequest) Check() error {
 	if r.PromptEmbeds {
 		return unsupported("prompt_embeds", "prompt_embeds is not supported by this simulator; send prompt as text or token ids.")
 	}
-	switch {
-	case r.Prompt.Count == 0 || (r.Prompt.Kind == PromptTokens && len(r.Prompt.Tokens) == 0):
+	if r.Prompt.Count == 0 || (r.Prompt.Kind == PromptTokens && len(r.Prompt.Tokens) == 0) {
 		return ErrEmptyPrompt
-	case r.Prompt.Count > 1:
-		return unsupported("prompt", "this simulator serves one prompt per request, got "+
-			strconv.Itoa(r.Prompt.Count)+"; send each prompt as its own request.")
 	}
 	if err := checkCommon(r.N, r.BestOf); err != nil {
 		return err

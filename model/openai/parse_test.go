@@ -316,7 +316,6 @@ func TestCheck(t *testing.T) {
 	f(cmpl(`,"n":3`), bre, "n", "n > 1 is not supported by this simulator, which returns one choice per request; set n to 1 or omit it.")
 	f(cmpl(`,"best_of":4`), bre, "best_of", "best_of > 1 is not supported by this simulator; set best_of to 1 or omit it.")
 	f(cmpl(`,"logprobs":0`), bre, "logprobs", "logprobs is not supported by this simulator; omit it or set it to null.")
-	f(cmpl(`,"prompt":["a","b","c"]`), bre, "prompt", "this simulator serves one prompt per request, got 3; send each prompt as its own request.")
 	f(cmpl(`,"prompt":[]`), bre, "", "The decoder prompt cannot be empty")
 	f(cmpl(`,"prompt":[[]]`), bre, "", "The decoder prompt cannot be empty")
 	f(cmpl(`,"prompt_embeds":"AAAA"`), bre, "prompt_embeds", "prompt_embeds is not supported by this simulator; send prompt as text or token ids.")

@@ -157,6 +157,16 @@ type Completion struct {
 	Finish      Finish
 	Fingerprint string
 	Usage       Usage
+	// Choices, when set, are the choices of a batch of prompts, in the
+	// prompts' order (each index its prompt's), in place of Text and
+	// Finish.
+	Choices []CompletionChoice
+}
+
+// CompletionChoice is one choice of a Completion.
+type CompletionChoice struct {
+	Text   string
+	Finish Finish
 }
 
 // AppendCompletion appends a CompletionResponse as vLLM serves it:
@@ -175,13 +185,26 @@ func AppendCompletion(dst []byte, c *Completion) []byte {
 	dst = strconv.AppendInt(dst, c.Created, 10)
 	dst = append(dst, `,"model":`...)
 	dst = appendString(dst, c.Model)
-	dst = append(dst, `,"choices":[{"index":0,"text":`...)
-	dst = appendString(dst, c.Text)
-	dst = append(dst, `,"logprobs":null,"finish_reason":`...)
-	dst = appendNullString(dst, c.Finish.Reason)
-	dst = append(dst, `,"stop_reason":`...)
-	dst = c.Finish.Stop.appendTo(dst)
-	dst = append(dst, `,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null,"routed_experts":null}],"service_tier":null,"system_fingerprint":`...)
+	dst = append(dst, `,"choices":[`...)
+	choices := c.Choices
+	if choices == nil {
+		choices = []CompletionChoice{{Text: c.Text, Finish: c.Finish}}
+	}
+	for i, ch := range choices {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"index":`...)
+		dst = strconv.AppendInt(dst, int64(i), 10)
+		dst = append(dst, `,"text":`...)
+		dst = appendString(dst, ch.Text)
+		dst = append(dst, `,"logprobs":null,"finish_reason":`...)
+		dst = appendNullString(dst, ch.Finish.Reason)
+		dst = append(dst, `,"stop_reason":`...)
+		dst = ch.Finish.Stop.appendTo(dst)
+		dst = append(dst, `,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null,"routed_experts":null}`...)
+	}
+	dst = append(dst, `],"service_tier":null,"system_fingerprint":`...)
 	dst = appendNullString(dst, c.Fingerprint)
 	dst = append(dst, `,"usage":`...)
 	dst = appendUsage(dst, &c.Usage)

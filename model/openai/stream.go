@@ -33,6 +33,15 @@ type Stream struct {
 	prefix      []byte // data: {"id":…,"object":…,"created":…,"model":…,"choices":[
 	fingerprint string
 	finalUsage  bool
+	index       int // the choice's index
+}
+
+// Choice is the writer of choice i of the same stream: a completion of a
+// batch of prompts streams each prompt's choice under its index.
+func (s *Stream) Choice(i int) *Stream {
+	c := *s
+	c.index = i
+	return &c
 }
 
 // NewChatStream returns the writer for a chat.completion.chunk stream.
@@ -71,7 +80,9 @@ func (s *Stream) AppendRole(dst []byte, role string, u *Usage) []byte {
 		panic("BUG: openai: AppendRole on a text completion stream")
 	}
 	dst = append(dst, s.prefix...)
-	dst = append(dst, `{"index":0,"delta":{"role":`...)
+	dst = append(dst, `{"index":`...)
+	dst = strconv.AppendInt(dst, int64(s.index), 10)
+	dst = append(dst, `,"delta":{"role":`...)
 	dst = appendString(dst, role)
 	dst = append(dst, `,"content":""},"logprobs":null,"finish_reason":null}]`...)
 	if u != nil {
@@ -153,12 +164,14 @@ func (s *Stream) AppendUsage(dst []byte, u *Usage) []byte {
 
 func (s *Stream) appendChoiceHead(dst []byte, text string) []byte {
 	dst = append(dst, s.prefix...)
+	dst = append(dst, `{"index":`...)
+	dst = strconv.AppendInt(dst, int64(s.index), 10)
 	if s.chat {
-		dst = append(dst, `{"index":0,"delta":{"content":"`...)
+		dst = append(dst, `,"delta":{"content":"`...)
 		dst = appendEscaped(dst, text)
 		return append(dst, `"}`...)
 	}
-	dst = append(dst, `{"index":0,"text":"`...)
+	dst = append(dst, `,"text":"`...)
 	dst = appendEscaped(dst, text)
 	return append(dst, '"')
 }

@@ -53,6 +53,45 @@ func TestResponsesRenderAsVLLM(t *testing.T) {
 	}
 }
 
+// TestResponsesReasoningEffort: reasoning.effort renders as vLLM renders
+// it, through the chat template's kwargs: with Qwen3's template, effort
+// "none" closes the thinking block (enable_thinking false) as the chat
+// request with those kwargs does, and any other effort leaves it open.
+func TestResponsesReasoningEffort(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	p := qwen3(t)
+	render := func(body string, chat bool) Prompt {
+		t.Helper()
+		var pr Prompt
+		var err error
+		if chat {
+			pr, err = p.Chat([]byte(body), now)
+		} else {
+			pr, err = p.Responses([]byte(body), now)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		return pr
+	}
+	plain := render(`{"model":"Qwen/Qwen3","input":"Add two numbers."}`, false)
+	off := render(`{"model":"Qwen/Qwen3","input":"Add two numbers.","reasoning":{"effort":"none"}}`, false)
+	want := render(`{"model":"Qwen/Qwen3","messages":[{"role":"user","content":"Add two numbers."}],"chat_template_kwargs":{"enable_thinking":false,"reasoning_effort":"none"}}`, true)
+	if off.Text != want.Text || !slices.Equal(off.IDs, want.IDs) {
+		t.Errorf("effort none rendered\n%q\nwant (vLLM's chat request)\n%q", off.Text, want.Text)
+	}
+	if off.Text == plain.Text || !strings.HasSuffix(off.Text, "<think>\n\n</think>\n\n") {
+		t.Errorf("effort none did not close the thinking block: %q", off.Text)
+	}
+	if high := render(`{"model":"Qwen/Qwen3","input":"Add two numbers.","reasoning":{"effort":"high"}}`, false); high.Text != plain.Text {
+		t.Errorf("effort high rendered %q, want the default %q", high.Text, plain.Text)
+	}
+	// The request's own enable_thinking wins over the effort's.
+	if kept := render(`{"model":"Qwen/Qwen3","input":"Add two numbers.","reasoning":{"effort":"none"},"chat_template_kwargs":{"enable_thinking":true}}`, false); kept.Text != plain.Text {
+		t.Errorf("chat_template_kwargs.enable_thinking true did not win: %q", kept.Text)
+	}
+}
+
 // Each turn of the agent renders as an extension of the one before, so
 // the engine's prefix cache (and the gateway's index) hits the earlier
 // turns' blocks.

@@ -77,7 +77,8 @@ func Messages(r *Request, hist *History) ([]json.RawMessage, error) {
 // for it (_make_request): Messages, its function tools as
 // ChatCompletionToolsParam.model_dump() gives them to the template, the
 // final message continued when the last input item is an unfinished
-// message (should_continue_final_message), and model, max_tokens,
+// message (should_continue_final_message), the chat template's kwargs as
+// build_chat_params sets them (templateKwargs), and model, max_tokens,
 // stream and cache_salt carried over.
 func ToChat(r *Request, hist *History) ([]byte, error) {
 	msgs, err := Messages(r, hist)
@@ -101,6 +102,10 @@ func ToChat(r *Request, hist *History) ([]byte, error) {
 	if continueFinal(r) {
 		b = append(b, `,"add_generation_prompt":false,"continue_final_message":true`...)
 	}
+	if kw := templateKwargs(r); kw != nil {
+		b = append(b, `,"chat_template_kwargs":`...)
+		b = append(b, kw...)
+	}
 	if r.MaxOutputTokens > 0 {
 		b = append(b, `,"max_tokens":`...)
 		b = strconv.AppendInt(b, r.MaxOutputTokens, 10)
@@ -113,6 +118,42 @@ func ToChat(r *Request, hist *History) ([]byte, error) {
 		b = append(b, quote(r.CacheSalt)...)
 	}
 	return append(b, '}'), nil
+}
+
+// templateKwargs is the chat_template_kwargs of the chat request vLLM
+// renders for r (ResponsesRequest.build_chat_params): the request's own,
+// with reasoning_effort set to reasoning.effort and, unless the request's
+// kwargs set enable_thinking, enable_thinking set to whether that effort
+// is not "none" (so that a template gating thinking on it, Qwen3's or
+// Gemma's, renders as the engine does). add_generation_prompt and
+// continue_final_message always come from the request's input there
+// (ToChat writes them), so the request's kwargs cannot set them. nil
+// when there is nothing to pass; the keys are sorted (a template reads
+// them by name).
+func templateKwargs(r *Request) json.RawMessage {
+	if r.ChatTemplateKwargs == nil && r.ReasoningEffort == "" {
+		return nil
+	}
+	kw := map[string]json.RawMessage{}
+	if r.ChatTemplateKwargs != nil && json.Unmarshal(r.ChatTemplateKwargs, &kw) != nil {
+		kw = map[string]json.RawMessage{} // Parse checked it is an object
+	}
+	delete(kw, "add_generation_prompt")
+	delete(kw, "continue_final_message")
+	if e := r.ReasoningEffort; e != "" {
+		kw["reasoning_effort"] = quote(e)
+		if _, set := kw["enable_thinking"]; !set {
+			kw["enable_thinking"] = json.RawMessage(strconv.FormatBool(e != "none"))
+		}
+	}
+	if len(kw) == 0 {
+		return nil
+	}
+	out, err := json.Marshal(kw)
+	if err != nil {
+		return nil // every value is valid JSON
+	}
+	return out
 }
 
 // continueFinal is should_continue_final_message: the last input item is

@@ -49,6 +49,20 @@ func TestToChat(t *testing.T) {
 	// An unfinished assistant message at the end is continued.
 	f(`{"model":"m","input":[{"role":"user","content":"a"},{"type":"message","role":"assistant","status":"incomplete","content":"par"}]}`,
 		`{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","content":"par"}],"add_generation_prompt":false,"continue_final_message":true}`)
+	// reasoning.effort reaches the template as build_chat_params passes it: reasoning_effort, and
+	// enable_thinking whether the effort is not "none".
+	f(`{"model":"m","input":"x","reasoning":{"effort":"none","summary":"auto"}}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"enable_thinking":false,"reasoning_effort":"none"}}`)
+	f(`{"model":"m","input":"x","reasoning":{"effort":"high"}}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"enable_thinking":true,"reasoning_effort":"high"}}`)
+	// The request's own kwargs are kept; its enable_thinking wins, reasoning.effort beats its reasoning_effort,
+	// and add_generation_prompt / continue_final_message are the input's.
+	f(`{"model":"m","input":"x","reasoning":{"effort":"low"},"chat_template_kwargs":{"enable_thinking":false,"reasoning_effort":"high","add_generation_prompt":false,"custom":[1]}}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"custom":[1],"enable_thinking":false,"reasoning_effort":"low"}}`)
+	// No effort (null, or reasoning without one): nothing is added; kwargs alone pass through.
+	f(`{"model":"m","input":"x","reasoning":{"effort":null}}`, `{"model":"m","messages":[{"role":"user","content":"x"}]}`)
+	f(`{"model":"m","input":"x","reasoning":{"summary":"auto"},"chat_template_kwargs":{"enable_thinking":false}}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"enable_thinking":false}}`)
 }
 
 // TestToChatHistory: a continued response is its stored conversation
@@ -90,6 +104,8 @@ func TestParseInvalid(t *testing.T) {
 		`{"input":[{"type":"function_call_output","call_id":"c"}]}`,
 		`{"input":[{"role":"robot","content":"x"}]}`, `{"input":[{"role":"user"}]}`, `{"input":[{"role":"user","content":3}]}`,
 		`{"input":"x","tools":[{"name":"n"}]}`, `{"input":"x","tools":[{"type":"function"}]}`, `{"input":"x","instructions":1}`,
+		`{"input":"x","reasoning":"high"}`, `{"input":"x","reasoning":{"effort":"max"}}`, `{"input":"x","reasoning":{"effort":3}}`,
+		`{"input":"x","chat_template_kwargs":[]}`, `{"input":"x","chat_template_kwargs":"a"}`,
 	} {
 		if _, err := Parse([]byte(body)); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Parse(%s) = %v, want ErrInvalid", body, err)

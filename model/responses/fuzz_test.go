@@ -14,6 +14,8 @@ func FuzzParse(f *testing.F) {
 		`{"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"a"},{"type":"input_image","image_url":"u"}]},{"type":"function_call","call_id":"c","name":"n","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"o"}]},{"type":"reasoning","content":["r"]},{"role":"assistant","content":[],"status":"in_progress"}]}`,
 		`{"input":"x","previous_response_id":"resp_1","store":false}`,
 		`{"input":[{"type":"reasoning","summary":[{"text":1}]},{"role":"assistant","content":"a"},{"role":"assistant","content":[{"text":"b"}]}]}`,
+		`{"input":"x","reasoning":{"effort":"none"},"chat_template_kwargs":{"enable_thinking":true,"add_generation_prompt":1}}`,
+		`{"input":"x","reasoning":{"effort":null},"chat_template_kwargs":null}`,
 		`{}`, `[]`, `{"input":1}`, ``,
 	} {
 		f.Add([]byte(s))

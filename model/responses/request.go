@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/inferrail/inferrail/model/openai"
 )
 
 // ErrInvalid wraps every reason a body is not a request vLLM accepts; the
@@ -25,6 +29,10 @@ type Request struct {
 	// vLLM honours it only when started with
 	// VLLM_ENABLE_RESPONSES_API_STORE=1 and silently drops it otherwise.
 	Store bool
+	// Background: the request runs in the background (background true);
+	// vLLM answers at once with the queued response, which GET
+	// /v1/responses/{id} polls and cancel stops.
+	Background bool
 	// MaxOutputTokens is max_output_tokens, 0 when absent or null.
 	MaxOutputTokens int64
 	Instructions    string
@@ -35,7 +43,19 @@ type Request struct {
 	Tools              []json.RawMessage // objects
 	CacheSalt          string
 	User               string
+	// ReasoningEffort is reasoning.effort, "" when reasoning or its
+	// effort is absent or null; Reasoning is the reasoning object as it
+	// came (nil when absent or null), which vLLM echoes in its answer.
+	ReasoningEffort string
+	Reasoning       json.RawMessage
+	// ChatTemplateKwargs is chat_template_kwargs, an object; nil when
+	// absent or null.
+	ChatTemplateKwargs json.RawMessage
 }
+
+// ReasoningEfforts are the values of reasoning.effort vLLM's
+// ResponsesRequest accepts (openai.types.shared.ReasoningEffort).
+var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
 
 // Input is the request's input: a string, or a list of item objects.
 type Input struct {
@@ -98,6 +118,17 @@ func Parse(body []byte) (*Request, error) {
 		if bg && !r.Store {
 			return nil, invalid("background can only be used when `store` is true")
 		}
+		r.Background = bg
+	}
+	if err := r.readReasoning(top); err != nil {
+		return nil, err
+	}
+	if raw, ok := top["chat_template_kwargs"]; ok && !isNull(raw) {
+		var m map[string]json.RawMessage
+		if object(raw, &m) != nil {
+			return nil, invalid("chat_template_kwargs: Input should be a valid dictionary")
+		}
+		r.ChatTemplateKwargs = bytes.TrimSpace(raw)
 	}
 	raw, ok := top["input"]
 	if !ok || isNull(raw) {
@@ -140,6 +171,43 @@ func Parse(body []byte) (*Request, error) {
 		}
 	}
 	return r, nil
+}
+
+// readReasoning reads reasoning (openai's Reasoning: an object whose
+// effort is one of ReasoningEfforts or null).
+func (r *Request) readReasoning(top map[string]json.RawMessage) error {
+	raw, ok := top["reasoning"]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if object(raw, &m) != nil {
+		return invalid("reasoning: Input should be a valid dictionary or instance of Reasoning")
+	}
+	effort, err := str(m, "effort")
+	if err != nil {
+		return invalid("reasoning.effort: Input should be %s", effortList())
+	}
+	if effort != "" && !slices.Contains(ReasoningEfforts, effort) {
+		return invalid("reasoning.effort: Input should be %s", effortList())
+	}
+	r.ReasoningEffort, r.Reasoning = effort, bytes.TrimSpace(raw)
+	return nil
+}
+
+// effortList is ReasoningEfforts as pydantic lists a Literal's values.
+func effortList() string {
+	var b strings.Builder
+	for i, e := range ReasoningEfforts {
+		switch {
+		case i == len(ReasoningEfforts)-1:
+			b.WriteString(" or ")
+		case i > 0:
+			b.WriteString(", ")
+		}
+		b.WriteString("'" + e + "'")
+	}
+	return b.String()
 }
 
 // checkItem validates one input item as far as its conversion reads it.
@@ -213,4 +281,12 @@ func str(m map[string]json.RawMessage, key string) (string, error) {
 		return "", invalid("%s: Input should be a valid string", key)
 	}
 	return s, nil
+}
+
+// NotFound is vLLM's answer for a response id its store does not hold
+// (OpenAIServingResponses._make_not_found_error), for previous_response_id
+// and for GET and cancel alike.
+func NotFound(id string) *openai.Error {
+	return &openai.Error{Status: 404, Type: "invalid_request_error", Param: "response_id",
+		Message: "Response with id '" + id + "' not found."}
 }

@@ -3,18 +3,13 @@
 // sync and streamed with usage, a long instructions prefix that the second
 // request finds cached on the replica that served the first, a
 // conversation continued with previous_response_id (on the replica that
-// stores it), and errors. Run by scripts/sdk-test.sh, which starts the
+// stores it), the stored response retrieved and cancelled (from that
+// replica), and errors. Run by scripts/sdk-test.sh, which starts the
 // servers and sets the environment.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-
-const baseURL = process.env.BASE_URL;
-const model = process.env.MODEL ?? 'sim-8b';
-const responseModel = process.env.RESPONSE_MODEL ?? model;
-const gateway = process.env.GATEWAY === '1';
-assert.ok(baseURL, 'BASE_URL must be set');
-const client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: process.env.API_KEY ?? 'unused', maxRetries: 0, timeout: 30_000 });
+import { client, gateway, model, responseModel } from './env.mjs';
 
 // Long enough to fill many KV blocks, shared by the requests that follow.
 const instructions = Array.from({ length: 60 }, (_, i) =>
@@ -93,6 +88,23 @@ test('previous_response_id: the conversation continues on the replica that store
     if (gateway) assert.equal(response.headers.get('x-inferrail-affinity'), 'pinned');
     prev = r;
   }
+});
+
+test('responses.retrieve and responses.cancel: from the replica that stores the response', async () => {
+  const { data: created, response } = await client.responses.create({ model, input: 'Keep this.', max_output_tokens: 4 }).withResponse();
+  for (let i = 0; i < 3; i++) {
+    const { data: got, response: r } = await client.responses.retrieve(created.id).withResponse();
+    assert.equal(got.id, created.id);
+    assert.equal(got.output_text, created.output_text);
+    assert.deepEqual(got.usage, created.usage);
+    assert.equal(replica(r), replica(response));
+  }
+  // vLLM cancels only a background response still running: a finished one is a 400.
+  await assert.rejects(client.responses.cancel(created.id),
+    (err) => err instanceof OpenAI.BadRequestError && /Cannot cancel a synchronous response/.test(err.message));
+  await assert.rejects(client.responses.retrieve('resp_no_such_response'),
+    (err) => err instanceof OpenAI.NotFoundError && /not found/.test(err.message));
+  await assert.rejects(client.responses.cancel('resp_no_such_response'), (err) => err instanceof OpenAI.NotFoundError);
 });
 
 test('an unknown previous_response_id: NotFoundError', async () => {

@@ -38,6 +38,7 @@ type exchange struct {
 	// From the request headers.
 	path, sessionID, requestID string
 	idGiven                    bool
+	authz                      string // Authorization, for response lookups
 	// The llm-d flow-control headers (flow.HeaderObjective and
 	// flow.HeaderFairnessID), empty when absent.
 	objective, fairnessID string
@@ -59,9 +60,14 @@ type exchange struct {
 	// responses: an OpenAI Responses request, whose usage is in its
 	// response.completed event (or its body's usage object).
 	responses bool
-	d         fleet.Decision
-	series    *telemetry.Series
-	live      bool // d holds a lease that Done has not ended
+	// affinity is how a request continuing a stored response was placed
+	// (frontend.AffinityPinned or AffinityUnknown); "" for any other.
+	affinity string
+	// head is a Responses stream's first bytes, which name its id.
+	head   []byte
+	d      fleet.Decision
+	series *telemetry.Series
+	live   bool // d holds a lease that Done has not ended
 
 	// The response.
 	status  int
@@ -130,6 +136,8 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders, md *corev3.Metadata)
 			x.sessionID = headerValue(hv)
 		case "x-request-id":
 			x.requestID = headerValue(hv)
+		case "authorization":
+			x.authz = headerValue(hv)
 		case flow.HeaderObjective:
 			x.objective = headerValue(hv)
 		case flow.HeaderFairnessID:
@@ -217,6 +225,13 @@ func (x *exchange) route() (bool, error) {
 		x.met.Error("no_subset_match")
 		return true, x.send(immediate(refuse(errNoSubsetMatch, x.model)))
 	}
+	if x.responses {
+		var refused *refusal
+		if exclude, refused = x.pin(exclude, deadline); refused != nil {
+			x.met.Error(refused.reason)
+			return true, x.send(immediate(*refused))
+		}
+	}
 	rec := decisionlog.Record{RequestID: x.requestID, Model: x.model, Attempt: 1,
 		PromptTokens: x.policy.PromptTokens, Blocks: len(x.policy.Blocks), Tokenized: x.tokenized}
 	pr := fleet.PickRequest{Model: x.model, Policy: x.policy, Exclude: exclude, Deadline: pickDeadline(deadline), Rank: true,
@@ -272,8 +287,33 @@ func (x *exchange) route() (bool, error) {
 			break
 		}
 	}
-	x.body = nil
+	if !x.responses {
+		x.body = nil // a Responses body is kept for Remember
+	}
 	return false, nil
+}
+
+// pin places a Responses request that continues a stored response on the
+// replica that stores it, as the front end does (frontend.Homes): the
+// model's other replicas join exclude. It refuses the request when that
+// replica has left the fleet.
+func (x *exchange) pin(exclude []string, deadline time.Time) ([]string, *refusal) {
+	s := x.s
+	p := s.homes.Place(x.stream.Context(), x.model, x.body, x.authz, deadline)
+	switch {
+	case p.ID == "":
+		return exclude, nil
+	case p.Home.Replica == "":
+		x.affinity = frontend.AffinityUnknown
+		return exclude, nil
+	case p.Home.Gone:
+		s.log.Warn("previous_response_id was stored by a replica that has left the fleet; the conversation is lost",
+			"id", x.requestID, "model", x.model, "previous_response_id", p.ID, "replica", p.Home.Replica)
+		return exclude, &refusal{e: frontend.ResponseGone(p.ID, p.Home.Replica, x.model, "previous_response_id"),
+			reason: frontend.ReasonResponseGone}
+	}
+	x.affinity = frontend.AffinityPinned
+	return append(exclude, p.Exclude...), nil
 }
 
 // excluded is the fleet's replicas the subset hint rules out, as a

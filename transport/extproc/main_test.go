@@ -46,6 +46,7 @@ type picker struct {
 	t    testing.TB
 	sims []*sim.Server
 	eps  []string // the simulators' endpoints, replica ri at eps[i]
+	cfg  *config.Config
 	fl   *fleet.Fleet
 	met  *telemetry.Registry
 	srv  *Server
@@ -105,6 +106,7 @@ func startPicker(t testing.TB, n int, cfgEdit func(*config.Config)) *picker {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	p.cfg = cfg
 	scraper := scrape.New(scrape.Options{})
 	t.Cleanup(scraper.Close)
 	log := slog.New(slog.DiscardHandler)

@@ -41,6 +41,9 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders, md *corev3.Metadata
 	if x.tokenized {
 		set = append(set, header(frontend.HeaderPromptTokens, strconv.Itoa(x.policy.PromptTokens)))
 	}
+	if x.affinity != "" {
+		set = append(set, header(frontend.HeaderAffinity, x.affinity))
+	}
 	if x.d.Predicted {
 		set = append(set, header(frontend.HeaderCachedTokens, strconv.Itoa(x.d.CachedTokens)))
 		x.met.PromptTokens.Add(x.policy.PromptTokens)
@@ -84,6 +87,9 @@ func (x *exchange) responseBody(b *extprocv3.HttpBody) error {
 	if x.live {
 		if len(b.Body) > 0 && x.firstChunk() {
 			x.series.TTFT.Update(time.Since(x.start).Seconds())
+		}
+		if x.responses && x.sse && len(x.head) < frontend.StreamHeadBytes {
+			x.head = append(x.head, b.Body[:min(len(b.Body), frontend.StreamHeadBytes-len(x.head))]...)
 		}
 		switch {
 		case x.sse:
@@ -131,6 +137,14 @@ func (x *exchange) finish() {
 		if found && x.tokenized {
 			frontend.CheckPrompt(x.s.fleet, x.s.log, x.model, x.d.Replica, x.series, x.policy.PromptTokens, u.PromptTokens)
 		}
+	}
+	if x.responses {
+		answer := x.json
+		if x.sse {
+			answer = x.head
+		}
+		x.s.homes.Remember(x.body, x.d.Replica, x.status, answer)
+		x.body, x.head = nil, nil
 	}
 	x.account(u, found)
 	o := fleet.OutcomeOK

@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -33,6 +34,9 @@ type Options struct {
 	// DecisionLog gets the sampled requests' routing decisions; nil logs
 	// none.
 	DecisionLog *decisionlog.Writer
+	// UpstreamTLS reaches https:// replicas when the picker asks them
+	// which stores a response id; nil: the system's roots.
+	UpstreamTLS *tls.Config
 }
 
 // Server is the endpoint picker's ext_proc service. See the package doc.
@@ -49,6 +53,10 @@ type Server struct {
 	// gate is flow control, the front end's: requests wait while every
 	// replica of their model is full or the pool is saturated.
 	gate *frontend.Gate
+	// homes keeps a request continuing a stored response
+	// (previous_response_id) on the replica that stores it, as the front
+	// end does.
+	homes *frontend.Homes
 
 	// base is cancelled by Shutdown, ending the waits in the gate.
 	base       context.Context
@@ -69,6 +77,8 @@ func New(opts Options) *Server {
 	}
 	s.live.Store(opts.Config)
 	s.gate = frontend.NewGate(opts.Config, opts.Fleet, s.met, log)
+	s.homes = frontend.NewHomes(frontend.HomesOptions{Fleet: opts.Fleet, Metrics: s.met, Logger: log,
+		DialTimeout: opts.Config.Upstream.DialTimeout, TLS: opts.UpstreamTLS})
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
 	return s
 }
@@ -85,9 +95,13 @@ func (s *Server) SetConfig(c *config.Config) {
 func (s *Server) Register(g *grpc.Server) { extprocv3.RegisterExternalProcessorServer(g, s) }
 
 // Shutdown ends the requests waiting in the flow-control queue (503,
-// rejected-shutting-down); streams past routing run on until the gRPC
-// server stops them.
-func (s *Server) Shutdown() { s.cancelBase(errShutdown) }
+// rejected-shutting-down) and the response lookups, and closes their
+// connections; streams past routing run on until the gRPC server stops
+// them.
+func (s *Server) Shutdown() {
+	s.cancelBase(errShutdown)
+	s.homes.Close()
+}
 
 // Process serves one HTTP request's stream. It answers each message in
 // the order Envoy's FULL_DUPLEX_STREAMED mode requires: the request

@@ -19,6 +19,7 @@ import (
 
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/responses"
 	"github.com/inferrail/inferrail/sim"
 	"github.com/inferrail/inferrail/transport/auth"
 	"github.com/inferrail/inferrail/transport/decisionlog"
@@ -392,4 +393,31 @@ func TestEngineUnauthorized(t *testing.T) {
 		t.Error("the warning stays after a success")
 	}
 	a.noSecrets(t)
+}
+
+// TestResponseByIDAccess: a key restricted to some models cannot read or
+// cancel a response stored for another model: it gets the same 404 as an
+// id nobody holds, while a key allowed that model gets the response.
+func TestResponseByIDAccess(t *testing.T) {
+	a := startAuth(t, nil, func(c *config.Config) { c.Replicas[0].Models = []string{"other"} })
+	open, restricted := "Authorization: Bearer "+openKey, "Authorization: Bearer "+restrictedKey
+	resp, body := a.do("POST", "/v1/responses", `{"model":"other","input":"Store this.","max_output_tokens":2}`, open,
+		"Content-Type: application/json")
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	id := responses.ID([]byte(body))
+	if resp, got := a.do("GET", "/v1/responses/"+id, "", open); resp.StatusCode != 200 || got != body {
+		t.Errorf("open key: %d %s", resp.StatusCode, got)
+	}
+	want := `{"error":{"message":"Response with id '` + id + `' not found.","type":"invalid_request_error","param":"response_id","code":404}}`
+	for _, path := range []string{"/v1/responses/" + id, "/v1/responses/" + id + "/cancel"} {
+		method := "GET"
+		if strings.HasSuffix(path, "/cancel") {
+			method = "POST"
+		}
+		if resp, got := a.do(method, path, "", restricted); resp.StatusCode != 404 || got != want {
+			t.Errorf("restricted key, %s %s: %d %s", method, path, resp.StatusCode, got)
+		}
+	}
 }

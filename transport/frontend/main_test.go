@@ -175,11 +175,16 @@ func client() *http.Client {
 
 func (g *gw) post(path, body string, hdr ...string) (*http.Response, string) {
 	g.t.Helper()
-	req, err := http.NewRequest("POST", g.url(path), strings.NewReader(body))
+	return g.do("POST", path, body, append([]string{"Content-Type", "application/json"}, hdr...)...)
+}
+
+// do sends a request of any method, with headers hdr (name, value, ...).
+func (g *gw) do(method, path, body string, hdr ...string) (*http.Response, string) {
+	g.t.Helper()
+	req, err := http.NewRequest(method, g.url(path), strings.NewReader(body))
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}

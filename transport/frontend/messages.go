@@ -88,13 +88,15 @@ func (s *Server) countTokens(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 	ctx.SetBodyString(`{"input_tokens":` + n + `,"context_management":{"original_input_tokens":` + n + `}}`)
 }
 
-// streamHeadBytes is how much of a Messages stream's start the relay
-// keeps: its message_start event, with the prompt's usage.
-const streamHeadBytes = 2 << 10
+// StreamHeadBytes is how much of a stream's start the relay (and the
+// endpoint picker) keeps: a Messages stream's message_start event, with
+// the prompt's usage, or the start of a Responses stream's
+// response.created event, whose response names its id first.
+const StreamHeadBytes = 2 << 10
 
 // streamHead keeps the first bytes of a stream. The zero value is ready.
 type streamHead struct {
-	b [streamHeadBytes]byte
+	b [StreamHeadBytes]byte
 	n int
 }
 

@@ -1,12 +1,7 @@
 package frontend
 
 import (
-	"context"
-	"net/url"
-	"sync"
 	"time"
-
-	"github.com/valyala/fasthttp"
 
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/responses"
@@ -45,10 +40,11 @@ const (
 // is taken not to hold it.
 const responseLookupWait = 250 * time.Millisecond
 
-// reasonResponseGone counts, in inferrail_request_errors_total, requests
-// refused because the replica that stored their previous response has
-// left the fleet.
-const reasonResponseGone = "response_gone"
+// ReasonResponseGone counts, in inferrail_request_errors_total, requests
+// refused because the replica that stored their previous response (or the
+// response they ask for) has left the fleet, in the gateway and the
+// endpoint picker alike.
+const ReasonResponseGone = "response_gone"
 
 // maxResponseHomes bounds how many response ids the gateway remembers;
 // the oldest are forgotten first. vLLM's store keeps every response until
@@ -69,44 +65,6 @@ func prepareResponses(tok Tokenizer, model string, body []byte, deadline time.Ti
 		return Prompt{}, false
 	}
 	return rt.PrepareResponses(model, body, deadline)
-}
-
-// responseHomes maps the ids of the responses the gateway relayed to the
-// replicas that served them. Safe for concurrent use; the zero value is
-// ready.
-type responseHomes struct {
-	mu    sync.Mutex
-	home  map[string]string
-	order []string // a ring of the ids held, oldest at next
-	next  int
-}
-
-func (h *responseHomes) put(id, replica string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.home == nil {
-		h.home = make(map[string]string)
-		h.order = make([]string, 0, 1024)
-	}
-	if _, ok := h.home[id]; ok {
-		h.home[id] = replica
-		return
-	}
-	if len(h.order) < maxResponseHomes {
-		h.order = append(h.order, id)
-	} else {
-		delete(h.home, h.order[h.next])
-		h.order[h.next] = id
-		h.next = (h.next + 1) % maxResponseHomes
-	}
-	h.home[id] = replica
-}
-
-func (h *responseHomes) get(id string) (string, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	r, ok := h.home[id]
-	return r, ok
 }
 
 // pin keeps a request on one replica: every other replica of its model
@@ -131,112 +89,48 @@ func (s *Server) pinResponse(r *request) bool {
 	if !r.responses {
 		return true
 	}
-	f, err := openai.FindMember(r.body, "previous_response_id")
-	if err != nil || !f.Found || !f.IsString || f.Name == "" {
+	p := s.homes.Place(s.base, r.model, r.body, string(r.ctx.Request.Header.Peek("Authorization")), r.deadline)
+	switch {
+	case p.ID == "":
 		return true
-	}
-	id := f.Name
-	home, ok := s.homes.get(id)
-	if !ok {
-		if home, ok = s.findHome(r, id); !ok {
-			r.ctx.Response.Header.Set(HeaderAffinity, AffinityUnknown)
-			s.log.Debug("no replica holds the previous_response_id; routed on the request alone",
-				"id", r.id, "model", r.model, "previous_response_id", id)
-			return true
-		}
-		s.homes.put(id, home)
-	}
-	if snap, ok := s.fleet.Snapshot(home); !ok || !snap.Serves(r.model) {
-		r.fail(reasonResponseGone, nil)
+	case p.Home.Replica == "":
+		r.ctx.Response.Header.Set(HeaderAffinity, AffinityUnknown)
+		s.log.Debug("no replica holds the previous_response_id; routed on the request alone",
+			"id", r.id, "model", r.model, "previous_response_id", p.ID)
+		return true
+	case p.Home.Gone:
+		r.fail(ReasonResponseGone, nil)
 		s.log.Warn("previous_response_id was stored by a replica that has left the fleet; the conversation is lost",
-			"id", r.id, "model", r.model, "previous_response_id", id, "replica", home)
-		writeError(r.ctx, apiError(fasthttp.StatusNotFound, "invalid_request_error",
-			"Response with id '"+id+"' not found: replica "+home+", which stored it, no longer serves `"+r.model+
-				"` (vLLM keeps stored responses in the engine's memory). Start a new response, sending the conversation as input.",
-			"previous_response_id"))
+			"id", r.id, "model", r.model, "previous_response_id", p.ID, "replica", p.Home.Replica)
+		writeError(r.ctx, ResponseGone(p.ID, p.Home.Replica, r.model, "previous_response_id"))
 		return false
 	}
-	p := &pin{}
-	for _, snap := range s.fleet.Replicas() {
-		if snap.ID != home && snap.Serves(r.model) {
-			p.others = append(p.others, snap.ID)
-		}
-	}
-	r.pin = p
+	r.pin = &pin{others: p.Exclude}
 	r.ctx.Response.Header.Set(HeaderAffinity, AffinityPinned)
 	return true
 }
 
-// findHome asks every replica serving r's model, at once, whether it
-// stores the response id (GET /v1/responses/{id}, with r's Authorization
-// and the replica's engine key), and returns the first that answers 200,
-// within responseLookupWait.
-func (s *Server) findHome(r *request, id string) (string, bool) {
-	deadline := time.Now().Add(responseLookupWait)
-	if r.deadline.Before(deadline) {
-		deadline = r.deadline
+// ResponseGone is the answer for a response whose replica has left the
+// fleet (or no longer serves model; "" names none): vLLM's 404 for an
+// id it does not hold, saying why, with param naming the field.
+func ResponseGone(id, replica, model, param string) *openai.Error {
+	e := responses.NotFound(id)
+	serves := "serves the model"
+	if model != "" {
+		serves = "serves `" + model + "`"
 	}
-	ctx, cancel := context.WithDeadline(s.base, deadline)
-	defer cancel()
-	uri := pathResponses + "/" + url.PathEscape(id)
-	authz := string(r.ctx.Request.Header.Peek("Authorization"))
-	found := make(chan string, 1)
-	var wg sync.WaitGroup
-	for _, snap := range s.fleet.Replicas() {
-		if !snap.Serves(r.model) {
-			continue
-		}
-		pool, err := s.pool(snap.URL)
-		if err != nil {
-			continue
-		}
-		wg.Add(1)
-		go func(replica string) {
-			defer wg.Done()
-			req := fasthttp.AcquireRequest()
-			defer fasthttp.ReleaseRequest(req)
-			req.Header.SetMethod(fasthttp.MethodGet)
-			req.SetRequestURI(uri)
-			if len(authz) > 0 {
-				req.Header.Set("Authorization", authz)
-			}
-			s.engineAuth(&req.Header, replica)
-			resp, err := pool.Do(ctx, req)
-			if err != nil {
-				return
-			}
-			ok := resp.StatusCode() == fasthttp.StatusOK
-			resp.Close()
-			if ok {
-				select {
-				case found <- replica:
-					cancel() // the others need not answer
-				default:
-				}
-			}
-		}(snap.ID)
-	}
-	wg.Wait()
-	select {
-	case home := <-found:
-		return home, true
-	default:
-		return "", false
-	}
+	e.Message = "Response with id '" + id + "' not found: replica " + replica + ", which stored it, no longer " + serves +
+		" (vLLM keeps stored responses in the engine's memory). Start a new response, sending the conversation as input."
+	e.Param = param
+	return e
 }
 
 // remember notes which replica served the response r's answer names (a
 // body, or a stream's first bytes), so that a request continuing it goes
 // there. Only 200 answers of requests that asked to be stored count.
 func (s *Server) remember(r *request, replica string, status int, answer []byte) {
-	if !r.responses || status != fasthttp.StatusOK {
-		return
-	}
-	if f, err := openai.FindMember(r.body, "store"); err == nil && f.Found && string(r.body[f.Start:f.End]) == "false" {
-		return
-	}
-	if id := responses.ID(answer); id != "" {
-		s.homes.put(id, replica)
+	if r.responses {
+		s.homes.Remember(r.body, replica, status, answer)
 	}
 }
 

@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/prompt"
 	"github.com/inferrail/inferrail/model/responses"
+	"github.com/inferrail/inferrail/sim"
 )
 
 // simResponsesTokenizer is simTokenizer that prepares Responses bodies
@@ -164,8 +166,8 @@ func TestResponsesAffinity(t *testing.T) {
 		e.Error.Param != "previous_response_id" || !strings.Contains(e.Error.Message, home) || resp.Header.Get(HeaderReplica) != "" {
 		t.Errorf("home gone: %d %s", resp.StatusCode, body)
 	}
-	if n := counter(g, `inferrail_request_errors_total{model="`+model+`",reason="`+reasonResponseGone+`"}`); n != 1 {
-		t.Errorf("%v requests counted as %s", n, reasonResponseGone)
+	if n := counter(g, `inferrail_request_errors_total{model="`+model+`",reason="`+ReasonResponseGone+`"}`); n != 1 {
+		t.Errorf("%v requests counted as %s", n, ReasonResponseGone)
 	}
 	if !strings.Contains(g.logs.String(), "has left the fleet") {
 		t.Error("no log line says why")
@@ -209,20 +211,30 @@ func FuzzResponsesStream(f *testing.F) {
 	})
 }
 
-// TestResponsesAffinityAcrossGateways: a conversation begun through one
-// gateway and continued through another (several instances, or a
-// restart) stays on the replica that stores it: the second gateway asks
-// the replicas which holds the id.
-func TestResponsesAffinityAcrossGateways(t *testing.T) {
+// storedResponse is a response stored through a gateway: its body, id and
+// the replica that stores it.
+type storedResponse struct{ body, id, home string }
+
+// twoGateways starts three simulators and two gateways in front of them,
+// and stores a response through the first.
+func twoGateways(t *testing.T, cfgEdit func(*config.Config)) (a, b *gw, st storedResponse) {
 	sims, urls := startSims(t, 3, nil)
-	rr := func(c *config.Config) { c.Models[0].Policy = "round_robin" }
-	a, b := startWith(t, urls, rr), startWith(t, urls, rr)
+	a, b = startWith(t, urls, cfgEdit), startWith(t, urls, cfgEdit)
 	a.sims, b.sims = sims, sims
 	resp, body := a.post("/v1/responses", responsesBody("Start.", false, ""))
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
-	home, prev := resp.Header.Get(HeaderReplica), responses.ID([]byte(body))
+	return a, b, storedResponse{body: body, id: responses.ID([]byte(body)), home: resp.Header.Get(HeaderReplica)}
+}
+
+// TestResponsesAffinityAcrossGateways: a conversation begun through one
+// gateway and continued through another (several instances, or a
+// restart) stays on the replica that stores it: the second gateway asks
+// the replicas which holds the id.
+func TestResponsesAffinityAcrossGateways(t *testing.T) {
+	_, b, stored := twoGateways(t, func(c *config.Config) { c.Models[0].Policy = "round_robin" })
+	home, prev := stored.home, stored.id
 	for turn := 1; turn <= 4; turn++ {
 		next := `{"model":"sim","max_output_tokens":4,"previous_response_id":"` + prev + `","input":"Turn ` + strconv.Itoa(turn) + `."}`
 		resp, body := b.post("/v1/responses", next)
@@ -233,5 +245,156 @@ func TestResponsesAffinityAcrossGateways(t *testing.T) {
 			t.Fatalf("turn %d through the other gateway: served by %s (%s), stored on %s", turn, got, resp.Header.Get(HeaderAffinity), home)
 		}
 		prev = responses.ID([]byte(body))
+	}
+}
+
+// TestResponsesRetrieveAndCancel: GET /v1/responses/{id} and POST
+// /v1/responses/{id}/cancel go to the replica that stores the response,
+// through the gateway that relayed it and through another that did not
+// (it asks the replicas): the stored response comes back, and cancel gets
+// that engine's 400 (a finished response cannot be cancelled; the other
+// engines would answer 404). An id no replica holds gets vLLM's 404,
+// DELETE (which vLLM does not serve) 405, and once the home replica has
+// left the fleet the gateway's 404, saying why, counted.
+func TestResponsesRetrieveAndCancel(t *testing.T) {
+	a, b, stored := twoGateways(t, func(c *config.Config) { c.Models[0].Policy = "round_robin" })
+	body, home, id := stored.body, stored.home, stored.id
+	for _, g := range []*gw{a, b, a, b} {
+		resp, got := g.do("GET", "/v1/responses/"+id, "")
+		if resp.StatusCode != 200 || resp.Header.Get(HeaderReplica) != home || got != body {
+			t.Fatalf("GET: %d from %q (stored on %s)\n%s\nwant %s", resp.StatusCode, resp.Header.Get(HeaderReplica), home, got, body)
+		}
+	}
+	for _, g := range []*gw{a, b} {
+		resp, got := g.do("POST", "/v1/responses/"+id+"/cancel", "")
+		if resp.StatusCode != 400 || resp.Header.Get(HeaderReplica) != home || !strings.Contains(got, "Cannot cancel a synchronous response.") {
+			t.Errorf("cancel: %d from %q: %s, want the home engine's 400", resp.StatusCode, resp.Header.Get(HeaderReplica), got)
+		}
+	}
+	var e struct {
+		Error struct{ Type, Message, Param string }
+	}
+	resp, got := a.do("GET", "/v1/responses/resp_never", "")
+	if resp.StatusCode != 404 || json.Unmarshal([]byte(got), &e) != nil || e.Error.Param != "response_id" ||
+		e.Error.Message != "Response with id 'resp_never' not found." {
+		t.Errorf("unknown id: %d %s", resp.StatusCode, got)
+	}
+	if resp, got := a.do("POST", "/v1/responses/resp_never/cancel", ""); resp.StatusCode != 404 {
+		t.Errorf("cancel of an unknown id: %d %s", resp.StatusCode, got)
+	}
+	if resp, got := a.do("DELETE", "/v1/responses/"+id, ""); resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET, HEAD" {
+		t.Errorf("DELETE: %d %s (Allow %q)", resp.StatusCode, got, resp.Header.Get("Allow"))
+	}
+	if resp, got := a.do("GET", "/v1/responses/"+id+"/cancel", ""); resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
+		t.Errorf("GET cancel: %d %s", resp.StatusCode, got)
+	}
+	next := *a.cfg
+	next.Replicas = slices.DeleteFunc(slices.Clone(a.cfg.Replicas), func(r config.Replica) bool { return r.ID == home })
+	if err := a.fl.Reconfigure(&next); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "replica removed", 2*time.Second, func() bool { _, ok := a.fl.Snapshot(home); return !ok })
+	resp, got = a.do("GET", "/v1/responses/"+id, "")
+	if resp.StatusCode != 404 || json.Unmarshal([]byte(got), &e) != nil || e.Error.Param != "response_id" || !strings.Contains(e.Error.Message, home) {
+		t.Errorf("home gone: %d %s", resp.StatusCode, got)
+	}
+	if n := counter(a, `inferrail_request_errors_total{model="",reason="`+ReasonResponseGone+`"}`); n != 1 {
+		t.Errorf("%v requests counted as %s", n, ReasonResponseGone)
+	}
+}
+
+// TestResponsesLookupFailures: a replica that fails the gateway's lookup
+// of a response id it did not relay (an engine error, or no answer within
+// the lookup's wait) is counted in
+// inferrail_response_lookup_failures_total{replica}, and the request is
+// routed as one no replica holds; the replica gets the
+// response_lookup_failed warning (logged), cleared once it answers a
+// lookup again. Replicas that answer 404 are no failure, nor are those
+// still asking when another has answered 200.
+func TestResponsesLookupFailures(t *testing.T) {
+	_, b, stored := twoGateways(t, nil)
+	sims, home, id := b.sims, stored.home, stored.id
+	idx := slices.IndexFunc(b.cfg.Replicas, func(r config.Replica) bool { return r.ID == home })
+	failures := func(replica string) float64 {
+		return counter(b, `inferrail_response_lookup_failures_total{replica="`+replica+`"}`)
+	}
+	path := "/v1/responses/" + id
+	sims[idx].SetFault(sim.Fault{Kind: sim.FaultFail, Status: 500, Paths: []string{path}})
+	next := `{"model":"sim","max_output_tokens":4,"previous_response_id":"` + id + `","input":"More."}`
+	if resp, _ := b.post("/v1/responses", next); resp.Header.Get(HeaderAffinity) != AffinityUnknown {
+		t.Errorf("affinity %q, want unknown: the home's lookup failed", resp.Header.Get(HeaderAffinity))
+	}
+	if n := failures(home); n != 1 {
+		t.Errorf("%v lookup failures counted on %s, want 1", n, home)
+	}
+	if !snapshot(t, b, home).Warnings.Active(replica.WarnResponseLookup) || !strings.Contains(b.logs.String(), "fails the lookups") {
+		t.Errorf("%s failed a lookup and no %s warning says so", home, replica.WarnResponseLookup)
+	}
+	sims[idx].SetFault(sim.Fault{Kind: sim.FaultHang, Paths: []string{path}})
+	if resp, _ := b.do("GET", path, ""); resp.StatusCode != 404 {
+		t.Errorf("GET while the home hangs: %d, want 404", resp.StatusCode)
+	}
+	if n := failures(home); n != 2 {
+		t.Errorf("%v lookup failures counted on %s after a hang, want 2", n, home)
+	}
+	sims[idx].SetFault(sim.Fault{})
+	for _, r := range b.cfg.Replicas {
+		if r.ID != home && failures(r.ID) != 0 {
+			t.Errorf("%s answered 404 and was counted as a failure", r.ID)
+		}
+	}
+	if resp, _ := b.do("GET", path, ""); resp.StatusCode != 200 || resp.Header.Get(HeaderReplica) != home {
+		t.Errorf("after the fault: %d from %q", resp.StatusCode, resp.Header.Get(HeaderReplica))
+	}
+	if n := failures(home); n != 2 {
+		t.Errorf("a found lookup counted a failure: %v", n)
+	}
+	if snapshot(t, b, home).Warnings.Active(replica.WarnResponseLookup) {
+		t.Errorf("%s answers lookups again and its warning is still raised", home)
+	}
+}
+
+// FuzzResponseRoute: any path is a stored-response route or not, never a
+// panic; a route's id is never empty and holds no slash, and the route
+// rebuilt from it is the path.
+func FuzzResponseRoute(f *testing.F) {
+	for _, s := range []string{"/v1/responses/resp_1", "/v1/responses/resp_1/cancel", "/v1/responses/", "/v1/responses//cancel",
+		"/v1/responses/a/b", "/v1/responses/cancel", "/v1/responses", "/v1/responses/a/cancel/cancel", "/x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		id, cancel, allow, ok := responseRoute(path)
+		if !ok {
+			return
+		}
+		rebuilt := pathResponseByID + id
+		if cancel {
+			rebuilt += cancelSuffix
+		}
+		if id == "" || strings.Contains(id, "/") || rebuilt != path || allow == "" {
+			t.Fatalf("%q: id %q cancel %v allow %q", path, id, cancel, allow)
+		}
+	})
+}
+
+// TestResponsesBackgroundCancel: a background response (answered at
+// once, queued) is remembered like any stored one: cancelling it through
+// the gateway reaches the engine running it, which stops it, and polling
+// it shows it cancelled there.
+func TestResponsesBackgroundCancel(t *testing.T) {
+	sims, urls := startSims(t, 3, func(o *sim.Options) { o.Engine.Latency.Zero = false })
+	g := startWith(t, urls, func(c *config.Config) { c.Models[0].Policy = "round_robin" })
+	g.sims = sims
+	resp, body := g.post("/v1/responses", `{"model":"sim","background":true,"max_output_tokens":4000,"input":"Write a long story."}`)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"status":"queued"`) {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	home, id := resp.Header.Get(HeaderReplica), responses.ID([]byte(body))
+	resp, got := g.post("/v1/responses/"+id+"/cancel", "")
+	if resp.StatusCode != 200 || resp.Header.Get(HeaderReplica) != home || !strings.Contains(got, `"status":"cancelled"`) {
+		t.Fatalf("cancel: %d from %q (running on %s): %s", resp.StatusCode, resp.Header.Get(HeaderReplica), home, got)
+	}
+	if resp, got := g.do("GET", "/v1/responses/"+id, ""); resp.StatusCode != 200 || !strings.Contains(got, `"status":"cancelled"`) {
+		t.Errorf("poll after cancel: %d %s", resp.StatusCode, got)
 	}
 }

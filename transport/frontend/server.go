@@ -78,10 +78,9 @@ type Server struct {
 	// the pool is saturated (flow_control).
 	gate *Gate
 	// homes remembers which replica stored each Responses response.
-	homes responseHomes
+	homes *Homes
 
-	poolsMu sync.RWMutex
-	pools   map[string]*upstream.Pool // by replica base URL
+	pools *pools // by replica base URL
 
 	shutdown sync.Once
 	// base is cancelled at shutdown's deadline, ending every attempt still
@@ -117,7 +116,7 @@ func New(opts Options) *Server {
 		tracer: opts.Tracer,
 		auth:   opts.Auth,
 		upTLS:  opts.UpstreamTLS,
-		pools:  make(map[string]*upstream.Pool),
+		pools:  newPools(upstream.Options{DialTimeout: opts.Config.Upstream.DialTimeout, TLS: opts.UpstreamTLS}),
 
 		streamBodies: !opts.fasthttpBodies,
 	}
@@ -131,6 +130,7 @@ func New(opts Options) *Server {
 		s.met.Include(s.limits.Metrics())
 	}
 	s.gate = NewGate(opts.Config, opts.Fleet, s.met, log)
+	s.homes = newHomes(opts.Fleet, s.met, log, s.pools, s.engineAuth)
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
 	s.watcher = conncheck.NewWatcher(watchEvery)
 	sc := &s.cfg.Server
@@ -180,12 +180,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = s.srv.ShutdownWithContext(ctx)
 		s.cut()
 		s.watcher.Close()
-		s.poolsMu.Lock()
-		for _, p := range s.pools {
-			p.Close()
-		}
-		clear(s.pools)
-		s.poolsMu.Unlock()
+		s.pools.close()
 	})
 	return err
 }
@@ -198,25 +193,7 @@ func (s *Server) cut() {
 }
 
 // pool returns the connection pool for a replica, creating it on first use.
-func (s *Server) pool(url string) (*upstream.Pool, error) {
-	s.poolsMu.RLock()
-	p := s.pools[url]
-	s.poolsMu.RUnlock()
-	if p != nil {
-		return p, nil
-	}
-	s.poolsMu.Lock()
-	defer s.poolsMu.Unlock()
-	if p = s.pools[url]; p != nil {
-		return p, nil
-	}
-	p, err := upstream.NewPool(url, upstream.Options{DialTimeout: s.cfg.Upstream.DialTimeout, TLS: s.upTLS})
-	if err != nil {
-		return nil, err
-	}
-	s.pools[url] = p
-	return p, nil
-}
+func (s *Server) pool(url string) (*upstream.Pool, error) { return s.pools.get(url) }
 
 // routes lists every path the client port serves and its methods; it is
 // never changed.
@@ -254,7 +231,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	path := string(ctx.Path())
-	allow, ok := routes[path]
+	allow, ok := allowedMethods(path)
 	if !ok {
 		writeError(ctx, apiError(fasthttp.StatusNotFound, "", "Not Found", ""))
 		return
@@ -279,6 +256,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	case pathChatRender, pathCompletionRender:
 		s.render(ctx, who, path == pathChatRender)
 	default:
+		if _, _, _, byID := responseRoute(path); byID {
+			s.responseByID(ctx, who)
+			return
+		}
 		s.proxy(ctx, who)
 	}
 }
@@ -299,10 +280,10 @@ func methodAllowed(allow, method string) bool {
 // closes the connection, since the client may have started sending.
 func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
 	h := &ctx.Request.Header
-	allow, ok := routes[string(h.RequestURI())]
+	allow, ok := allowedMethods(string(h.RequestURI()))
 	if !ok {
 		// RequestURI may carry a query; fall back to the path.
-		allow, ok = routes[string(pathOf(h.RequestURI()))]
+		allow, ok = allowedMethods(string(pathOf(h.RequestURI())))
 	}
 	switch {
 	case !ok:

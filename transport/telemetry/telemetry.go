@@ -268,9 +268,8 @@ func (s *Series) Request(status string) {
 	}
 }
 
-// Replica returns the series of (replica, model, policy), creating them on
-// first use.
-func (r *Registry) Replica(id, model, policy string) *Series {
+// replica returns the series set of replica id, creating it on first use.
+func (r *Registry) replica(id string) *Replica {
 	r.mu.RLock()
 	rep := r.replicas[id]
 	r.mu.RUnlock()
@@ -283,6 +282,23 @@ func (r *Registry) Replica(id, model, policy string) *Series {
 		}
 		r.mu.Unlock()
 	}
+	return rep
+}
+
+// ResponseLookupFailed counts, in
+// inferrail_response_lookup_failures_total{replica}, one lookup of a
+// Responses response id (GET /v1/responses/{id}) that replica id did not
+// answer with 200 or 404 in time: a conversation it stores may be routed
+// as if none held it.
+func (r *Registry) ResponseLookupFailed(id string) {
+	rep := r.replica(id)
+	rep.set.GetOrCreateCounter(`inferrail_response_lookup_failures_total{replica=` + strconv.Quote(id) + `}`).Inc()
+}
+
+// Replica returns the series of (replica, model, policy), creating them on
+// first use.
+func (r *Registry) Replica(id, model, policy string) *Series {
+	rep := r.replica(id)
 	key := [2]string{model, policy}
 	rep.mu.RLock()
 	s := rep.byMP[key]
