@@ -25,12 +25,12 @@ var ErrUnsupported = errors.New("anthropic: a request the gateway cannot convert
 // as vLLM does ("call_<unix seconds>").
 func ToChat(r *Request, mode InlineMode, now time.Time) ([]byte, error) {
 	leading, msgs := placeInline(r, mode)
-	c := converter{now: now}
+	c := converter{now: now, r: r}
 	b := append(make([]byte, 0, 256), `{"model":`...)
 	b = appendJSON(b, r.Model)
 	b = append(b, `,"messages":[`...)
 	c.b = b
-	if sys := joinTexts(systemText(r.System), leading); sys != "" {
+	if sys := joinTexts(r.systemText(), leading); sys != "" {
 		c.message("system", sys)
 	}
 	for i := range msgs {
@@ -86,6 +86,7 @@ type converter struct {
 	b   []byte
 	n   int // messages written
 	now time.Time
+	r   *Request
 }
 
 func (c *converter) open(role string) {
@@ -115,7 +116,7 @@ type part struct {
 // messages its tool_result blocks become written first.
 func (c *converter) convert(m *Message) error {
 	if m.Role == "system" {
-		if text := messageSystemText(m); text != "" {
+		if text := c.r.messageSystemText(m); text != "" {
 			c.message("system", text)
 		}
 		return nil

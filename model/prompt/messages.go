@@ -21,6 +21,7 @@ func (p *Preparer) Messages(body []byte, count bool, now time.Time) (Prompt, err
 	if err != nil {
 		return Prompt{}, fmt.Errorf("prompt: %w", err)
 	}
+	req.KeepBillingHeader = p.KeepBillingHeader
 	chat, err := anthropic.ToChat(req, p.InlineSystem, now)
 	if errors.Is(err, anthropic.ErrUnsupported) {
 		return Prompt{}, fmt.Errorf("%w: %w", ErrUnsupported, err)

@@ -52,6 +52,13 @@ type Preparer struct {
 	// requests (vLLM's --anthropic-inline-system); the zero value is
 	// anthropic.Preserve.
 	InlineSystem anthropic.InlineMode
+	// KeepBillingHeader keeps Claude Code's billing header in the prompts
+	// of Anthropic Messages requests (anthropic.Request.KeepBillingHeader),
+	// as a router that hashes the text as it came does. vLLM drops it, so
+	// a Preparer with it set mispredicts on purpose: only the benchmark of
+	// what dropping it is worth sets it (cmd/inferrail bench messages); no
+	// config key does.
+	KeepBillingHeader bool
 }
 
 // Prompt is a prepared request.
