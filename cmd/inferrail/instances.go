@@ -60,15 +60,11 @@ func benchInstances(ctx context.Context, args []string, stdout, stderr io.Writer
 	if o.Points, err = agree.Points(); err != nil {
 		return err
 	}
-	w := stdout
-	if *out != "" {
-		f, err := os.Create(*out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
+	w, closeOut, err := output(*out, stdout)
+	if err != nil {
+		return err
 	}
+	defer closeOut()
 	if *faults {
 		rows, err := agree.Faults(o)
 		if err != nil {
@@ -92,15 +88,11 @@ func benchKill(ctx context.Context, o agree.KillOptions, out string, stdout io.W
 		return err
 	}
 	o.Bin = bin
-	w := stdout
-	if out != "" {
-		f, err := os.Create(out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
+	w, closeOut, err := output(out, stdout)
+	if err != nil {
+		return err
 	}
+	defer closeOut()
 	var errs []error
 	for _, events := range []bool{true, false} {
 		o.Events = events
