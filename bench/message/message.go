@@ -16,9 +16,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/inferrail/inferrail/bench/harness"
+	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/sim/cluster"
 	"github.com/inferrail/inferrail/sim/engine"
 	"github.com/inferrail/inferrail/sim/workload"
@@ -55,6 +57,19 @@ type Options struct {
 	// are left out.
 	Duration, WarmUp time.Duration
 	Seeds            []uint64
+	// SessionAffinity turns on cost_model's session affinity
+	// (routing.session_affinity) in every cost_model variant, whose names
+	// then say "+session_affinity": the session is the body's
+	// metadata.user_id.
+	SessionAffinity bool
+}
+
+// name is v's label under o.
+func (o *Options) name(v Variant) string {
+	if o.SessionAffinity && v.Policy == "cost_model" {
+		return strings.Replace(v.Name, "cost_model", "cost_model+session_affinity", 1)
+	}
+	return v.Name
 }
 
 // Row is one variant in one mode, over its seeds.
@@ -79,8 +94,8 @@ const (
 	ModeReal    = "real time"
 )
 
-func row(mode string, v Variant, events bool, s *harness.Summary) Row {
-	r := Row{Mode: mode, Variant: v.Name, Events: events, Requests: s.Requests, Errors: s.Errors,
+func row(mode, name string, events bool, s *harness.Summary) Row {
+	r := Row{Mode: mode, Variant: name, Events: events, Requests: s.Requests, Errors: s.Errors,
 		HitRate: s.HitRate, P50TTFT: seconds(s.TTFT.P50), P99TTFT: seconds(s.TTFT.P99)}
 	if p := s.Prediction; p != nil {
 		r.Predicted, r.Exact = p.Requests, p.Exact
@@ -97,8 +112,10 @@ func Virtual(o Options) ([]Row, error) {
 	for _, events := range o.Events {
 		for _, v := range Variants() {
 			all := &harness.Run{WarmUp: o.WarmUp, Duration: o.Duration, Oracle: true}
+			cm := policy.DefaultCostModelParams()
+			cm.SessionAffinity = o.SessionAffinity
 			for _, seed := range o.Seeds {
-				res, err := cluster.Run(cluster.Config{Replicas: o.Replicas, Engine: o.Engine, Policy: v.Policy,
+				res, err := cluster.Run(cluster.Config{Replicas: o.Replicas, Engine: o.Engine, Policy: v.Policy, CostModel: &cm,
 					KVEvents: events, KeepBillingHeader: v.KeepBillingHeader,
 					Workload: o.Workload, Rate: o.Rate, Duration: o.Duration, WarmUp: o.WarmUp, Seed: seed})
 				if err != nil {
@@ -108,14 +125,15 @@ func Virtual(o Options) ([]Row, error) {
 				all.Records = append(all.Records, run.Records...)
 			}
 			s := all.Summarize(harness.DefaultSLO())
-			rows = append(rows, row(ModeVirtual, v, events, &s))
+			rows = append(rows, row(ModeVirtual, o.name(v), events, &s))
 		}
 	}
 	return rows, nil
 }
 
 // Fleet starts a cold fleet routed by v, with the engines' KV events when
-// events is set, and returns its target and how to stop it.
+// events is set (and cost_model's session affinity when
+// Options.SessionAffinity), and returns its target and how to stop it.
 type Fleet func(ctx context.Context, v Variant, events bool) (harness.Target, func(), error)
 
 // Real runs every variant in real time, each on a cold fleet of start's,
@@ -138,7 +156,7 @@ func Real(ctx context.Context, o Options, start Fleet) ([]Row, error) {
 				return nil, fmt.Errorf("%s: %w", v.Name, err)
 			}
 			s := run.Summarize(harness.DefaultSLO())
-			rows = append(rows, row(ModeReal, v, events, &s))
+			rows = append(rows, row(ModeReal, o.name(v), events, &s))
 		}
 	}
 	return rows, nil

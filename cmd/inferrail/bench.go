@@ -362,7 +362,9 @@ type fleetSpec struct {
 	KVEvents bool
 	Policy   string
 	Fanout   int
-	Tweaks   benchTweaks
+	// SessionAffinity is routing.session_affinity.
+	SessionAffinity bool
+	Tweaks          benchTweaks
 }
 
 // startFleet starts f's simulators and gateway in this process, as
@@ -384,6 +386,7 @@ func startFleet(ctx context.Context, f fleetSpec) (harness.Target, func(), error
 	cfg := config.Default()
 	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Routing.DefaultPolicy, cfg.Routing.EstimateFanout = f.Policy, f.Fanout
+	cfg.Routing.SessionAffinity = f.SessionAffinity
 	m := config.NewModel(opts.Model, "sim")
 	m.Tokenizer = tokenize.Sim
 	cfg.Models = []config.Model{m}

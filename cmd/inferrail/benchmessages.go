@@ -30,6 +30,7 @@ func benchMessages(ctx context.Context, args []string, stdout, stderr io.Writer)
 	realFor := fs.Duration("real-duration", 30*time.Second, "real time of arrivals per real-time run")
 	realWarm := fs.Duration("real-warmup", 8*time.Second, "real-time arrivals before this are left out")
 	realEvents := fs.String("real-events", "on", "the engines' KV events in real time: off, on or off,on")
+	affinity := fs.Bool("session-affinity", false, "turn on cost_model's session affinity (routing.session_affinity; the session is metadata.user_id)")
 	out := fs.String("out", "", "Markdown file to write (default: stdout)")
 	var wf workloadFlags
 	wf.register(fs)
@@ -44,7 +45,7 @@ func benchMessages(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	o := message.Options{Workload: wl, Rate: *rate, Replicas: *replicas, Engine: sim.DefaultOptions().Engine,
-		Duration: *duration, WarmUp: *warmUp}
+		Duration: *duration, WarmUp: *warmUp, SessionAffinity: *affinity}
 	for k := range max(*seeds, 1) {
 		o.Seeds = append(o.Seeds, uint64(k+1))
 	}
@@ -62,7 +63,7 @@ func benchMessages(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		rr, err := message.Real(ctx, o, func(ctx context.Context, v message.Variant, events bool) (harness.Target, func(), error) {
 			return startFleet(ctx, fleetSpec{Replicas: o.Replicas, Engine: o.Engine, KVEvents: events, Policy: v.Policy,
-				Tweaks: benchTweaks{keepBillingHeader: v.KeepBillingHeader}})
+				SessionAffinity: o.SessionAffinity, Tweaks: benchTweaks{keepBillingHeader: v.KeepBillingHeader}})
 		})
 		if err != nil {
 			return err
