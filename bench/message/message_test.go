@@ -50,7 +50,7 @@ func TestRuns(t *testing.T) {
 	opts.Port, opts.EnablePromptTokensDetails, opts.Engine.Latency.Zero = 0, true, true
 	o.Duration, o.WarmUp, o.Events = 3*time.Second, time.Second, []bool{false}
 	started := 0
-	real, err := Real(context.Background(), o, func(ctx context.Context, v Variant, events bool) (harness.Target, func(), error) {
+	rt, err := Real(context.Background(), o, func(ctx context.Context, v Variant, events bool) (harness.Target, func(), error) {
 		s, err := sim.Start(opts)
 		if err != nil {
 			return harness.Target{}, nil, err
@@ -64,10 +64,10 @@ func TestRuns(t *testing.T) {
 	if started != len(vs) {
 		t.Fatalf("%d fleets started, want one per variant", started)
 	}
-	check(real, ModeReal, o.Events)
+	check(rt, ModeReal, o.Events)
 
 	var b strings.Builder
-	if err := Write(&b, append(rows, real...)); err != nil || strings.Count(b.String(), "\n") != 2+len(rows)+len(real) {
+	if err := Write(&b, append(rows, rt...)); err != nil || strings.Count(b.String(), "\n") != 2+len(rows)+len(rt) {
 		t.Fatalf("table: %v\n%s", err, b.String())
 	}
 }

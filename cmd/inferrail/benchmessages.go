@@ -26,7 +26,7 @@ func benchMessages(ctx context.Context, args []string, stdout, stderr io.Writer)
 	warmUp := fs.Duration("warmup", 30*time.Second, "arrivals before this are left out")
 	seeds := fs.Int("seeds", 3, "seeds per virtual row (1, 2, …)")
 	events := fs.String("events", "off,on", "the engines' KV events in virtual time: off, on or off,on")
-	real := fs.Bool("real", false, "also run each router once in real time: a gateway and the simulators in this process")
+	realTime := fs.Bool("real", false, "also run each router once in real time: a gateway and the simulators in this process")
 	realFor := fs.Duration("real-duration", 30*time.Second, "real time of arrivals per real-time run")
 	realWarm := fs.Duration("real-warmup", 8*time.Second, "real-time arrivals before this are left out")
 	realEvents := fs.String("real-events", "on", "the engines' KV events in real time: off, on or off,on")
@@ -56,7 +56,7 @@ func benchMessages(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	if *real {
+	if *realTime {
 		o.Duration, o.WarmUp = *realFor, *realWarm
 		if o.Events, err = onOff("--real-events", *realEvents); err != nil {
 			return err
