@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,8 +64,9 @@ type workloadFlags struct {
 	kind, set, sharegpt string
 }
 
+// register adds the flags, --workload defaulting to w.kind ("" for W1).
 func (w *workloadFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&w.kind, "workload", "W1", "workload: "+strings.Join(workload.Kinds(), ", "))
+	fs.StringVar(&w.kind, "workload", cmp.Or(w.kind, "W1"), "workload: "+strings.Join(workload.Kinds(), ", "))
 	fs.StringVar(&w.set, "set", "", `workload overrides as TOML, e.g. 'prompts = 32' or 'arrivals = {process = "gamma", cv = 4}'`)
 	fs.StringVar(&w.sharegpt, "sharegpt", "", "W2: replay conversations from this ShareGPT JSON file")
 }

@@ -32,11 +32,8 @@ func benchMessages(ctx context.Context, args []string, stdout, stderr io.Writer)
 	realEvents := fs.String("real-events", "on", "the engines' KV events in real time: off, on or off,on")
 	affinity := fs.Bool("session-affinity", false, "turn on cost_model's session affinity (routing.session_affinity; the session is metadata.user_id)")
 	out := fs.String("out", "", "Markdown file to write (default: stdout)")
-	var wf workloadFlags
+	wf := workloadFlags{kind: workload.KindClaudeCode}
 	wf.register(fs)
-	if err := fs.Set("workload", workload.KindClaudeCode); err != nil {
-		return err
-	}
 	if err := parseFlags(fs, args, stderr, "inferrail bench messages [--real] [flags]"); err != nil {
 		return err
 	}
