@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 RACE_PKGS := ./sim/... ./actors/... ./transport/... ./cmd/...
 PURE_PKGS := ./model/... ./config/... ./bench/...
 
-.PHONY: build run test test-go test-chart test-sdk test-scrapers test-observability test-fleet-page fleet-screenshots bench bench-sim bench-gateway bench-tokenizer diff-tokenizers bench-matrix bench-realtime bench-kv-events bench-instances bench-report fuzz lint tools clean stress stress-short
+.PHONY: build run test test-go test-chart test-sdk test-scrapers test-observability test-fleet-page fleet-screenshots bench bench-sim bench-gateway bench-tokenizer diff-tokenizers bench-matrix bench-realtime bench-kv-events bench-instances bench-messages bench-report fuzz lint tools clean stress stress-short
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/inferrail
@@ -112,6 +112,13 @@ bench-instances: build
 	$(BIN) bench instances --faults --seeds 1
 	$(BIN) bench instances --real
 	$(BIN) bench instances --kill
+
+## bench-messages: Claude Code sessions over /v1/messages (claude-code) routed by cost_model,
+## round_robin and cost_model hashing the billing header, in virtual time (3 seeds, about 4 minutes
+## on 2 cores), then each router once in real time on in-process fleets (about 2 minutes), for
+## bench/results/messages-*.md
+bench-messages: build
+	$(BIN) bench messages --seeds 3 --real
 
 ## bench-report: rebuild the committed reports from the committed result files alone
 bench-report: build

@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/inferrail/inferrail/bench/loadgen"
+	"github.com/inferrail/inferrail/model/anthropic"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/sim/workload"
 	"github.com/inferrail/inferrail/transport/upstream"
@@ -91,8 +92,12 @@ func NewPlan(o *Options, model string) *Plan {
 
 // AppendBody appends r's streaming request body for model: a chat
 // completion of its messages or a completion of its prompt, with
-// max_tokens and a final usage chunk.
+// max_tokens and a final usage chunk; or an Anthropic request's Messages
+// body, streamed (its events carry the usage).
 func AppendBody(dst []byte, model string, r *workload.Request) []byte {
+	if r.IsMessages() {
+		return workload.AppendMessagesBody(dst, model, r, true)
+	}
 	dst = append(dst, `{"model":`...)
 	dst = appendString(dst, model)
 	if r.Chat() {
@@ -123,6 +128,9 @@ func appendString(dst []byte, s string) []byte {
 }
 
 func path(r *workload.Request) string {
+	if r.IsMessages() {
+		return "/v1/messages"
+	}
 	if r.Chat() {
 		return "/v1/chat/completions"
 	}
@@ -191,8 +199,14 @@ func MeasurePlan(ctx context.Context, t Target, o Options, p *Plan) (*Run, error
 		if o.beforeSend != nil {
 			o.beforeSend(i)
 		}
+		session := r.Session
+		if r.IsMessages() {
+			// Claude Code sends no x-session-id: its body's
+			// metadata.user_id names the session.
+			session = ""
+		}
 		wg.Go(func() {
-			gaps[i] = do(ctx, pool, path(r), r.Session, p.Bodies[i], due, rec, timeout)
+			gaps[i] = do(ctx, pool, path(r), session, p.Bodies[i], due, rec, timeout)
 		})
 	}
 	pc.close()
@@ -268,6 +282,10 @@ func do(ctx context.Context, pool *upstream.Pool, path, session string, body []b
 	var gaps []time.Duration
 	var last time.Time
 	usage, done := false, false
+	// A Messages stream (Anthropic's events) ends with message_stop and
+	// has its usage in message_start, updated by message_delta.
+	messages := path == "/v1/messages"
+	var mu anthropic.Usage
 	sr := loadgen.NewSSEReader(resp)
 	for {
 		_, data, err := sr.Next()
@@ -281,6 +299,15 @@ func do(ctx context.Context, pool *upstream.Pool, path, session string, body []b
 		now := time.Now()
 		switch {
 		case bytes.Equal(data, markDone):
+			done = true
+		case messages && bytes.Contains(data, markUsage):
+			if u, ok := anthropic.FindUsage(data); ok {
+				mu = anthropic.Merge(mu, u)
+				usage = usage || u.HasInput
+				o := mu.OpenAI()
+				rec.PromptTokens, rec.OutputTokens, rec.CachedTokens = o.PromptTokens, o.CompletionTokens, o.CachedTokens
+			}
+		case messages && anthropic.Event(data) == "message_stop":
 			done = true
 		case bytes.Contains(data, markUsage) || bytes.Contains(data, markError):
 			var c chunk

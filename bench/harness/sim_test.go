@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/inferrail/inferrail/bench/loadgen"
 	"github.com/inferrail/inferrail/sim"
 	"github.com/inferrail/inferrail/sim/workload"
 )
@@ -53,6 +55,10 @@ func TestSimulatorAgreesWithWorkloads(t *testing.T) {
 		src := w.Start(9, 20)
 		for range 6 {
 			r := src.Next()
+			if r.IsMessages() {
+				messagesAgree(t, s.URL(), opts.Model, enc, &r)
+				continue
+			}
 			body := map[string]any{"model": opts.Model, "max_tokens": r.MaxTokens}
 			if r.Chat() {
 				var msgs []map[string]string
@@ -102,5 +108,49 @@ func TestSimulatorAgreesWithWorkloads(t *testing.T) {
 				t.Fatalf("%s: the simulator answers %q, workload.Answer %q", w.Name(), got[:min(len(got), 30)], want[:min(len(want), 30)])
 			}
 		}
+	}
+}
+
+// messagesAgree checks an Anthropic request against the simulator: its
+// count_tokens is the encoder's length, and its answer (through the body
+// the harness sends, streamed) is workload.Answer, with the usage the
+// harness reads.
+func messagesAgree(t *testing.T, url, model string, enc *workload.Encoder, r *workload.Request) {
+	t.Helper()
+	ids := enc.Encode(nil, r)
+	resp, err := http.Post(url+"/v1/messages/count_tokens", "application/json",
+		bytes.NewReader(workload.AppendMessagesBody(nil, model, r, false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var count struct {
+		InputTokens int `json:"input_tokens"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&count)
+	resp.Body.Close()
+	if err != nil || count.InputTokens != len(ids) {
+		t.Fatalf("%s: the simulator counts %d tokens (%v), the encoder %d", r.Class, count.InputTokens, err, len(ids))
+	}
+	resp, err = http.Post(url+"/v1/messages", "application/json", bytes.NewReader(AppendBody(nil, model, r)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var text strings.Builder
+	sr := loadgen.NewSSEReader(resp.Body)
+	for {
+		_, data, err := sr.Next()
+		if err != nil {
+			break
+		}
+		var ev struct {
+			Delta struct{ Text string } `json:"delta"`
+		}
+		if json.Unmarshal(data, &ev) == nil {
+			text.WriteString(ev.Delta.Text)
+		}
+	}
+	if want := workload.Answer(ids, r.MaxTokens); text.String() != want {
+		t.Fatalf("%s: the simulator answers %q, workload.Answer %q", r.Class, text.String()[:min(text.Len(), 30)], want[:min(len(want), 30)])
 	}
 }

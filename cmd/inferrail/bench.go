@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/sched"
 	"github.com/inferrail/inferrail/sim"
+	"github.com/inferrail/inferrail/sim/engine"
 	"github.com/inferrail/inferrail/sim/workload"
 	"github.com/inferrail/inferrail/transport/tokenize"
 )
@@ -33,6 +35,7 @@ Commands:
   sim      the same sweep file in virtual time (sim/cluster)
   report   the Markdown report and charts of result directories
   instances  1, 2 and 3 gateway instances on the same engines, in virtual time (--real: processes)
+  messages   Claude Code sessions over /v1/messages: cost_model, round_robin and a router hashing the billing header
 
 Run 'inferrail bench <command> --help' for a command's flags.
 `
@@ -47,7 +50,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	sub := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"run": benchRun, "compare": benchCompare, "sweep": benchSweep, "sim": benchSim, "report": benchReport,
-		"instances": benchInstances,
+		"instances": benchInstances, "messages": benchMessages,
 	}[args[0]]
 	if sub == nil {
 		fmt.Fprintf(stderr, "inferrail bench: unknown command %q\n\n%s", args[0], benchUsage)
@@ -61,8 +64,9 @@ type workloadFlags struct {
 	kind, set, sharegpt string
 }
 
+// register adds the flags, --workload defaulting to w.kind ("" for W1).
 func (w *workloadFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&w.kind, "workload", "W1", "workload: "+strings.Join(workload.Kinds(), ", "))
+	fs.StringVar(&w.kind, "workload", cmp.Or(w.kind, "W1"), "workload: "+strings.Join(workload.Kinds(), ", "))
 	fs.StringVar(&w.set, "set", "", `workload overrides as TOML, e.g. 'prompts = 32' or 'arrivals = {process = "gamma", cv = 4}'`)
 	fs.StringVar(&w.sharegpt, "sharegpt", "", "W2: replay conversations from this ShareGPT JSON file")
 }
@@ -318,6 +322,19 @@ func benchReport(_ context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
+// output is the file named by an --out flag, created, or stdout when the
+// flag is empty, with what closes it.
+func output(name string, stdout io.Writer) (io.Writer, func() error, error) {
+	if name == "" {
+		return stdout, func() error { return nil }, nil
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, f.Close, nil
+}
+
 type stringList []string
 
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
@@ -329,20 +346,49 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 type inProcess struct{}
 
 func (inProcess) Run(ctx context.Context, spec *sweep.RunSpec) (*harness.Run, error) {
-	opts := sim.DefaultOptions()
-	opts.Port, opts.Engine, opts.EnablePromptTokensDetails = 0, spec.Engine, true
-	sims, replicas, err := startSims(spec.Replicas, opts, spec.KVEvents)
+	t, stop, err := startFleet(ctx, fleetSpec{Replicas: spec.Replicas, Engine: spec.Engine, KVEvents: spec.KVEvents,
+		Policy: spec.Policy, Fanout: spec.Fanout})
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
+	defer stop()
+	return harness.Measure(ctx, t,
+		harness.Options{Workload: spec.Workload(), Rate: spec.Rate, Duration: spec.Duration, WarmUp: spec.WarmUp, Seed: spec.Seed})
+}
+
+// fleetSpec is a cold in-process fleet: simulators of Engine (with their
+// KV events when KVEvents), and a gateway routing by Policy over them.
+type fleetSpec struct {
+	Replicas int
+	Engine   engine.Config
+	KVEvents bool
+	Policy   string
+	Fanout   int
+	// SessionAffinity is routing.session_affinity.
+	SessionAffinity bool
+	Tweaks          benchTweaks
+}
+
+// startFleet starts f's simulators and gateway in this process, as
+// inferrail launch starts them, waits until the gateway holds every
+// engine's load report, and returns the gateway as a target (with the
+// engines' metrics) and how to tear it all down.
+func startFleet(ctx context.Context, f fleetSpec) (harness.Target, func(), error) {
+	opts := sim.DefaultOptions()
+	opts.Port, opts.Engine, opts.EnablePromptTokensDetails = 0, f.Engine, true
+	sims, replicas, err := startSims(f.Replicas, opts, f.KVEvents)
+	if err != nil {
+		return harness.Target{}, nil, err
+	}
+	closeSims := func() {
 		for _, s := range sims {
 			s.Close()
 		}
-	}()
+	}
 	cfg := config.Default()
 	cfg.Server.Listen, cfg.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Routing.DefaultPolicy, cfg.Routing.EstimateFanout = spec.Policy, spec.Fanout
+	cfg.Routing.DefaultPolicy, cfg.Routing.EstimateFanout = f.Policy, f.Fanout
+	cfg.Routing.SessionAffinity = f.SessionAffinity
 	m := config.NewModel(opts.Model, "sim")
 	m.Tokenizer = tokenize.Sim
 	cfg.Models = []config.Model{m}
@@ -352,31 +398,34 @@ func (inProcess) Run(ctx context.Context, spec *sweep.RunSpec) (*harness.Run, er
 		metrics = append(metrics, s.URL()+"/metrics")
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		closeSims()
+		return harness.Target{}, nil, err
 	}
-	gctx, stop := context.WithCancel(ctx)
-	defer stop()
+	gctx, cancel := context.WithCancel(ctx)
 	type addrs struct{ gw, admin string }
 	ready := make(chan addrs, 1)
 	served := make(chan error, 1)
 	go func() {
-		served <- serve(gctx, cfg, io.Discard, io.Discard, func(gw, admin string) { ready <- addrs{gw, admin} })
+		served <- runGatewayWith(gctx, f.Tweaks, false, "", os.Environ(), cfg, io.Discard, func(gw, admin string) { ready <- addrs{gw, admin} })
 	}()
+	stop := func() {
+		cancel()
+		<-served
+		closeSims()
+	}
 	var a addrs
 	select {
 	case a = <-ready:
 	case err := <-served:
-		return nil, fmt.Errorf("gateway: %w", err)
+		cancel()
+		closeSims()
+		return harness.Target{}, nil, fmt.Errorf("gateway: %w", err)
 	}
-	defer func() {
-		stop()
-		<-served
-	}()
 	if err := waitLoadReports(ctx, "http://"+a.admin+"/admin/replicas", len(sims)); err != nil {
-		return nil, err
+		stop()
+		return harness.Target{}, nil, err
 	}
-	return harness.Measure(ctx, harness.Target{URL: "http://" + a.gw, Model: opts.Model, Metrics: metrics},
-		harness.Options{Workload: spec.Workload(), Rate: spec.Rate, Duration: spec.Duration, WarmUp: spec.WarmUp, Seed: spec.Seed})
+	return harness.Target{URL: "http://" + a.gw, Model: opts.Model, Metrics: metrics}, stop, nil
 }
 
 // waitLoadReports waits until the gateway holds a load report of every

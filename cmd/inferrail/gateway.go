@@ -224,6 +224,35 @@ func serveFile(ctx context.Context, path string, cfg *config.Config, stdout, std
 // env's INFERRAIL_ entries, flags included, over the file), in front of
 // the HTTP front end, or with epp of the endpoint picker (ext_proc).
 func runGateway(ctx context.Context, epp bool, path string, env []string, cfg *config.Config, stderr io.Writer, ready func(addr, adminAddr string)) error {
+	return runGatewayWith(ctx, benchTweaks{}, epp, path, env, cfg, stderr, ready)
+}
+
+// benchTweaks are what a benchmark changes in an in-process gateway that
+// no config key does.
+type benchTweaks struct {
+	// keepBillingHeader prepares Anthropic Messages prompts with Claude
+	// Code's billing header kept (prompt.Preparer.KeepBillingHeader): the
+	// raw-text router of inferrail bench messages.
+	keepBillingHeader bool
+}
+
+// pool loads cfg's tokenizers into a pool, tweaked.
+func (b benchTweaks) pool(cfg *config.Config, set *metrics.Set) *tokenize.Pool {
+	if !b.keepBillingHeader {
+		return tokenize.New(cfg, hubCache(), set)
+	}
+	models, statuses := tokenize.LoadAll(cfg, hubCache())
+	for _, m := range models {
+		if p := m.Preparer(); p != nil {
+			// The models are this gateway's alone, not yet shared.
+			p.KeepBillingHeader = true
+		}
+	}
+	return tokenize.NewPool(models, statuses, cfg.Tokenizer, set)
+}
+
+// runGatewayWith is runGateway with a benchmark's tweaks.
+func runGatewayWith(ctx context.Context, tweaks benchTweaks, epp bool, path string, env []string, cfg *config.Config, stderr io.Writer, ready func(addr, adminAddr string)) error {
 	log := newLogger(stderr, cfg.Logging)
 	secMetrics := metrics.NewSet()
 	sec, err := newSecurity(cfg, log, secMetrics)
@@ -233,7 +262,7 @@ func runGateway(ctx context.Context, epp bool, path string, env []string, cfg *c
 	scraper := scrape.New(scrape.Options{TLS: sec.upstream})
 	defer scraper.Close()
 	routingMetrics, tokMetrics := metrics.NewSet(), metrics.NewSet()
-	tok := tokenize.New(cfg, hubCache(), tokMetrics)
+	tok := tweaks.pool(cfg, tokMetrics)
 	defer tok.Close()
 	vocab := make(map[string]int)
 	for _, st := range tok.Status() {

@@ -104,18 +104,15 @@ func parseCounts(s string) ([]int, error) {
 // writeOut runs write on the file out, created, or on stdout when out is
 // empty.
 func writeOut(out string, stdout io.Writer, write func(io.Writer) error) error {
-	if out == "" {
-		return write(stdout)
-	}
-	f, err := os.Create(out)
+	w, closeOut, err := output(out, stdout)
 	if err != nil {
 		return err
 	}
-	if err := write(f); err != nil {
-		f.Close()
+	if err := write(w); err != nil {
+		closeOut()
 		return err
 	}
-	return f.Close()
+	return closeOut()
 }
 
 // benchKill runs the kill run with KV events and without, with this binary
@@ -127,15 +124,11 @@ func benchKill(ctx context.Context, o agree.KillOptions, out string, stdout io.W
 		return err
 	}
 	o.Bin = bin
-	w := stdout
-	if out != "" {
-		f, err := os.Create(out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
+	w, closeOut, err := output(out, stdout)
+	if err != nil {
+		return err
 	}
+	defer closeOut()
 	var errs []error
 	for _, events := range []bool{true, false} {
 		o.Events = events

@@ -31,7 +31,7 @@ func simFleet(t *testing.T) (addr, engine string) {
 
 // requestID matches the request_id of a render answer, which vLLM draws at
 // random for every request.
-var requestID = regexp.MustCompile(`"request_id":"(chatcmpl|cmpl)-[0-9a-f]{16}"`)
+var requestID = regexp.MustCompile(`"request_id":"(chatcmpl|cmpl)-[0-9a-f]{16}(-[0-9]+)?"`)
 
 // forwarded is body as the gateway sends it on: its model member set to
 // the served name (inserted when absent); a body that is not an object as
@@ -45,7 +45,7 @@ func forwarded(body string) string {
 }
 
 func sameAnswer(got, want string) bool {
-	return requestID.ReplaceAllString(got, `"request_id":"$1-"`) == requestID.ReplaceAllString(want, `"request_id":"$1-"`)
+	return requestID.ReplaceAllString(got, `"request_id":"$1-$2"`) == requestID.ReplaceAllString(want, `"request_id":"$1-$2"`)
 }
 
 // isError reports whether body is an error in OpenAI's shape.
@@ -156,7 +156,7 @@ func TestRenderAnswered(t *testing.T) {
 		{"/v1/chat/completions/render", `{"model":"sim",` + msgs + `,"stream_options":{"include_usage":true}}`, 400},
 		{"/v1/completions/render", `{"model":"sim","prompt":""}`, 400},
 		{"/v1/completions/render", `{"model":"sim","prompt":[-1]}`, 400},
-		{"/v1/completions/render", `{"model":"sim","prompt":["a","b"]}`, 400},
+		{"/v1/completions/render", `{"model":"sim","prompt":["a","b"]}`, 200}, // a batch: one GenerateRequest per prompt, from the engine
 		{"/v1/completions/render", `{"model":"sim","prompt":"x","n":1}`, 200},
 	} {
 		code, replica, got := postRaw(t, "http://"+addr+c.path, c.body)

@@ -37,12 +37,12 @@ func ToChat(r *Request, mode InlineMode, now time.Time) ([]byte, error) {
 // template honours it, else "low"; see prompt.Preparer.Messages).
 func ToChatEffort(r *Request, mode InlineMode, disabledEffort string, now time.Time) ([]byte, error) {
 	leading, msgs := placeInline(r, mode)
-	c := converter{now: now}
+	c := converter{now: now, r: r}
 	b := append(make([]byte, 0, 256), `{"model":`...)
 	b = appendJSON(b, r.Model)
 	b = append(b, `,"messages":[`...)
 	c.b = b
-	if sys := joinTexts(systemText(r.System), leading); sys != "" {
+	if sys := joinTexts(r.systemText(), leading); sys != "" {
 		c.message("system", sys)
 	}
 	for i := range msgs {
@@ -106,6 +106,7 @@ type converter struct {
 	b   []byte
 	n   int // messages written
 	now time.Time
+	r   *Request
 }
 
 func (c *converter) open(role string) {
@@ -135,7 +136,7 @@ type part struct {
 // messages its tool_result blocks become written first.
 func (c *converter) convert(m *Message) error {
 	if m.Role == "system" {
-		if text := messageSystemText(m); text != "" {
+		if text := c.r.messageSystemText(m); text != "" {
 			c.message("system", text)
 		}
 		return nil

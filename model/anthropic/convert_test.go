@@ -230,3 +230,27 @@ func TestAppendError(t *testing.T) {
 	f(503, `{"type":"error","error":{"type":"overloaded_error","message":"no \"x\""}}`)
 	f(502, `{"type":"error","error":{"type":"api_error","message":"no \"x\""}}`)
 }
+
+// KeepBillingHeader, which only the benchmark sets, keeps the billing
+// header blocks of the system prompt and of inline system messages where
+// they came; without it the same body drops both.
+func TestToChatKeepBillingHeader(t *testing.T) {
+	body := `{"model":"m","max_tokens":5,"system":[{"type":"text","text":"x-anthropic-billing-header: cch=1;"},{"type":"text","text":"A"}],"messages":[{"role":"user","content":"q1"},{"role":"system","content":"x-anthropic-billing-header: cch=2;"}]}`
+	for _, c := range []struct {
+		keep bool
+		want string
+	}{
+		{false, `{"model":"m","messages":[{"role":"system","content":"A"},{"role":"user","content":"q1"}],"max_tokens":5}`},
+		{true, `{"model":"m","messages":[{"role":"system","content":"x-anthropic-billing-header: cch=1;A"},{"role":"user","content":"q1"},{"role":"system","content":"x-anthropic-billing-header: cch=2;"}],"max_tokens":5}`},
+	} {
+		r, err := Parse([]byte(body), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.KeepBillingHeader = c.keep
+		got, err := ToChat(r, Preserve, now)
+		if err != nil || string(got) != c.want {
+			t.Errorf("keep %v: ToChat = %s (%v)\nwant %s", c.keep, got, err, c.want)
+		}
+	}
+}

@@ -6,7 +6,8 @@ import (
 )
 
 // FuzzParse: any body is parsed or refused, never a panic; what parses
-// converts into a JSON object (or ErrUnsupported), in both modes.
+// converts into a JSON object (or ErrUnsupported), in both modes, with
+// the billing header dropped or kept (KeepBillingHeader).
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"m","max_tokens":5,"system":"S","messages":[{"role":"user","content":"hi"}]}`,
@@ -25,14 +26,17 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, mode := range []InlineMode{Preserve, Fold} {
-			out, err := ToChat(r, mode, now)
-			if err != nil {
-				continue
-			}
-			var v map[string]any
-			if json.Unmarshal(out, &v) != nil {
-				t.Fatalf("ToChat(%q) is not a JSON object: %s", body, out)
+		for _, keep := range []bool{false, true} {
+			r.KeepBillingHeader = keep
+			for _, mode := range []InlineMode{Preserve, Fold} {
+				out, err := ToChat(r, mode, now)
+				if err != nil {
+					continue
+				}
+				var v map[string]any
+				if json.Unmarshal(out, &v) != nil {
+					t.Fatalf("ToChat(%q) is not a JSON object: %s", body, out)
+				}
 			}
 		}
 		FindUsage(body)

@@ -54,18 +54,18 @@ func placeInline(r *Request, mode InlineMode) (string, []Message) {
 	}
 	texts := make([]string, lead)
 	for i := range lead {
-		texts[i] = messageSystemText(&msgs[i])
+		texts[i] = r.messageSystemText(&msgs[i])
 	}
 	leading := joinTexts(texts...)
 	rest := outOfToolRuns(msgs[lead:])
-	if mode == Preserve && (systemText(r.System) != "" || leading != "") {
+	if mode == Preserve && (r.systemText() != "" || leading != "") {
 		return leading, rest
 	}
 	var out []Message
 	var pending []string // system text after an assistant turn
 	for _, m := range rest {
 		if m.Role == "system" {
-			text := messageSystemText(&m)
+			text := r.messageSystemText(&m)
 			if text == "" {
 				continue
 			}

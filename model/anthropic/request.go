@@ -44,6 +44,12 @@ type Request struct {
 	// /v1/messages bodies have them.
 	Thinking string
 	Effort   string
+	// KeepBillingHeader is never read from a body: a benchmark sets it to
+	// keep Claude Code's billing header blocks in the prompt, to measure a
+	// router that hashes the text as it came (cmd/inferrail bench
+	// messages). vLLM always drops them; nothing that predicts an engine's
+	// cache sets it.
+	KeepBillingHeader bool
 }
 
 // Efforts are the values of output_config.effort (AnthropicEffort).
@@ -539,21 +545,27 @@ func appendMember(obj json.RawMessage, member string) json.RawMessage {
 // systemText is the text of the top-level system field without Claude
 // Code's billing header (system_prompt_text): a string as it is, blocks
 // as their non-empty text blocks joined, those that begin with the header
-// dropped.
-func systemText(c *Content) string {
+// dropped (unless r.KeepBillingHeader).
+func (r *Request) systemText() string {
+	c := r.System
 	if c == nil {
 		return ""
 	}
 	if c.IsText {
 		return c.Text
 	}
-	return blocksText(c.Blocks)
+	return r.blocksText(c.Blocks)
 }
 
-func blocksText(blocks []Block) string {
+// billing reports whether text is a billing header that r drops.
+func (r *Request) billing(text string) bool {
+	return !r.KeepBillingHeader && strings.HasPrefix(text, BillingHeader)
+}
+
+func (r *Request) blocksText(blocks []Block) string {
 	var b strings.Builder
 	for _, blk := range blocks {
-		if blk.Type == "text" && blk.Text != nil && *blk.Text != "" && !strings.HasPrefix(*blk.Text, BillingHeader) {
+		if blk.Type == "text" && blk.Text != nil && *blk.Text != "" && !r.billing(*blk.Text) {
 			b.WriteString(*blk.Text)
 		}
 	}
@@ -563,12 +575,12 @@ func blocksText(blocks []Block) string {
 // messageSystemText is the text of an inline system message without the
 // billing header (system_text): a string that begins with it counts as
 // empty.
-func messageSystemText(m *Message) string {
+func (r *Request) messageSystemText(m *Message) string {
 	if m.Content.IsText {
-		if strings.HasPrefix(m.Content.Text, BillingHeader) {
+		if r.billing(m.Content.Text) {
 			return ""
 		}
 		return m.Content.Text
 	}
-	return blocksText(m.Content.Blocks)
+	return r.blocksText(m.Content.Blocks)
 }

@@ -25,6 +25,7 @@ func (p *Preparer) Messages(body []byte, count bool, now time.Time) (Prompt, err
 	if err != nil {
 		return Prompt{}, fmt.Errorf("prompt: %w", err)
 	}
+	req.KeepBillingHeader = p.KeepBillingHeader
 	disabled := p.DisabledThinkingEffort
 	if req.Thinking == "disabled" && disabled == "" {
 		disabled = p.ResolveDisabledThinkingEffort(now)

@@ -201,3 +201,35 @@ func TestMessagesThinkingDisabled(t *testing.T) {
 		t.Errorf("set to high: %q, %v", got.Text, err)
 	}
 }
+
+// With KeepBillingHeader (the benchmark's raw-text router) the header
+// reaches the prompt, near its head, so consecutive turns part within the
+// system prompt; without it they share every block of the earlier turn.
+func TestMessagesKeepBillingHeader(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	common := func(keep bool) (int, int, string) {
+		t.Helper()
+		p := &Preparer{Model: "Qwen/Qwen3", BlockSize: 16, Sim: true, KeepBillingHeader: keep}
+		a, err := p.Messages([]byte(claudeTurn(1)), false, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := p.Messages([]byte(claudeTurn(2)), false, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for n < len(a.Blocks) && n < len(b.Blocks) && a.Blocks[n] == b.Blocks[n] {
+			n++
+		}
+		return n, len(a.Blocks), a.Text
+	}
+	kept, _, text := common(true)
+	if !strings.Contains(text, "x-anthropic-billing-header: cc_version=2.1.3; cch=bbbbb;") {
+		t.Errorf("the billing header is not in the prompt: %q", text)
+	}
+	stripped, all, _ := common(false)
+	if stripped != all || kept >= stripped || kept > 2 {
+		t.Errorf("turns 1 and 2 share %d of %d blocks stripped, %d with the header kept", stripped, all, kept)
+	}
+}

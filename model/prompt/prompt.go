@@ -58,6 +58,13 @@ type Preparer struct {
 	// does, by rendering probe prompts for each such request; a loader sets
 	// it once from ResolveDisabledThinkingEffort to spare that.
 	DisabledThinkingEffort string
+	// KeepBillingHeader keeps Claude Code's billing header in the prompts
+	// of Anthropic Messages requests (anthropic.Request.KeepBillingHeader),
+	// as a router that hashes the text as it came does. vLLM drops it, so
+	// a Preparer with it set mispredicts on purpose: only the benchmark of
+	// what dropping it is worth sets it (cmd/inferrail bench messages); no
+	// config key does.
+	KeepBillingHeader bool
 }
 
 // Prompt is a prepared request.

@@ -91,6 +91,14 @@ type Config struct {
 	// Faults are what goes wrong during the run (issue 17's fault runs).
 	Faults Faults
 
+	// KeepBillingHeader routes Anthropic Messages requests on their prompt
+	// rendered with Claude Code's billing header kept, as a router that
+	// hashes the text as it came does (prompt.Preparer.KeepBillingHeader),
+	// while the engines drop it as vLLM does: the benchmark of what
+	// dropping it is worth. The shadow indexes record those hashes; the
+	// predictions, the oracle and the records are the engines' prompt's.
+	KeepBillingHeader bool
+
 	// Workload makes the requests, arriving at Rate per second on average.
 	// Its text is tokenized as the simulator does.
 	Workload workload.Workload

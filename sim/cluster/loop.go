@@ -228,7 +228,7 @@ func newRunOf(cfg *Config, pol policy.Policy, signals sched.Signal) (*run, error
 		}
 		r.gates = append(r.gates, g)
 	}
-	r.feed = newFeed(cfg.Workload, cfg.Seed, cfg.Rate)
+	r.feed = newFeed(cfg.Workload, cfg.Seed, cfg.Rate, cfg.KeepBillingHeader)
 	r.pull()
 	return r, nil
 }
@@ -467,6 +467,13 @@ func (r *run) arrive() error {
 	r.blocks = r.hasher.Chain(r.blocks[:0], r.root, in.prompt, r.bs)
 	rec.OracleTokens = r.shared(r.blocks, len(in.prompt))
 	r.record(in.prompt, in.output)
+	routed := in.prompt
+	if in.route != nil {
+		// The gateway hashes another text than the engine computes
+		// (Config.KeepBillingHeader).
+		routed = in.route
+		r.blocks = r.hasher.Chain(r.blocks[:0], r.root, routed, r.bs)
+	}
 
 	now := epoch.Add(r.now)
 	key := in.session
@@ -475,7 +482,7 @@ func (r *run) arrive() error {
 	}
 	preq := policy.Request{
 		Key:          key,
-		PromptTokens: len(in.prompt),
+		PromptTokens: len(routed),
 		Blocks:       r.blocks,
 		BlockSize:    r.bs,
 		SessionKey:   in.session,
@@ -522,7 +529,7 @@ func (r *run) arrive() error {
 		}
 	}
 	rec.PredictedTokens = min(c.CachedTokens, len(in.prompt))
-	f := &inflight{rec: idx, sh: sh, tokens: len(in.prompt) - rec.PredictedTokens}
+	f := &inflight{rec: idx, sh: sh, tokens: len(routed) - min(c.CachedTokens, len(routed))}
 	if r.aware {
 		// As the routing actor assigns: the winner's estimated prefill
 		// joins its queue and the prompt's blocks its index. The receipt

@@ -10,9 +10,12 @@ import (
 // tokenized as the simulator's handler does, and the ids the simulator
 // generates for it.
 type arrival struct {
-	at      time.Duration
-	prompt  []uint32
-	output  []uint32
+	at     time.Duration
+	prompt []uint32
+	output []uint32
+	// route is the prompt as the gateway hashes it, when that is not
+	// prompt (Config.KeepBillingHeader); nil otherwise.
+	route   []uint32
 	session uint64 // policy.Request.SessionKey, 0 for none
 	class   string
 }
@@ -23,12 +26,13 @@ type arrival struct {
 // what the simulator generates for that prompt (workload.AppendOutput), so a
 // virtual run and a real one compute the same token ids.
 type feed struct {
-	src workload.Source
-	enc *workload.Encoder
+	src        workload.Source
+	enc        *workload.Encoder
+	keepHeader bool // Config.KeepBillingHeader
 }
 
-func newFeed(w workload.Workload, seed uint64, rate float64) *feed {
-	return &feed{src: w.Start(seed, rate), enc: workload.NewEncoder()}
+func newFeed(w workload.Workload, seed uint64, rate float64, keepHeader bool) *feed {
+	return &feed{src: w.Start(seed, rate), enc: workload.NewEncoder(), keepHeader: keepHeader}
 }
 
 func (f *feed) next() arrival {
@@ -36,6 +40,9 @@ func (f *feed) next() arrival {
 	a := arrival{at: r.At, class: r.Class, session: SessionKey(r.Session)}
 	a.prompt = f.enc.Encode(nil, &r)
 	a.output = workload.AppendOutput(make([]uint32, 0, r.MaxTokens), a.prompt, r.MaxTokens)
+	if f.keepHeader && r.IsMessages() {
+		a.route = f.enc.EncodeKeepingHeader(nil, &r)
+	}
 	return a
 }
 

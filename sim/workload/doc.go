@@ -1,6 +1,7 @@
 // Package workload makes the benchmark plan's traffic as text: seeded,
 // deterministic streams of chat and completion requests (W1 to W8, mix and
-// hot), each with its arrival time, conversation and max_tokens, arriving as
+// hot) and of Anthropic Messages requests (claude-code, Claude Code's agent
+// sessions), each with its arrival time, conversation and max_tokens, arriving as
 // a Poisson process, in Gamma bursts of a chosen coefficient of variation, or
 // over a diurnal ramp.
 //

@@ -1,6 +1,11 @@
 package workload
 
 import (
+	"time"
+
+	"github.com/inferrail/inferrail/model/anthropic"
+	"github.com/inferrail/inferrail/model/openai"
+	"github.com/inferrail/inferrail/model/prompt"
 	"github.com/inferrail/inferrail/model/token"
 )
 
@@ -37,6 +42,9 @@ func NewEncoder() *Encoder {
 
 // Encode appends r's prompt token ids to dst.
 func (e *Encoder) Encode(dst []uint32, r *Request) []uint32 {
+	if r.IsMessages() {
+		return encodeMessages(dst, r, false)
+	}
 	if !r.Chat() {
 		return token.Sim{}.Encode(dst, r.Prompt)
 	}
@@ -60,6 +68,39 @@ func (e *Encoder) Encode(dst []uint32, r *Request) []uint32 {
 		dst = append(dst, ids...)
 	}
 	return append(dst, e.gen...)
+}
+
+// EncodeKeepingHeader is Encode for a router that hashes an Anthropic
+// request's text with Claude Code's billing header kept
+// (anthropic.Request.KeepBillingHeader); the engines drop it, so for them
+// Encode is right. Other requests encode as Encode does.
+func (e *Encoder) EncodeKeepingHeader(dst []uint32, r *Request) []uint32 {
+	if r.IsMessages() {
+		return encodeMessages(dst, r, true)
+	}
+	return e.Encode(dst, r)
+}
+
+// encodeMessages tokenizes an Anthropic request as the simulator's
+// /v1/messages handler does (sim/messages.go): converted into vLLM's chat
+// request, inline system messages kept in place, then rendered and
+// tokenized as its chat path does (prompt.SimChat, token.Sim). Every
+// tool_use has an id, so the conversion's clock is never read.
+func encodeMessages(dst []uint32, r *Request, keepHeader bool) []uint32 {
+	ar, err := anthropic.Parse(AppendMessagesBody(nil, "sim", r, false), false)
+	if err != nil {
+		panic("BUG: workload: a Messages request vLLM refuses: " + err.Error())
+	}
+	ar.KeepBillingHeader = keepHeader
+	body, err := anthropic.ToChat(ar, anthropic.Preserve, time.Time{})
+	if err != nil {
+		panic("BUG: workload: a Messages request the simulator cannot convert: " + err.Error())
+	}
+	req, err := openai.ParseChat(body)
+	if err != nil {
+		panic("BUG: workload: a converted Messages request the chat parser refuses: " + err.Error())
+	}
+	return token.Sim{}.Encode(dst, prompt.SimChat(req))
 }
 
 // Seed is the seed of the simulator's answer to a prompt (sim.seedOf):

@@ -23,6 +23,11 @@ type Request struct {
 	Messages []token.Message
 	// Prompt is a completion request's prompt, when Messages is nil.
 	Prompt string
+	// Anthropic is an Anthropic Messages request (POST /v1/messages), when
+	// Messages is nil: the members of its body but model and stream, as
+	// JSON text ("max_tokens":…,"system":…,"messages":[…]), which
+	// AppendMessagesBody completes. Session is then its metadata.user_id.
+	Anthropic []byte
 	// MaxTokens is max_tokens: the simulator generates exactly that many.
 	MaxTokens int
 	// Class names the part of the workload that made it, such as "W1" or
@@ -32,6 +37,27 @@ type Request struct {
 
 // Chat reports whether r goes to /v1/chat/completions.
 func (r *Request) Chat() bool { return r.Messages != nil }
+
+// IsMessages reports whether r goes to /v1/messages (Anthropic).
+func (r *Request) IsMessages() bool { return r.Messages == nil && r.Anthropic != nil }
+
+// AppendMessagesBody appends the /v1/messages body of an Anthropic
+// request r for model, streamed when stream is set.
+func AppendMessagesBody(dst []byte, model string, r *Request, stream bool) []byte {
+	dst = append(dst, `{"model":`...)
+	dst = appendString(dst, model)
+	dst = append(dst, ',')
+	dst = append(dst, r.Anthropic...)
+	if stream {
+		dst = append(dst, `,"stream":true`...)
+	}
+	return append(dst, '}')
+}
+
+func appendString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s) // a string always marshals
+	return append(dst, b...)
+}
 
 // Source yields one run's requests in order of At. It never runs dry: the
 // caller decides when to stop. A Source is owned by one goroutine.
@@ -71,7 +97,7 @@ const (
 func newRand(seed, stream uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, stream)) }
 
 // Kinds lists the workloads New knows, in report order.
-var kinds = []string{"W1", "W2", "W3", "W4", "W5", "W6", "W8", "mix", "hot"}
+var kinds = []string{"W1", "W2", "W3", "W4", "W5", "W6", "W8", "mix", "hot", KindClaudeCode}
 
 // Kinds returns the names New accepts, in report order.
 func Kinds() []string { return append([]string(nil), kinds...) }
@@ -106,6 +132,9 @@ func New(kind string) (Workload, error) {
 		return &w, nil
 	case "hot":
 		w := Hot()
+		return &w, nil
+	case KindClaudeCode:
+		w := NewClaudeCode()
 		return &w, nil
 	}
 	return nil, fmt.Errorf("unknown workload %q (want one of %s)", kind, strings.Join(kinds, ", "))

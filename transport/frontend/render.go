@@ -111,8 +111,8 @@ func (s *Server) answerRender(body []byte, who *auth.Identity, chat bool) ([]byt
 			return nil, false
 		}
 		req, err := openai.ParseCompletion(body)
-		if err != nil || req.Check() != nil {
-			return nil, false
+		if err != nil || req.Check() != nil || req.Prompt.Count > 1 {
+			return nil, false // a batch renders one GenerateRequest per prompt: the engine's
 		}
 		maxTok, explicit = req.MaxTokens, true
 		r.Stream, r.StreamOptions, r.CacheSalt, r.Priority = req.Stream, req.StreamOptions, req.CacheSalt, req.Priority
