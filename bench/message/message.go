@@ -33,15 +33,18 @@ type Variant struct {
 	// KeepBillingHeader hashes the prompt with the billing header kept
 	// (cluster.Config.KeepBillingHeader, prompt.Preparer.KeepBillingHeader).
 	KeepBillingHeader bool
+	// Affine marks the variants whose policy reads
+	// routing.session_affinity, renamed when Options.SessionAffinity is on.
+	Affine bool
 }
 
 // Variants are the three routers compared: cost_model, round_robin and
 // cost_model on the raw text.
 func Variants() []Variant {
 	return []Variant{
-		{Name: "cost_model", Policy: "cost_model"},
+		{Name: "cost_model", Policy: "cost_model", Affine: true},
 		{Name: "round_robin", Policy: "round_robin"},
-		{Name: "cost_model, billing header hashed", Policy: "cost_model", KeepBillingHeader: true},
+		{Name: "cost_model, billing header hashed", Policy: "cost_model", KeepBillingHeader: true, Affine: true},
 	}
 }
 
@@ -66,7 +69,7 @@ type Options struct {
 
 // name is v's label under o.
 func (o *Options) name(v Variant) string {
-	if o.SessionAffinity && v.Policy == "cost_model" {
+	if o.SessionAffinity && v.Affine {
 		return strings.Replace(v.Name, "cost_model", "cost_model+session_affinity", 1)
 	}
 	return v.Name
