@@ -470,3 +470,10 @@ func randomHex() string {
 	}
 	return hex.EncodeToString(b[:])
 }
+
+// event opens an SSE event of type name: its event line and "data: ".
+func event(b []byte, name string) []byte {
+	b = append(b, "event: "...)
+	b = append(b, name...)
+	return append(b, "\ndata: "...)
+}

@@ -486,6 +486,10 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
+// AppendString appends s as a JSON string the way vLLM's Python writes
+// it (appendString): for the other packages' writers of vLLM's answers.
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
 // appendEscaped is appendString without the quotes.
 func appendEscaped(dst []byte, s string) []byte {
 	start := 0

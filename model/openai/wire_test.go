@@ -2,31 +2,13 @@ package openai
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/inferrail/inferrail/model/internal/wirefix"
 )
 
-// fixture reads testdata/name: leading "#" lines are provenance notes, the
-// rest up to the file's final newline is the expected bytes.
-func fixture(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for bytes.HasPrefix(b, []byte("#")) {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			t.Fatalf("%s: only comments", name)
-		}
-		b = b[i+1:]
-	}
-	if !bytes.HasSuffix(b, []byte("\n")) {
-		t.Fatalf("%s: no final newline", name)
-	}
-	return b[:len(b)-1]
-}
+func fixture(t *testing.T, name string) []byte { return wirefix.Read(t, name) }
 
 const (
 	chatID    = "chatcmpl-a47c93077b0e387a"
