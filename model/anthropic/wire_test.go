@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/inferrail/inferrail/model/internal/wirefix"
+	"github.com/inferrail/inferrail/internal/wirefix"
 )
 
 func fixture(t *testing.T, name string) []byte { return wirefix.Read(t, name) }
