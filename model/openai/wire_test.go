@@ -110,7 +110,10 @@ func TestWireParity(t *testing.T) {
 				{ID: "sql-lora", Created: created, Root: "/adapters/sql-lora", Parent: qwen, PermissionID: "modelperm-0a1b2c3d4e5f6a7b"},
 			})
 		},
-		"version.txt": func() []byte { return AppendVersion(nil, "0.26.0") },
+		"version.txt":        func() []byte { return AppendVersion(nil, "0.26.0") },
+		"tokenize.txt":       func() []byte { return AppendTokenize(nil, []uint32{151644, 872, 198}, 40960) },
+		"tokenize_empty.txt": func() []byte { return AppendTokenize(nil, nil, 8) },
+		"detokenize.txt":     func() []byte { return AppendDetokenize(nil, htmlishly) },
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
 	if err != nil {
