@@ -289,7 +289,7 @@ func (call *responseCall) appendResponse(b []byte, r *request, status, text stri
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, t...)
+		b = appendTool(b, t)
 	}
 	b = append(b, `],"top_p":1.0,"background":`...)
 	b = strconv.AppendBool(b, rr.Background)
@@ -375,6 +375,40 @@ func appendReasoning(b []byte, raw json.RawMessage) []byte {
 		} else {
 			b = append(b, "null"...)
 		}
+	}
+	return append(b, '}')
+}
+
+// appendTool writes a request's tool as vLLM echoes it: read into
+// openai's Tool and dumped, a function tool as FunctionTool (name,
+// parameters, strict, type, description, the absent ones null), any
+// other as Python writes the object it read.
+func appendTool(b []byte, raw json.RawMessage) []byte {
+	var t map[string]json.RawMessage
+	if json.Unmarshal(raw, &t) != nil || string(t["type"]) != `"function"` {
+		out, err := openai.AppendPythonJSON(b, raw)
+		if err != nil {
+			return append(b, raw...)
+		}
+		return out
+	}
+	b = append(b, '{')
+	for i, k := range []string{"name", "parameters", "strict", "type", "description"} {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, k)
+		b = append(b, ':')
+		v, ok := t[k]
+		if !ok {
+			b = append(b, "null"...)
+			continue
+		}
+		out, err := openai.AppendPythonJSON(b, v)
+		if err != nil {
+			out = append(b, "null"...)
+		}
+		b = out
 	}
 	return append(b, '}')
 }

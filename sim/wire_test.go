@@ -26,6 +26,11 @@ func TestWireParity(t *testing.T) {
 	prompt := func(n int) *request { return &request{model: qwen, prompt: make([]uint32, n)} }
 	incomplete := &responses.Request{Instructions: "Be <brief> & kind.", PreviousResponseID: "resp_fedcba9876543210fedcba9876543210",
 		Reasoning: json.RawMessage(`{"effort":"low","summary":"auto"}`), User: "u-1"}
+	tools := []json.RawMessage{
+		json.RawMessage(`{"type": "function", "name": "read", "description": "Read a file <path> & say \u00e9",
+			"parameters": {"type": "object", "properties": {"path": {"type": "string", "maxLength": 1.5e3}}, "required": ["path"]}}`),
+		json.RawMessage(`{"type":"function","name":"ls","parameters":{"type":"object"},"strict":true}`),
+	}
 	stream := func() []byte {
 		c, r := call(&responses.Request{}, 8), prompt(40)
 		ev := &responseEvents{call: c, r: r}
@@ -46,6 +51,7 @@ func TestWireParity(t *testing.T) {
 	cases := map[string][]byte{
 		"wire_response.txt":            call(&responses.Request{}, 8).appendResponse(nil, prompt(40), "completed", "Hello there.", 3, 0, true),
 		"wire_response_incomplete.txt": call(incomplete, 8).appendResponse(nil, prompt(1200), "incomplete", html, 8, 1184, true),
+		"wire_response_tools.txt":      call(&responses.Request{Tools: tools}, 8).appendResponse(nil, prompt(60), "completed", "ok", 1, 0, true),
 		"wire_response_queued.txt":     call(&responses.Request{Background: true}, 32728).appendResponse(nil, prompt(40), "queued", "", 0, 0, false),
 		"wire_response_stream.txt":     stream(),
 		"wire_embeddings.txt":          appendEmbeddings(nil, embdID, created, qwen, [][embeddingDims]float64{vec}, false, 5),

@@ -61,6 +61,14 @@ class ResponseOutputMessage(OpenAIBaseModel):
     type: Literal["message"]
 
 
+class FunctionTool(OpenAIBaseModel):  # openai types/responses/function_tool.py @ 306e7b696a38
+    name: str
+    parameters: dict[str, object] | None = None
+    strict: bool | None = None
+    type: Literal["function"]
+    description: str | None = None
+
+
 class IncompleteDetails(OpenAIBaseModel):
     reason: Literal["max_output_tokens", "content_filter"] | None = None
 
@@ -247,7 +255,7 @@ HTML = '<b>Tom & Jerry</b> \u2014 \u201cquoted\u201d\nline\u2028sep\tend \\ "q" 
 
 
 def response(status, text, prompt, n, cached, done, instructions=None, max_out=8, background=False,
-             previous=None, reasoning=None, user=None):
+             previous=None, reasoning=None, user=None, tools=()):
     """ResponsesResponse.from_request for a request that sets no sampling
     parameters (temperature and top_p 1.0, tool_choice auto, no tools, no logprobs)."""
     output, usage = [], None
@@ -262,7 +270,8 @@ def response(status, text, prompt, n, cached, done, instructions=None, max_out=8
         id=RESP_ID, created_at=CREATED,
         incomplete_details=IncompleteDetails(reason="max_output_tokens") if status == "incomplete" else None,
         instructions=instructions, metadata=None, model=QWEN, output=output, input_messages=None,
-        output_messages=None, parallel_tool_calls=True, temperature=1.0, tool_choice="auto", tools=[],
+        output_messages=None, parallel_tool_calls=True, temperature=1.0, tool_choice="auto",
+        tools=[FunctionTool(**t) for t in tools],
         top_p=1.0, background=background, max_output_tokens=max_out, max_tool_calls=None,
         previous_response_id=previous, prompt=None, reasoning=reasoning, service_tier="auto", status=status,
         text=None, top_logprobs=None, truncation="disabled", user=user, usage=usage)
@@ -277,6 +286,15 @@ fixture("wire_response_incomplete.txt",
                                previous="resp_fedcba9876543210fedcba9876543210",
                                reasoning=Reasoning(effort="low", generate_summary=None, summary="auto"),
                                user="u-1")))
+TOOLS = [
+    {"type": "function", "name": "read", "description": "Read a file <path> & say \u00e9",
+     "parameters": {"type": "object", "properties": {"path": {"type": "string", "maxLength": 1.5e3}},
+                    "required": ["path"]}},
+    {"type": "function", "name": "ls", "parameters": {"type": "object"}, "strict": True},
+]
+fixture("wire_response_tools.txt", "function tools echoed as FunctionTool dumps (absent fields null, "
+        "parameters as the dict Python read: compact, in order, 1.5e3 as 1500.0).",
+        json_response(response("completed", "ok", 60, 1, 0, True, tools=TOOLS)))
 fixture("wire_response_queued.txt", "a background response answered at once: queued, no output, no usage.",
         json_response(response("queued", "", 40, 0, 0, False, background=True, max_out=32728)))
 
