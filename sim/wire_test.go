@@ -3,12 +3,13 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/inferrail/inferrail/internal/wirefix"
 	"github.com/inferrail/inferrail/model/responses"
+	"github.com/inferrail/inferrail/model/wirefix"
 )
 
 // TestWireParity compares the simulator's Responses and embeddings
@@ -62,8 +63,21 @@ func TestWireParity(t *testing.T) {
 		t.Errorf("testdata has %d wire fixtures, the test %d (%v)", len(files), len(cases), err)
 	}
 	for name, got := range cases {
-		if want := wirefix.Read(t, name); !bytes.Equal(got, want) {
+		if want := fixture(t, name); !bytes.Equal(got, want) {
 			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
 		}
 	}
+}
+
+// fixture returns testdata/name's expected bytes (wirefix.Body).
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err == nil {
+		b, err = wirefix.Body(b)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return b
 }

@@ -2,13 +2,24 @@ package openai
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/inferrail/inferrail/internal/wirefix"
+	"github.com/inferrail/inferrail/model/wirefix"
 )
 
-func fixture(t *testing.T, name string) []byte { return wirefix.Read(t, name) }
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err == nil {
+		b, err = wirefix.Body(b)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return b
+}
 
 const (
 	chatID    = "chatcmpl-a47c93077b0e387a"
