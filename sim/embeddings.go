@@ -72,26 +72,40 @@ func (inst *instance) embeddings(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	total := 0
-	b := append(make([]byte, 0, 256), `{"id":"embd-`...)
-	b = append(b, openai.RandomID(runtimeRand{})...)
-	b = append(b, `","object":"list","created":`...)
-	b = strconv.AppendInt(b, time.Now().Unix(), 10)
-	b = append(b, `,"model":`...)
-	b = strconv.AppendQuote(b, model)
-	b = append(b, `,"data":[`...)
+	vecs := make([][embeddingDims]float64, len(prompts))
 	for i, p := range prompts {
 		if len(p) == 0 {
 			writeError(ctx, &openai.Error{Status: 400, Type: openai.TypeBadRequestError, Message: "The prompt must not be empty."})
 			return
 		}
 		total += len(p)
+		vecs[i] = embedding(p)
+	}
+	id := "embd-" + openai.RandomID(runtimeRand{})
+	writeJSON(ctx, fasthttp.StatusOK, appendEmbeddings(make([]byte, 0, 256), id, time.Now().Unix(), model, vecs, b64, total))
+}
+
+// appendEmbeddings writes vLLM's EmbeddingResponse (JSONResponse of its
+// model_dump) of vecs, computed from tokens prompt tokens. vLLM's
+// embeddings are float32: a float one is the tensor's tolist(), each
+// value the float32 written as Python's repr of the double; a base64 one
+// the float32 values' little-endian bytes (its embed_dtype float32,
+// native byte order on the hosts it runs on).
+func appendEmbeddings(b []byte, id string, created int64, model string, vecs [][embeddingDims]float64, b64 bool, tokens int) []byte {
+	b = append(b, `{"id":`...)
+	b = strconv.AppendQuote(b, id)
+	b = append(b, `,"object":"list","created":`...)
+	b = strconv.AppendInt(b, created, 10)
+	b = append(b, `,"model":`...)
+	b = appendText(b, model)
+	b = append(b, `,"data":[`...)
+	for i, vec := range vecs {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `{"index":`...)
 		b = strconv.AppendInt(b, int64(i), 10)
 		b = append(b, `,"object":"embedding","embedding":`...)
-		vec := embedding(p)
 		if b64 {
 			var raw [4 * embeddingDims]byte
 			for d, v := range vec {
@@ -107,16 +121,29 @@ func (inst *instance) embeddings(ctx *fasthttp.RequestCtx) {
 			if d > 0 {
 				b = append(b, ',')
 			}
-			b = strconv.AppendFloat(b, v, 'f', -1, 64)
+			b = appendPyFloat(b, float64(float32(v)))
 		}
 		b = append(b, "]}"...)
 	}
 	b = append(b, `],"usage":{"prompt_tokens":`...)
-	b = strconv.AppendInt(b, int64(total), 10)
+	b = strconv.AppendInt(b, int64(tokens), 10)
 	b = append(b, `,"total_tokens":`...)
-	b = strconv.AppendInt(b, int64(total), 10)
-	b = append(b, `,"completion_tokens":0,"prompt_tokens_details":null}}`...)
-	writeJSON(ctx, fasthttp.StatusOK, b)
+	b = strconv.AppendInt(b, int64(tokens), 10)
+	return append(b, `,"completion_tokens":0,"prompt_tokens_details":null}}`...)
+}
+
+// appendPyFloat writes v as Python's float repr does for the values an
+// embedding holds (|v| <= 1, 0 or at least 1e-4): the shortest digits
+// that round-trip, with ".0" on an integral value.
+func appendPyFloat(b []byte, v float64) []byte {
+	start := len(b)
+	b = strconv.AppendFloat(b, v, 'f', -1, 64)
+	for _, c := range b[start:] {
+		if c == '.' {
+			return b
+		}
+	}
+	return append(b, ".0"...)
 }
 
 // embedding is prompt p's deterministic vector.

@@ -3,7 +3,6 @@ package sim
 import (
 	"bufio"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -56,8 +55,7 @@ func (inst *instance) countTokens(ctx *fasthttp.RequestCtx) {
 		writeMessagesError(ctx, e)
 		return
 	}
-	n := strconv.Itoa(len(inst.renderChat(req)))
-	writeJSON(ctx, fasthttp.StatusOK, []byte(`{"input_tokens":`+n+`,"context_management":{"original_input_tokens":`+n+`}}`))
+	writeJSON(ctx, fasthttp.StatusOK, anthropic.AppendCountTokens(nil, len(inst.renderChat(req))))
 }
 
 func (inst *instance) messages(ctx *fasthttp.RequestCtx) {
@@ -92,23 +90,9 @@ func (inst *instance) messages(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	n, _ := j.progress()
-	b := append(make([]byte, 0, 256), `{"id":`...)
-	b = strconv.AppendQuote(b, id)
-	b = append(b, `,"type":"message","role":"assistant","content":[`...)
-	if n > 0 {
-		b = append(b, `{"type":"text","text":`...)
-		b = appendText(b, token.Generate(j.seed, n))
-		b = append(b, '}')
-	} else {
-		b = append(b, `{"type":"text","text":""}`...)
-	}
-	b = append(b, `],"model":`...)
-	b = appendText(b, r.model)
-	b = append(b, `,"stop_reason":"`...)
-	b = append(b, stopReason(j.reason)...)
-	b = append(b, `","usage":`...)
-	b = inst.appendUsage(b, len(r.prompt), n, j.cached, true)
-	writeJSON(ctx, fasthttp.StatusOK, append(b, '}'))
+	writeJSON(ctx, fasthttp.StatusOK, anthropic.AppendMessage(make([]byte, 0, 256), &anthropic.Answer{
+		ID: id, Model: r.model, Text: token.Generate(j.seed, n), StopReason: stopReason(j.reason),
+		Usage: inst.usage(len(r.prompt), n, j.cached, true)}))
 }
 
 // stopReason is a finish reason as Anthropic's stop_reason.
@@ -123,30 +107,17 @@ func appendText(b []byte, s string) []byte {
 	return anthropic.AppendString(b, s)
 }
 
-// appendUsage writes vLLM's _build_anthropic_usage: input_tokens is the
-// prompt less its cached tokens, which cache_read_input_tokens reports,
-// when prompt token details are on (and cached is known).
-func (inst *instance) appendUsage(b []byte, prompt, output, cached int, final bool) []byte {
+// usage is vLLM's _build_anthropic_usage: input_tokens is the prompt
+// less its cached tokens, which cache_read_input_tokens reports, when
+// prompt token details are on (and cached is known).
+func (inst *instance) usage(prompt, output, cached int, final bool) anthropic.Usage {
 	details := inst.opts.EnablePromptTokensDetails && final
-	in := prompt
+	u := anthropic.Usage{Input: prompt, Output: output, HasInput: true}
 	if details {
-		in -= cached
+		u.Input -= cached
+		u.CacheRead, u.HasCacheRead = cached, true
 	}
-	b = append(b, `{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(in), 10)
-	b = append(b, `,"output_tokens":`...)
-	b = strconv.AppendInt(b, int64(output), 10)
-	if details {
-		b = append(b, `,"cache_read_input_tokens":`...)
-		b = strconv.AppendInt(b, int64(cached), 10)
-	}
-	return append(b, '}')
-}
-
-func event(b []byte, name string) []byte {
-	b = append(b, "event: "...)
-	b = append(b, name...)
-	return append(b, "\ndata: "...)
+	return u
 }
 
 // messageStream writes j's tokens as vLLM's message_stream_converter
@@ -157,40 +128,22 @@ func (inst *instance) messageStream(w *bufio.Writer, conn net.Conn, j *job, r *r
 	sent, started := 0, false
 	inst.pump(w, conn, j, func(buf []byte, n int, done bool) []byte {
 		if !started && (n > 0 || done) {
-			buf = event(buf, "message_start")
-			buf = append(buf, `{"type":"message_start","message":{"id":`...)
-			buf = strconv.AppendQuote(buf, id)
-			buf = append(buf, `,"type":"message","role":"assistant","content":[],"model":`...)
-			buf = appendText(buf, r.model)
-			buf = append(buf, `,"stop_reason":null,"stop_sequence":null,"usage":`...)
-			buf = inst.appendUsage(buf, len(r.prompt), 0, 0, false)
-			buf = append(buf, "}}\n\n"...)
+			buf = anthropic.AppendMessageStart(buf, id, r.model, inst.usage(len(r.prompt), 0, 0, false))
 			started = true
 		}
 		for ; sent < n; sent++ {
 			if sent == 0 {
-				buf = event(buf, "content_block_start")
-				buf = append(buf, `{"type":"content_block_start","content_block":{"type":"text","text":""},"index":0}`+"\n\n"...)
+				buf = anthropic.AppendTextStart(buf, 0)
 			}
-			buf = event(buf, "content_block_delta")
-			buf = append(buf, `{"type":"content_block_delta","delta":{"type":"text_delta","text":`...)
-			buf = appendText(buf, token.Piece(j.seed, sent))
-			buf = append(buf, "},\"index\":0}\n\n"...)
+			buf = anthropic.AppendTextDelta(buf, 0, token.Piece(j.seed, sent))
 		}
 		if !done {
 			return buf
 		}
 		if sent > 0 {
-			buf = event(buf, "content_block_stop")
-			buf = append(buf, `{"type":"content_block_stop","index":0}`+"\n\n"...)
+			buf = anthropic.AppendBlockStop(buf, 0)
 		}
-		buf = event(buf, "message_delta")
-		buf = append(buf, `{"type":"message_delta","delta":{"stop_reason":"`...)
-		buf = append(buf, stopReason(j.reason)...)
-		buf = append(buf, `","stop_sequence":null},"usage":`...)
-		buf = inst.appendUsage(buf, len(r.prompt), n, j.cached, true)
-		buf = append(buf, "}\n\n"...)
-		buf = event(buf, "message_stop")
-		return append(buf, `{"type":"message_stop"}`+"\n\n"...)
+		buf = anthropic.AppendMessageDelta(buf, stopReason(j.reason), "", inst.usage(len(r.prompt), n, j.cached, true))
+		return anthropic.AppendMessageStop(buf)
 	})
 }

@@ -289,7 +289,7 @@ func (call *responseCall) appendResponse(b []byte, r *request, status, text stri
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, t...)
+		b = appendTool(b, t)
 	}
 	b = append(b, `],"top_p":1.0,"background":`...)
 	b = strconv.AppendBool(b, rr.Background)
@@ -322,19 +322,25 @@ func (call *responseCall) appendResponse(b []byte, r *request, status, text stri
 	return append(b, `,"input_messages":null,"output_messages":null}`...)
 }
 
-// appendMessage writes the output message (ResponseOutputMessage).
+// appendMessage writes the output message (ResponseOutputMessage): its
+// text part, or no content while in progress (or for no text).
 func (call *responseCall) appendMessage(b []byte, text, status string) []byte {
+	return append(call.openMessage(b, text, status), '}')
+}
+
+// openMessage is appendMessage without the closing brace.
+func (call *responseCall) openMessage(b []byte, text, status string) []byte {
 	b = append(b, `{"id":`...)
 	b = strconv.AppendQuote(b, call.outputID())
 	b = append(b, `,"content":[`...)
-	if text != "" || status != "completed" {
+	if text != "" {
 		b = append(b, `{"annotations":[],"text":`...)
 		b = appendText(b, text)
 		b = append(b, `,"type":"output_text","logprobs":null}`...)
 	}
 	b = append(b, `],"role":"assistant","status":"`...)
 	b = append(b, status...)
-	return append(b, `","type":"message"}`...)
+	return append(b, `","type":"message"`...)
 }
 
 // responseStatus is a finish reason as a response's status: vLLM marks
@@ -373,6 +379,40 @@ func appendReasoning(b []byte, raw json.RawMessage) []byte {
 	return append(b, '}')
 }
 
+// appendTool writes a request's tool as vLLM echoes it: read into
+// openai's Tool and dumped, a function tool as FunctionTool (name,
+// parameters, strict, type, description, the absent ones null), any
+// other as Python writes the object it read.
+func appendTool(b []byte, raw json.RawMessage) []byte {
+	var t map[string]json.RawMessage
+	if json.Unmarshal(raw, &t) != nil || string(t["type"]) != `"function"` {
+		out, err := openai.AppendPythonJSON(b, raw)
+		if err != nil {
+			return append(b, raw...)
+		}
+		return out
+	}
+	b = append(b, '{')
+	for i, k := range []string{"name", "parameters", "strict", "type", "description"} {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, k)
+		b = append(b, ':')
+		v, ok := t[k]
+		if !ok {
+			b = append(b, "null"...)
+			continue
+		}
+		out, err := openai.AppendPythonJSON(b, v)
+		if err != nil {
+			out = append(b, "null"...)
+		}
+		b = out
+	}
+	return append(b, '}')
+}
+
 func appendOptString(b []byte, s string) []byte {
 	if s == "" {
 		return append(b, "null"...)
@@ -381,81 +421,118 @@ func appendOptString(b []byte, s string) []byte {
 }
 
 // responseStream writes j's tokens as vLLM's responses_stream_generator
-// does for a plain text answer: named events, each with its
-// sequence_number.
+// does for a plain text answer (responseEvents).
 func (inst *instance) responseStream(w *bufio.Writer, conn net.Conn, j *job, r *request, call *responseCall) {
-	seq, sent, started := 0, 0, false
-	open := event
-	closeEvent := func(buf []byte, typ string) []byte {
-		buf = append(buf, `,"sequence_number":`...)
-		buf = strconv.AppendInt(buf, int64(seq), 10)
-		seq++
-		buf = append(buf, `,"type":"`...)
-		buf = append(buf, typ...)
-		return append(buf, "\"}\n\n"...)
-	}
-	itemRef := func(buf []byte) []byte {
-		buf = append(buf, `"item_id":`...)
-		return strconv.AppendQuote(buf, call.outputID())
-	}
+	ev := &responseEvents{call: call, r: r}
+	sent, started := 0, false
 	inst.pump(w, conn, j, func(buf []byte, n int, done bool) []byte {
 		if !started {
-			for _, typ := range []string{"response.created", "response.in_progress"} {
-				buf = open(buf, typ)
-				buf = append(buf, `{"response":`...)
-				buf = call.appendResponse(buf, r, "in_progress", "", 0, 0, false)
-				buf = closeEvent(buf, typ)
-			}
-			buf = open(buf, "response.output_item.added")
-			buf = append(buf, `{"item":`...)
-			buf = call.appendMessage(buf, "", "in_progress")
-			buf = append(buf, `,"output_index":0`...)
-			buf = closeEvent(buf, "response.output_item.added")
-			buf = open(buf, "response.content_part.added")
-			buf = append(buf, `{"content_index":0,`...)
-			buf = itemRef(buf)
-			buf = append(buf, `,"output_index":0,"part":{"annotations":[],"text":"","type":"output_text","logprobs":null}`...)
-			buf = closeEvent(buf, "response.content_part.added")
+			buf = ev.start(buf)
 			started = true
 		}
 		for ; sent < n; sent++ {
-			buf = open(buf, "response.output_text.delta")
-			buf = append(buf, `{"content_index":0,"delta":`...)
-			buf = appendText(buf, token.Piece(j.seed, sent))
-			buf = append(buf, ',')
-			buf = itemRef(buf)
-			buf = append(buf, `,"logprobs":[],"output_index":0`...)
-			buf = closeEvent(buf, "response.output_text.delta")
+			buf = ev.delta(buf, token.Piece(j.seed, sent))
 		}
 		if !done {
 			return buf
 		}
 		text := token.Generate(j.seed, n)
-		buf = open(buf, "response.output_text.done")
-		buf = append(buf, `{"content_index":0,`...)
-		buf = itemRef(buf)
-		buf = append(buf, `,"logprobs":[],"output_index":0,"text":`...)
-		buf = appendText(buf, text)
-		buf = closeEvent(buf, "response.output_text.done")
-		buf = open(buf, "response.content_part.done")
-		buf = append(buf, `{"content_index":0,`...)
-		buf = itemRef(buf)
-		buf = append(buf, `,"output_index":0,"part":{"annotations":[],"text":`...)
-		buf = appendText(buf, text)
-		buf = append(buf, `,"type":"output_text","logprobs":null}`...)
-		buf = closeEvent(buf, "response.content_part.done")
-		buf = open(buf, "response.output_item.done")
-		buf = append(buf, `{"item":`...)
-		buf = call.appendMessage(buf, text, "completed")
-		buf = append(buf, `,"output_index":0`...)
-		buf = closeEvent(buf, "response.output_item.done")
 		final := call.appendResponse(nil, r, responseStatus(j.reason), text, n, j.cached, true)
 		inst.storeResponse(call, text, final)
-		buf = open(buf, "response.completed")
-		buf = append(buf, `{"response":`...)
-		buf = append(buf, final...)
-		return closeEvent(buf, "response.completed")
+		return ev.finish(buf, text, final)
 	})
+}
+
+// responseEvents writes the named events of a streamed text answer, each
+// an openai-python event model dumped whole (model_dump_json), its
+// fields in the model's order, with its sequence_number.
+type responseEvents struct {
+	call *responseCall
+	r    *request
+	seq  int
+}
+
+// end closes an event: its sequence_number and type.
+func (ev *responseEvents) end(buf []byte, typ string) []byte {
+	return closeType(ev.seqNum(buf), typ)
+}
+
+func (ev *responseEvents) seqNum(buf []byte) []byte {
+	buf = append(buf, `"sequence_number":`...)
+	buf = strconv.AppendInt(buf, int64(ev.seq), 10)
+	ev.seq++
+	return buf
+}
+
+func closeType(buf []byte, typ string) []byte {
+	buf = append(buf, `,"type":"`...)
+	buf = append(buf, typ...)
+	return append(buf, "\"}\n\n"...)
+}
+
+func (ev *responseEvents) itemRef(buf []byte) []byte {
+	buf = append(buf, `"item_id":`...)
+	return strconv.AppendQuote(buf, ev.call.outputID())
+}
+
+// start writes response.created, response.in_progress, the output
+// message added (no content yet) and its text part added (logprobs []).
+func (ev *responseEvents) start(buf []byte) []byte {
+	for _, typ := range []string{"response.created", "response.in_progress"} {
+		buf = event(buf, typ)
+		buf = append(buf, `{"response":`...)
+		buf = ev.call.appendResponse(buf, ev.r, "in_progress", "", 0, 0, false)
+		buf = ev.end(append(buf, ','), typ)
+	}
+	buf = event(buf, "response.output_item.added")
+	buf = append(buf, `{"item":`...)
+	buf = ev.call.appendMessage(buf, "", "in_progress")
+	buf = ev.end(append(buf, `,"output_index":0,`...), "response.output_item.added")
+	buf = event(buf, "response.content_part.added")
+	buf = append(buf, `{"content_index":0,`...)
+	buf = ev.itemRef(buf)
+	buf = append(buf, `,"output_index":0,"part":{"annotations":[],"text":"","type":"output_text","logprobs":[]},`...)
+	return ev.end(buf, "response.content_part.added")
+}
+
+// delta writes response.output_text.delta of piece.
+func (ev *responseEvents) delta(buf []byte, piece string) []byte {
+	buf = event(buf, "response.output_text.delta")
+	buf = append(buf, `{"content_index":0,"delta":`...)
+	buf = appendText(buf, piece)
+	buf = append(buf, ',')
+	buf = ev.itemRef(buf)
+	buf = append(buf, `,"logprobs":[],"output_index":0,`...)
+	return ev.end(buf, "response.output_text.delta")
+}
+
+// finish writes the text done, the part done, the message done and
+// response.completed with final, the finished response.
+func (ev *responseEvents) finish(buf []byte, text string, final []byte) []byte {
+	buf = event(buf, "response.output_text.done")
+	buf = append(buf, `{"content_index":0,`...)
+	buf = ev.itemRef(buf)
+	buf = append(buf, `,"logprobs":[],"output_index":0,`...)
+	// ResponseTextDoneEvent has text after sequence_number.
+	buf = append(ev.seqNum(buf), `,"text":`...)
+	buf = closeType(appendText(buf, text), "response.output_text.done")
+	buf = event(buf, "response.content_part.done")
+	buf = append(buf, `{"content_index":0,`...)
+	buf = ev.itemRef(buf)
+	buf = append(buf, `,"output_index":0,"part":{"annotations":[],"text":`...)
+	buf = appendText(buf, text)
+	buf = ev.end(append(buf, `,"type":"output_text","logprobs":null},`...), "response.content_part.done")
+	buf = event(buf, "response.output_item.done")
+	buf = append(buf, `{"item":`...)
+	// simple_streaming_events builds this message with annotations and
+	// logprobs too, extra fields openai's models keep and dump last.
+	buf = ev.call.openMessage(buf, text, "completed")
+	buf = append(buf, `,"annotations":[],"logprobs":[]}`...)
+	buf = ev.end(append(buf, `,"output_index":0,`...), "response.output_item.done")
+	buf = event(buf, "response.completed")
+	buf = append(buf, `{"response":`...)
+	buf = append(buf, final...)
+	return ev.end(append(buf, ','), "response.completed")
 }
 
 // randomHex is 32 random hex digits, as vLLM's random_uuid() (uuid4().hex).
@@ -469,4 +546,11 @@ func randomHex() string {
 		}
 	}
 	return hex.EncodeToString(b[:])
+}
+
+// event opens an SSE event of type name: its event line and "data: ".
+func event(b []byte, name string) []byte {
+	b = append(b, "event: "...)
+	b = append(b, name...)
+	return append(b, "\ndata: "...)
 }

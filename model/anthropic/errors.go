@@ -1,6 +1,10 @@
 package anthropic
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/inferrail/inferrail/model/openai"
+)
 
 // Error types of Anthropic's error shape
 // (https://docs.anthropic.com/en/api/errors).
@@ -50,11 +54,13 @@ func AppendError(dst []byte, status int, message string) []byte {
 // this envelope (api_router.py translate_error_response).
 func AppendErrorType(dst []byte, typ, message string) []byte {
 	dst = append(dst, `{"type":"error","error":{"type":`...)
-	dst = appendJSON(dst, typ)
+	dst = openai.AppendString(dst, typ)
 	dst = append(dst, `,"message":`...)
-	dst = appendJSON(dst, message)
+	dst = openai.AppendString(dst, message)
 	return append(dst, "}}"...)
 }
 
-// AppendString appends s as a JSON string.
-func AppendString(dst []byte, s string) []byte { return appendJSON(dst, s) }
+// AppendString appends s as a JSON string, escaped as vLLM's Python
+// writes it (json.dumps(ensure_ascii=False), pydantic's model_dump_json):
+// <, >, & and U+2028 as they are, not as encoding/json escapes them.
+func AppendString(dst []byte, s string) []byte { return openai.AppendString(dst, s) }

@@ -2,7 +2,12 @@ package openai
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -486,6 +491,10 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
+// AppendString appends s as a JSON string the way vLLM's Python writes
+// it (appendString): for the other packages' writers of vLLM's answers.
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
 // appendEscaped is appendString without the quotes.
 func appendEscaped(dst []byte, s string) []byte {
 	start := 0
@@ -576,4 +585,93 @@ func appendNullString(dst []byte, s string) []byte {
 		return append(dst, "null"...)
 	}
 	return appendString(dst, s)
+}
+
+// AppendPythonJSON appends the JSON value raw as vLLM writes a value it
+// has read into Python (json.dumps(json.loads(raw), ensure_ascii=False,
+// separators=(",", ":")), or pydantic's dump of a dict): compact, members
+// in their order, strings escaped as appendString does, integers as they
+// are and other numbers as Python's float repr (1.50 as 1.5, 1e5 as
+// 100000.0, 1e-5 as 1e-05). It fails on invalid JSON.
+func AppendPythonJSON(dst []byte, raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	type frame struct {
+		object bool
+		n      int // tokens written in it
+	}
+	var stack []frame
+	wrote := false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			if len(stack) > 0 || !wrote {
+				return dst, io.ErrUnexpectedEOF
+			}
+			return dst, nil
+		}
+		wrote = true
+		if err != nil {
+			return dst, err
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			dst = append(dst, byte(d))
+			continue
+		}
+		if len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			switch {
+			case f.object && f.n%2 == 1:
+				dst = append(dst, ':')
+			case f.n > 0:
+				dst = append(dst, ',')
+			}
+			f.n++
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			dst = append(dst, byte(v))
+			stack = append(stack, frame{object: v == '{'})
+		case string:
+			dst = appendString(dst, v)
+		case json.Number:
+			dst = appendPythonNumber(dst, string(v))
+		case bool:
+			dst = strconv.AppendBool(dst, v)
+		case nil:
+			dst = append(dst, "null"...)
+		}
+		if len(stack) == 0 && dec.More() {
+			return dst, errors.New("JSON: more than one value")
+		}
+	}
+}
+
+// appendPythonNumber writes a JSON number as Python reads and writes it:
+// an integer literal unchanged, any other as float repr (shortest digits,
+// ".0" on integral values, an exponent below 1e-4 and from 1e16).
+func appendPythonNumber(dst []byte, lit string) []byte {
+	if !strings.ContainsAny(lit, ".eE") {
+		if lit == "-0" {
+			lit = "0"
+		}
+		return append(dst, lit...)
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil { // out of range: Python reads inf, which json.dumps writes so
+		if strings.HasPrefix(lit, "-") {
+			return append(dst, "-Infinity"...)
+		}
+		return append(dst, "Infinity"...)
+	}
+	if a := math.Abs(f); a != 0 && (a < 1e-4 || a >= 1e16) {
+		return strconv.AppendFloat(dst, f, 'e', -1, 64)
+	}
+	start := len(dst)
+	dst = strconv.AppendFloat(dst, f, 'f', -1, 64)
+	if !bytes.ContainsRune(dst[start:], '.') {
+		dst = append(dst, ".0"...)
+	}
+	return dst
 }

@@ -5,27 +5,20 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/inferrail/inferrail/model/wirefix"
 )
 
-// fixture reads testdata/name: leading "#" lines are provenance notes, the
-// rest up to the file's final newline is the expected bytes.
 func fixture(t *testing.T, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err == nil {
+		b, err = wirefix.Body(b)
+	}
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", name, err)
 	}
-	for bytes.HasPrefix(b, []byte("#")) {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			t.Fatalf("%s: only comments", name)
-		}
-		b = b[i+1:]
-	}
-	if !bytes.HasSuffix(b, []byte("\n")) {
-		t.Fatalf("%s: no final newline", name)
-	}
-	return b[:len(b)-1]
+	return b
 }
 
 const (
@@ -128,7 +121,10 @@ func TestWireParity(t *testing.T) {
 				{ID: "sql-lora", Created: created, Root: "/adapters/sql-lora", Parent: qwen, PermissionID: "modelperm-0a1b2c3d4e5f6a7b"},
 			})
 		},
-		"version.txt": func() []byte { return AppendVersion(nil, "0.26.0") },
+		"version.txt":        func() []byte { return AppendVersion(nil, "0.26.0") },
+		"tokenize.txt":       func() []byte { return AppendTokenize(nil, []uint32{151644, 872, 198}, 40960) },
+		"tokenize_empty.txt": func() []byte { return AppendTokenize(nil, nil, 8) },
+		"detokenize.txt":     func() []byte { return AppendDetokenize(nil, htmlishly) },
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
 	if err != nil {

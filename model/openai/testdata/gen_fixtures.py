@@ -12,6 +12,7 @@ order, types, defaults, serializers), from vllm-project/vllm:
   generate/base/protocol.py    @ 022e555dbb75 (DeltaMessage, PerRequestMetrics)
   engine/protocol.py           @ 040a2cc2a629 (ErrorInfo, ErrorResponse, ModelCard,
                                                 ModelPermission, ModelList, UsageInfo)
+  serve/tokenize/protocol.py   @ 030ea52effcb (TokenizeResponse, DetokenizeResponse)
 PromptTokenUsageInfo carries cached_tokens and multimodal_tokens, as a v0.23.1
 capture shows (vllm.md 5.4). Each fixture is built the way vLLM's serving code
 builds it (chat_completion/serving.py @ 006c49d485f9, completion/serving.py @
@@ -220,6 +221,17 @@ class CompletionStreamResponse(OpenAIBaseModel):
     usage: UsageInfo | None = Field(default=None)
     system_fingerprint: str | None = None
     metrics: PerRequestMetrics | None = None
+
+
+class TokenizeResponse(OpenAIBaseModel):
+    count: int
+    max_model_len: int
+    tokens: list[int]
+    token_strs: list[str] | None = None
+
+
+class DetokenizeResponse(OpenAIBaseModel):
+    prompt: str
 
 
 def json_response(model) -> bytes:  # starlette.responses.JSONResponse.render
@@ -433,6 +445,14 @@ fixture("models.txt",
         ])))
 fixture("version.txt", "GET /version: JSONResponse({'version': VLLM_VERSION}).",
         json.dumps({"version": "0.26.0"}, ensure_ascii=False, separators=(",", ":")).encode())
+
+# ---- /tokenize and /detokenize (serve/tokenize: JSONResponse(model_dump())) ----
+fixture("tokenize.txt", "TokenizeResponse without return_token_strs (token_strs null).",
+        json_response(TokenizeResponse(count=3, max_model_len=40960, tokens=[151644, 872, 198], token_strs=None)))
+fixture("tokenize_empty.txt", "TokenizeResponse of an empty prompt.",
+        json_response(TokenizeResponse(count=0, max_model_len=8, tokens=[], token_strs=None)))
+fixture("detokenize.txt", "DetokenizeResponse whose text needs escaping.",
+        json_response(DetokenizeResponse(prompt=HTML)))
 
 for name, (source, payload) in FILES.items():
     with open(name, "wb") as f:

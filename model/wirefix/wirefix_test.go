@@ -1,0 +1,20 @@
+package wirefix
+
+import "testing"
+
+func TestBody(t *testing.T) {
+	for in, want := range map[string]string{
+		"# made by x\n# from y\n{\"a\":1}\n": `{"a":1}`,
+		"data: x\n\ndata: y\n\n\n":          "data: x\n\ndata: y\n\n",
+		"{}\n":                              "{}",
+	} {
+		if got, err := Body([]byte(in)); err != nil || string(got) != want {
+			t.Errorf("Body(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"# only\n# notes", "{}", ""} {
+		if _, err := Body([]byte(in)); err == nil {
+			t.Errorf("Body(%q): no error", in)
+		}
+	}
+}
