@@ -482,7 +482,7 @@ func (g *hostileGen) variants() []variant {
 		{"/v1/chat/completions/render", `"messages":[{"role":"user","content":"x"}],"stream":"yes"`, okOr4xx},
 		{"/v1/chat/completions/render", `"messages":[]`, okOr4xx},
 		{"/v1/completions/render", `"prompt":[-1]`, any4xx}, {"/v1/completions/render", `"prompt":""`, any4xx},
-		{"/v1/completions/render", `"prompt":[[1],[2]]`, any4xx}, {"/v1/completions/render", `"prompt":{}`, any4xx},
+		{"/v1/completions/render", `"prompt":[[1],[2]]`, okOr4xx}, {"/v1/completions/render", `"prompt":{}`, any4xx},
 		{"/v1/completions/render", `"prompt":[1,2],"max_tokens":"x"`, any4xx}, {"/v1/completions/render", `"prompt":"x","cache_salt":42`, any4xx},
 		{"/v1/completions/render", `"prompt":[31999,32000]`, okOr4xx},
 	} {
