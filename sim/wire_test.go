@@ -69,15 +69,5 @@ func TestWireParity(t *testing.T) {
 	}
 }
 
-// fixture returns testdata/name's expected bytes (wirefix.Body).
-func fixture(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err == nil {
-		b, err = wirefix.Body(b)
-	}
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return b
-}
+// fixture returns testdata/name's expected bytes.
+func fixture(t *testing.T, name string) []byte { return wirefix.Read(t, os.DirFS("testdata"), name) }

@@ -9,17 +9,8 @@ import (
 	"github.com/inferrail/inferrail/model/wirefix"
 )
 
-func fixture(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err == nil {
-		b, err = wirefix.Body(b)
-	}
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return b
-}
+// fixture returns testdata/name's expected bytes.
+func fixture(t *testing.T, name string) []byte { return wirefix.Read(t, os.DirFS("testdata"), name) }
 
 // textStream is a streamed text answer as the simulator writes it: one
 // delta per piece, the block closed when there was one.

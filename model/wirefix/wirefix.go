@@ -7,6 +7,8 @@ package wirefix
 import (
 	"bytes"
 	"errors"
+	"io/fs"
+	"testing"
 )
 
 // Body returns the expected bytes of a fixture file's contents: leading
@@ -24,4 +26,18 @@ func Body(file []byte) ([]byte, error) {
 		return nil, errors.New("no final newline")
 	}
 	return file[:len(file)-1], nil
+}
+
+// Read returns the expected bytes of the fixture name in fsys (a test
+// passes os.DirFS("testdata")), failing t when it cannot.
+func Read(t testing.TB, fsys fs.FS, name string) []byte {
+	t.Helper()
+	b, err := fs.ReadFile(fsys, name)
+	if err == nil {
+		b, err = Body(b)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return b
 }
