@@ -123,7 +123,7 @@ func benchCostModelActor(b *testing.B, n, fanout int, log bool) {
 
 // fillIndexes fills the n replicas' indexes of f with benchState's chains
 // and returns the benchmark prompt.
-func fillIndexes(b *testing.B, f *Fleet, n int) policy.Request {
+func fillIndexes(b testing.TB, f *Fleet, n int) policy.Request {
 	req, held := benchState(n)
 	v := f.view.Load()
 	for i, m := range v.order {

@@ -172,3 +172,35 @@ func TestPickLogExplains(t *testing.T) {
 		t.Fatalf("round_robin: picked %s, explanation %+v", d.Replica, ex)
 	}
 }
+
+// TestRequestPathStartsNoGoroutine: a cost_model request on idle replicas,
+// its decision (the estimate broadcast and the gather) and the three
+// messages the request path sends its replica afterwards (Assign,
+// FirstByte, RequestDone), is handled in the caller's goroutine. Each of
+// those messages started a goroutine of the dispatcher before they were
+// mailbox.Inline: one per request at least, and a wake-up of another core
+// on the gateway's path (issue 16).
+func TestRequestPathStartsNoGoroutine(t *testing.T) {
+	const n, requests = 8, 400
+	cfg := testConfig(n, func(c *config.Config) { c.Models[0].Policy = "cost_model" })
+	f := start(t, cfg, Options{Logger: discard()})
+	req := fillIndexes(t, f, n)
+	pick := func() {
+		d, err := f.Pick(PickRequest{Model: "m", Policy: req, Deadline: time.Now().Add(time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.FirstByte(d)
+		f.Done(d, OutcomeOK)
+	}
+	pick() // anything the first decision sets up
+	g0 := goroutinesCreated()
+	for range requests {
+		pick()
+	}
+	// The replicas' own loops (probes, scrapes) may start a few in the
+	// meantime; the request path before this change started 400 or more.
+	if got := goroutinesCreated() - g0; got > requests/20 {
+		t.Fatalf("%d goroutines started for %d requests, want the request path to start none", got, requests)
+	}
+}

@@ -55,6 +55,7 @@ type probed struct {
 type crash struct{}
 
 func (*RequestDone) replicaMsg() {}
+func (*RequestDone) Inline()     {}
 func (*probed) replicaMsg()      {}
 func (*crash) replicaMsg()       {}
 
@@ -64,9 +65,10 @@ func (*RequestDone) IgnoreDeadLetterLogging() {}
 func (*probed) IgnoreDeadLetterLogging()      {}
 
 var (
-	_ Message = (*RequestDone)(nil)
-	_ Message = (*probed)(nil)
-	_ Message = (*crash)(nil)
+	_ Message        = (*RequestDone)(nil)
+	_ mailbox.Inline = (*RequestDone)(nil)
+	_ Message        = (*probed)(nil)
+	_ Message        = (*crash)(nil)
 )
 
 // The estimate broadcast and the request path.
@@ -80,7 +82,12 @@ type Estimate struct {
 	Slot   int
 }
 
-// Assign tells the replica that an attempt was routed to it.
+// Assign tells the replica that an attempt was routed to it. Like
+// FirstByte and RequestDone it is handled in its sender's goroutine when
+// the replica's mailbox is idle (mailbox.Inline): the request path sends
+// all three, and handing each to a goroutine of its own cost a wake-up per
+// message (issue 16); their handlers record or settle the attempt and
+// never wait.
 type Assign struct{ Attempt *Attempt }
 
 // FirstByte tells the replica that an attempt got its response head.
@@ -89,7 +96,9 @@ type FirstByte struct{ Attempt *Attempt }
 func (*Estimate) replicaMsg()  {}
 func (*Estimate) Inline()      {}
 func (*Assign) replicaMsg()    {}
+func (*Assign) Inline()        {}
 func (*FirstByte) replicaMsg() {}
+func (*FirstByte) Inline()     {}
 
 // A replica that left may still get a late message; not worth a log line.
 func (*Estimate) IgnoreDeadLetterLogging()  {}
@@ -100,7 +109,9 @@ var (
 	_ Message        = (*Estimate)(nil)
 	_ mailbox.Inline = (*Estimate)(nil)
 	_ Message        = (*Assign)(nil)
+	_ mailbox.Inline = (*Assign)(nil)
 	_ Message        = (*FirstByte)(nil)
+	_ mailbox.Inline = (*FirstByte)(nil)
 )
 
 // Warm start (issue 17): an instance's index snapshot, served to its peers
