@@ -16,6 +16,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/prompt"
 	"github.com/inferrail/inferrail/model/token/hf"
 )
@@ -234,7 +235,7 @@ func (p *Pool) Prepare(ctx context.Context, model string, kind Kind, body []byte
 	}
 	m := p.models[model]
 	if m == nil {
-		if m = p.bare[model]; m == nil || kind != Completion {
+		if m = p.bare[model]; m == nil || kind != Completion || textPrompt(body) {
 			return mm.count(start, prompt.Prompt{}, NoTokenizer)
 		}
 	}
@@ -291,6 +292,16 @@ func run(m *Model, kind Kind, body []byte, now time.Time) (pr prompt.Prompt, err
 		}
 	}()
 	return m.Prepare(kind, body, now)
+}
+
+// textPrompt reports whether body is a completion whose prompt is a
+// string, which a model without a tokenizer cannot prepare: a scan for the
+// member rather than the whole parse, which under least_request took as
+// much of the gateway's CPU as the decision did (issue 16). Anything else,
+// a malformed body too, is left to the parse.
+func textPrompt(body []byte) bool {
+	f, err := openai.FindMember(body, "prompt")
+	return err == nil && f.Found && f.Start < len(body) && body[f.Start] == '"'
 }
 
 func classify(err error) Result {

@@ -170,6 +170,24 @@ func TestPrepareWithoutTokenizer(t *testing.T) {
 	}
 }
 
+// TestTextPromptWithoutTokenizerNeedsNoWorker: a model without a tokenizer
+// answers a text completion NoTokenizer from a scan for its prompt, however
+// long it is: no parse, and no hand-off to a worker (here the pool is
+// closed, and a body sent to a worker would answer QueueFull).
+func TestTextPromptWithoutTokenizerNeedsNoWorker(t *testing.T) {
+	p := NewPool(map[string]*Model{}, []Status{{Model: "bare", BlockSize: 16}}, config.Tokenizer{Workers: 1, MaxWait: time.Second}, metrics.NewSet())
+	p.Close()
+	long, _ := json.Marshal(map[string]any{"model": "bare", "prompt": strings.Repeat("word ", InlineBytes), "max_tokens": 1})
+	for _, body := range []string{string(long), `{"prompt":"esc\"aped"}`} {
+		if _, r := p.Prepare(context.Background(), "bare", Completion, []byte(body)); r != NoTokenizer {
+			t.Fatalf("%.40s...: %v, want NoTokenizer", body, r)
+		}
+	}
+	if _, r := p.Prepare(context.Background(), "bare", Completion, []byte(`{"prompt":"unterminated`)); r != Error {
+		t.Fatalf("a malformed body: %v, want Error from the parse", r)
+	}
+}
+
 // TestPrepareQueueFull: with no worker free, a request waits max_wait and
 // answers Timeout, and one that finds the queue full answers at once.
 func TestPrepareQueueFull(t *testing.T) {
