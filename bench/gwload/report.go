@@ -210,6 +210,7 @@ type targetSummary struct {
 	MedAddedP99   time.Duration   `json:"median_added_p99_ns"`
 	MedProxyCores float64         `json:"median_proxy_cores"`
 	MedProxyUs    float64         `json:"median_proxy_cpu_us_per_request"`
+	MedSwitches   float64         `json:"median_proxy_context_switches_per_request"`
 	Errors        int             `json:"errors"` // measured and warm-up, every round
 }
 
@@ -224,7 +225,7 @@ func summarize(mode string, runs []*runResult, rounds int) (modeSummary, error) 
 	ms := modeSummary{Mode: mode}
 	for _, name := range targetNames {
 		ts := targetSummary{Target: name, P50: make([]time.Duration, rounds), P99: make([]time.Duration, rounds)}
-		var cores, usPerReq []float64
+		var cores, usPerReq, switches []float64
 		seen := 0
 		for _, r := range runs {
 			if r.Mode != mode || r.Target != name {
@@ -237,6 +238,7 @@ func summarize(mode string, runs []*runResult, rounds int) (modeSummary, error) 
 			ts.P99[r.Round-1] = secs(r.Latency.P99S)
 			cores = append(cores, r.ProxyCores)
 			usPerReq = append(usPerReq, r.ProxyUsPerReq)
+			switches = append(switches, r.ProxySwitchesPerReq)
 			ts.Errors += r.Errors + r.WarmupErrors
 			seen++
 		}
@@ -244,7 +246,7 @@ func summarize(mode string, runs []*runResult, rounds int) (modeSummary, error) 
 			return ms, fmt.Errorf("%s %s: %d runs for %d rounds", name, mode, seen, rounds)
 		}
 		ts.MedP50, ts.MedP99 = loadgen.Median(ts.P50), loadgen.Median(ts.P99)
-		ts.MedProxyCores, ts.MedProxyUs = medianFloat(cores), medianFloat(usPerReq)
+		ts.MedProxyCores, ts.MedProxyUs, ts.MedSwitches = medianFloat(cores), medianFloat(usPerReq), medianFloat(switches)
 		ms.Targets = append(ms.Targets, ts)
 	}
 	straight := ms.target(direct)

@@ -42,8 +42,12 @@ type runResult struct {
 	ProxyCPUS     float64 `json:"proxy_cpu_s"` // nginx's or the gateway's; 0 for direct
 	ProxyCores    float64 `json:"proxy_cores"`
 	ProxyUsPerReq float64 `json:"proxy_cpu_us_per_request"`
-	SimsCPUS      float64 `json:"sims_cpu_s"`
-	LoadgenCPUS   float64 `json:"loadgen_cpu_s"`
+	// ProxySwitchesPerReq is how often the proxy's threads were switched
+	// out (they slept, or were preempted) per measured request: each is a
+	// wake-up, and on this VM much of a proxy's CPU.
+	ProxySwitchesPerReq float64 `json:"proxy_context_switches_per_request"`
+	SimsCPUS            float64 `json:"sims_cpu_s"`
+	LoadgenCPUS         float64 `json:"loadgen_cpu_s"`
 	// OtherCores is every other process's CPU over the run, from
 	// /proc/stat: the idle proxies, and whatever else shares the machine.
 	OtherCores float64 `json:"other_processes_cores"`
@@ -79,6 +83,7 @@ func measureRound(ctx context.Context, c *config, s *setup, order []target, mode
 		wall              time.Duration
 		proxy, sims, self time.Duration
 		other             time.Duration
+		switches          int64 // the proxy's context switches
 	}
 	results := make([]*runResult, len(order))
 	tallies := make([]tally, len(order))
@@ -153,6 +158,7 @@ func measureRound(ctx context.Context, c *config, s *setup, order []target, mode
 			tl.sent += n - 1
 			tl.wall += after.at.Sub(before.at)
 			tl.proxy += after.proxy - before.proxy
+			tl.switches += after.switches - before.switches
 			tl.sims += after.sims - before.sims
 			tl.self += after.self - before.self
 			tl.other += (after.machine - before.machine) - (after.proxy - before.proxy) - (after.sims - before.sims) - (after.self - before.self)
@@ -180,6 +186,7 @@ func measureRound(ctx context.Context, c *config, s *setup, order []target, mode
 		}
 		if res.Requests > 0 {
 			res.ProxyUsPerReq = res.ProxyCPUS * 1e6 / float64(res.Requests)
+			res.ProxySwitchesPerReq = float64(tl.switches) / float64(res.Requests)
 		}
 	}
 	return results, nil
@@ -243,11 +250,13 @@ func openLoop(ctx context.Context, client *http.Client, t target, c *config, n i
 
 // cpuSample is the CPU time so far of the processes a run is charged to.
 type cpuSample struct {
-	at      time.Time
-	proxy   time.Duration
-	sims    time.Duration
-	self    time.Duration
-	machine time.Duration
+	at    time.Time
+	proxy time.Duration
+	// switches are the proxy's context switches (loadgen.CtxSwitches).
+	switches int64
+	sims     time.Duration
+	self     time.Duration
+	machine  time.Duration
 }
 
 func sampleCPU(s *setup, t target) (cpuSample, error) {
@@ -258,6 +267,9 @@ func sampleCPU(s *setup, t target) (cpuSample, error) {
 			return c, fmt.Errorf("%s: %w", t.Name, err)
 		}
 		c.proxy = ps.CPU
+		if c.switches, err = loadgen.CtxSwitches(t.Proc.Pid); err != nil {
+			return c, fmt.Errorf("%s: %w", t.Name, err)
+		}
 	}
 	for _, p := range s.sims {
 		ps, err := p.Sample()

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"syscall"
@@ -107,6 +108,63 @@ func ParseStatus(status []byte) (rssKiB, hwmKiB int64, threads int, err error) {
 		return 0, 0, 0, errors.New("missing VmRSS, VmHWM or Threads")
 	}
 	return rssKiB, hwmKiB, threads, nil
+}
+
+// CtxSwitches is how many times the threads of process pid have been
+// switched out so far, voluntarily (a thread that sleeps: in epoll_wait, on
+// a futex, in nanosleep) or not, summed over /proc/<pid>/task/*/status.
+// Each is a wake-up paid for later; on a VM they are much of a proxy's CPU
+// (bench/results/gateway-*.md). A thread that has exited is no longer
+// counted.
+func CtxSwitches(pid int) (int64, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
+		if err != nil {
+			continue // the thread exited since the listing
+		}
+		n, err := ParseCtxSwitches(b)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/task/%s/status: %w", pid, t.Name(), err)
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
+// ParseCtxSwitches is voluntary_ctxt_switches + nonvoluntary_ctxt_switches
+// from the text of a /proc status file.
+func ParseCtxSwitches(status []byte) (int64, error) {
+	var sum int64
+	seen := 0
+	for line := range bytes.Lines(status) {
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		bit := 0
+		switch string(k) {
+		case "voluntary_ctxt_switches":
+			bit = 1
+		case "nonvoluntary_ctxt_switches":
+			bit = 2
+		default:
+			continue
+		}
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+		if err != nil || n < 0 || n > math.MaxInt64-sum {
+			return 0, fmt.Errorf("%s: %q is not a count", k, bytes.TrimSpace(v))
+		}
+		sum, seen = sum+n, seen|bit
+	}
+	if seen != 3 {
+		return 0, errors.New("missing voluntary_ctxt_switches or nonvoluntary_ctxt_switches")
+	}
+	return sum, nil
 }
 
 // MachineCPU is the CPU time all processes have used, summed over CPUs,

@@ -57,3 +57,29 @@ func TestParseMachineCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestParseCtxSwitches(t *testing.T) {
+	status := "Name:\tinferrail\nThreads:\t9\nvoluntary_ctxt_switches:\t1200\nnonvoluntary_ctxt_switches:\t34\n"
+	if n, err := ParseCtxSwitches([]byte(status)); err != nil || n != 1234 {
+		t.Fatalf("got %d, %v; want 1234", n, err)
+	}
+	for _, bad := range []string{"", "voluntary_ctxt_switches:\t3\n", "voluntary_ctxt_switches:\tx\nnonvoluntary_ctxt_switches:\t1\n",
+		"voluntary_ctxt_switches:\t-1\nnonvoluntary_ctxt_switches:\t1\n"} {
+		if _, err := ParseCtxSwitches([]byte(bad)); err == nil {
+			t.Fatalf("%q: no error", bad)
+		}
+	}
+	if n, err := CtxSwitches(os.Getpid()); err != nil || n <= 0 {
+		t.Fatalf("this process: %d, %v", n, err)
+	}
+}
+
+func FuzzParseCtxSwitches(f *testing.F) {
+	f.Add([]byte("voluntary_ctxt_switches:\t5\nnonvoluntary_ctxt_switches:\t7\n"))
+	f.Add([]byte("nonvoluntary_ctxt_switches: 9223372036854775807\nvoluntary_ctxt_switches: 1\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if n, err := ParseCtxSwitches(b); err == nil && n < 0 {
+			t.Fatalf("negative count %d from %q", n, b)
+		}
+	})
+}
