@@ -20,6 +20,7 @@ import (
 	"github.com/inferrail/inferrail/transport/conncheck"
 	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/ratelimit"
+	"github.com/inferrail/inferrail/transport/sockio"
 	"github.com/inferrail/inferrail/transport/telemetry"
 	"github.com/inferrail/inferrail/transport/tracing"
 	"github.com/inferrail/inferrail/transport/upstream"
@@ -162,7 +163,7 @@ func (discardLogger) Printf(string, ...any) {}
 
 // Serve accepts clients on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.srv.Serve(ln)
+	err := s.srv.Serve(sockio.Listener{Listener: ln})
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
 	}

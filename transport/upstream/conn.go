@@ -90,9 +90,10 @@ func (c *conn) idleUsable() bool {
 
 // peek sets peekOK when a non-blocking MSG_PEEK finds the socket open and
 // empty. It calls recvfrom directly: unix.Recvfrom allocates the source
-// address it returns, on every call.
+// address it returns, on every call. The call never blocks, so it is raw,
+// as transport/sockio's reads and writes are: it does not wake sysmon.
 func (c *conn) peek(fd uintptr) {
-	_, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.peekBuf[0])), 1,
+	_, _, errno := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.peekBuf[0])), 1,
 		unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
 	c.peekOK = errno == unix.EAGAIN
 }

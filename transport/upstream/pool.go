@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/inferrail/inferrail/transport/sockio"
 )
 
 // Options configure a Pool. A zero field takes its default.
@@ -384,6 +386,7 @@ func (p *Pool) get(ctx context.Context, fresh bool) (*conn, error) {
 		p.dialErrors.Add(1)
 		return nil, &DialError{Addr: p.addr, Err: err}
 	}
+	nc = sockio.Wrap(nc)
 	raw := nc
 	if p.tls != nil {
 		if nc, err = p.handshake(ctx, nc); err != nil {

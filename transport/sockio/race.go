@@ -1,0 +1,6 @@
+//go:build race
+
+package sockio
+
+// raceEnabled: see Wrap.
+const raceEnabled = true
