@@ -223,6 +223,11 @@ func TestPanicFallback(t *testing.T) {
 // TestModelsRaceForSharedReplicas runs two models' routing actors over the
 // same capped replicas from many goroutines at once, holding leases: the
 // caps are never overshot, and a full fleet answers route.ErrOverloaded.
+// Each goroutine first takes three leases and waits for every other to
+// have taken theirs (48 asks for 24 slots), so the fleet fills whatever the
+// scheduler does: a decision is handled on its caller's goroutine
+// (mailbox.Inline) and never blocks, so without that step a goroutine
+// could run its whole loop before the next one started.
 func TestModelsRaceForSharedReplicas(t *testing.T) {
 	sys := newSystem(t)
 	const reps, maxConc, maxPend = 4, 6, 4
@@ -242,13 +247,21 @@ func TestModelsRaceForSharedReplicas(t *testing.T) {
 		}
 	}
 	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for g := range 16 {
+	var wg, filled sync.WaitGroup
+	const goroutines, first = 16, 3
+	filled.Add(goroutines)
+	for g := range goroutines {
 		wg.Go(func() {
+			took := sync.OnceFunc(filled.Done)
+			defer took() // a goroutine that fails early holds no one up
 			<-start
 			rng := rand.New(rand.NewPCG(uint64(g), 3))
 			var held []*replica.Lease
-			for range 200 {
+			for i := range 200 {
+				if i == first {
+					took()
+					filled.Wait()
+				}
 				pid := pm
 				if g%2 == 1 {
 					pid = pn
@@ -270,7 +283,7 @@ func TestModelsRaceForSharedReplicas(t *testing.T) {
 					raise(&maxIn, int64(c.InFlight()))
 					raise(&maxPen, int64(c.Pending()))
 				}
-				if len(held) > 4 || (len(held) > 0 && rng.IntN(3) == 0) {
+				if i >= first && (len(held) > 4 || (len(held) > 0 && rng.IntN(3) == 0)) {
 					held[0].Release()
 					held = held[1:]
 				}
