@@ -22,6 +22,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -31,6 +32,22 @@ import (
 type Conn struct {
 	*net.TCPConn
 	rc syscall.RawConn
+
+	// The state of the read and of the write in progress, and the
+	// functions RawConn calls with the descriptor, made once per
+	// connection so that a call allocates nothing. Each mutex keeps two
+	// callers of the same method apart (net.Conn allows them).
+	rmu   sync.Mutex
+	rbuf  []byte
+	rn    int
+	rerr  syscall.Errno
+	rfunc func(fd uintptr) bool
+
+	wmu   sync.Mutex
+	wbuf  []byte
+	wn    int
+	werr  syscall.Errno
+	wfunc func(fd uintptr) bool
 }
 
 // Wrap returns c as a Conn when it is a TCP connection, and c itself
@@ -58,7 +75,9 @@ func wrap(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	return &Conn{TCPConn: tc, rc: rc}
+	w := &Conn{TCPConn: tc, rc: rc}
+	w.rfunc, w.wfunc = w.read, w.write
+	return w
 }
 
 // Read reads into p as net.Conn's Read does: at least one byte, io.EOF at
@@ -67,21 +86,12 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno syscall.Errno
-	err := c.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false // wait until the socket is readable
-			}
-			n, errno = int(r), e
-			return true
-		}
-	})
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	c.rbuf, c.rn, c.rerr = p, 0, 0
+	err := c.rc.Read(c.rfunc)
+	n, errno := c.rn, c.rerr
+	c.rbuf = nil
 	switch {
 	case err != nil:
 		return 0, c.opError("read", err)
@@ -93,27 +103,30 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// read is one attempt of Read on fd: false to wait until it is readable.
+func (c *Conn) read(fd uintptr) bool {
+	for {
+		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rbuf[0])), uintptr(len(c.rbuf)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		c.rn, c.rerr = int(r), e
+		return true
+	}
+}
+
 // Write writes all of p as net.Conn's Write does, or fails with an
 // *net.OpError and the count written before it.
 func (c *Conn) Write(p []byte) (int, error) {
-	var n int
-	var errno syscall.Errno
-	err := c.rc.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-			switch e {
-			case 0:
-				n += int(r)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false // wait until the socket is writable again
-			default:
-				errno = e
-				return true
-			}
-		}
-		return true
-	})
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.wbuf, c.wn, c.werr = p, 0, 0
+	err := c.rc.Write(c.wfunc)
+	n, errno := c.wn, c.werr
+	c.wbuf = nil
 	switch {
 	case err != nil:
 		return n, c.opError("write", err)
@@ -121,6 +134,25 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return n, c.opError("write", os.NewSyscallError("write", errno))
 	}
 	return n, nil
+}
+
+// write is one attempt of Write on fd: false to wait until it is writable
+// again, with c.wn bytes written so far.
+func (c *Conn) write(fd uintptr) bool {
+	for c.wn < len(c.wbuf) {
+		r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&c.wbuf[c.wn])), uintptr(len(c.wbuf)-c.wn))
+		switch e {
+		case 0:
+			c.wn += int(r)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.werr = e
+			return true
+		}
+	}
+	return true
 }
 
 func (c *Conn) opError(op string, err error) error {

@@ -178,3 +178,23 @@ func TestWrapLeavesOthers(t *testing.T) {
 		t.Fatalf("accepted a %T with the race detector %v", c, raceEnabled)
 	}
 }
+
+// TestNoAllocations: a read and a write allocate nothing (the functions
+// RawConn calls are made once per connection); the gateway's allocation
+// guard, transport/frontend's BenchmarkProxyAllocs, counted eight more per
+// request when each call built a closure.
+func TestNoAllocations(t *testing.T) {
+	c, srv := pair(t)
+	msg, buf := []byte("ping"), make([]byte, 4)
+	go io.Copy(srv, srv)
+	if n := testing.AllocsPerRun(200, func() {
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%.1f allocations per write and read", n)
+	}
+}
