@@ -90,14 +90,12 @@ func (c *Conn) Read(p []byte) (int, error) {
 	defer c.rmu.Unlock()
 	c.rbuf, c.rn, c.rerr = p, 0, 0
 	err := c.rc.Read(c.rfunc)
-	n, errno := c.rn, c.rerr
+	n := c.rn
 	c.rbuf = nil
-	switch {
-	case err != nil:
-		return 0, c.opError("read", err)
-	case errno != 0:
-		return 0, c.opError("read", os.NewSyscallError("read", errno))
-	case n == 0:
+	if err := c.outcome("read", err, c.rerr); err != nil {
+		return 0, err
+	}
+	if n == 0 {
 		return 0, io.EOF
 	}
 	return n, nil
@@ -125,15 +123,8 @@ func (c *Conn) Write(p []byte) (int, error) {
 	defer c.wmu.Unlock()
 	c.wbuf, c.wn, c.werr = p, 0, 0
 	err := c.rc.Write(c.wfunc)
-	n, errno := c.wn, c.werr
 	c.wbuf = nil
-	switch {
-	case err != nil:
-		return n, c.opError("write", err)
-	case errno != 0:
-		return n, c.opError("write", os.NewSyscallError("write", errno))
-	}
-	return n, nil
+	return c.wn, c.outcome("write", err, c.werr)
 }
 
 // write is one attempt of Write on fd: false to wait until it is writable
@@ -155,7 +146,15 @@ func (c *Conn) write(fd uintptr) bool {
 	return true
 }
 
-func (c *Conn) opError(op string, err error) error {
+// outcome is op's error as net.Conn gives it, from RawConn's error (a
+// deadline, a closed connection) or the system call's, or nil.
+func (c *Conn) outcome(op string, err error, errno syscall.Errno) error {
+	if err == nil && errno != 0 {
+		err = os.NewSyscallError(op, errno)
+	}
+	if err == nil {
+		return nil
+	}
 	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 }
 
