@@ -10,8 +10,10 @@
 // goroutines (the Pick, 8 estimate requests, the Gathered), each with a
 // fresh stack to grow, and spent 15-30x the decision's own time on that
 // (issue 16; fleet's BenchmarkCostModelActor reports goroutines/op). The
-// messages marked Inline are the decision's own: short, never blocking,
-// and waited for by their sender anyway.
+// messages marked Inline are the decision's own, waited for by their
+// sender anyway, and the bookkeeping a request sends its replica (Assign,
+// FirstByte, RequestDone), which otherwise woke a goroutine per request:
+// all short and never blocking.
 //
 // The package starts no goroutines of its own; the actor system's
 // dispatcher starts those that run the mailbox when the poster does not.
