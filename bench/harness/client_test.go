@@ -170,8 +170,12 @@ func TestCoordinatedOmissionCaught(t *testing.T) {
 		if least := time.Duration(i)*(service-50*time.Millisecond) + 80*time.Millisecond; r.TTFT < least-5*time.Millisecond {
 			t.Errorf("request %d TTFT %v, want at least %v", i, r.TTFT, least)
 		}
+		// The client reads a token some scheduling delay after the server
+		// wrote it: 15 ms on one CI run with other packages' tests
+		// beside it. 25 ms is half the schedule's spacing, still far
+		// below the queueing the test is about.
 		srv := f.first[i].Sub(f.first[0])
-		if d := first(i) - first(0) - srv; d < -10*time.Millisecond || d > 10*time.Millisecond {
+		if d := first(i) - first(0) - srv; d < -25*time.Millisecond || d > 25*time.Millisecond {
 			t.Errorf("request %d: first token %v after request 0's by the client, %v by the server", i, first(i)-first(0), srv)
 		}
 	}
