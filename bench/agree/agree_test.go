@@ -64,8 +64,28 @@ func TestRendezvousOnSmallEngines(t *testing.T) {
 	var b strings.Builder
 	_ = Write(&b, rows)
 	t.Log("\n" + b.String())
-	// Rows: plain off 1, 2; plain on 1, 2; rendezvous off 1, 2; on 1, 2.
-	plain, rdv := rows[0:2], rows[4:6]
+	// withoutEvents is the rows for policy without KV events, by
+	// instance count.
+	withoutEvents := func(policy string) (one, two Row) {
+		for _, r := range rows {
+			if r.Policy == policy && !r.Events {
+				if r.Instances == 1 {
+					one = r
+				} else {
+					two = r
+				}
+			}
+		}
+		return one, two
+	}
+	var plain, rdv [2]Row
+	plain[0], plain[1] = withoutEvents("cost_model")
+	rdv[0], rdv[1] = withoutEvents("cost_model+cold_rendezvous")
+	for _, r := range append(plain[:], rdv[:]...) {
+		if r.Requests == 0 {
+			t.Fatalf("a row without events is missing or empty: %+v", r)
+		}
+	}
 	if rdv[0].HitRate < 0.97*plain[0].HitRate {
 		t.Errorf("one gateway without events: hit rate %.3f with the rendezvous, %.3f without; want at least 0.97×",
 			rdv[0].HitRate, plain[0].HitRate)

@@ -136,8 +136,10 @@ func TestTwoGatewaysAgree(t *testing.T) {
 	// 0.871 to 0.698 (0.80×). One real-time run of 90 measured requests
 	// on a loaded machine varies by several percent each way (0.814
 	// against 0.938, 0.868×, in one CI run), so this bound only catches
-	// that collapse; bench/agree's TestRendezvousOnSmallEngines holds the
-	// same fleet to 0.97× in virtual time, over eight seeds.
+	// that collapse. bench/agree's TestRendezvousOnSmallEngines holds the
+	// same fleet to 0.97× in virtual time, over eight seeds, but there
+	// the collapse is milder (0.945 → 0.930 without the evicted-prefix
+	// rule), so this bound stays the one that would see it.
 	if lone[1] < 0.85*lone[0] {
 		t.Errorf("without events: one gateway's hit rate %.3f with the rendezvous, %.3f without; want at least 0.85×", lone[1], lone[0])
 	}
