@@ -51,20 +51,24 @@ func renderSummary(w io.Writer, r *report) {
 func renderMode(w io.Writer, ms modeSummary) {
 	n := len(ms.Targets[0].P50)
 	fmt.Fprintf(w, "%s /v1/completions, max_tokens 1 — medians over %d rounds:\n\n", modeTitle(ms.Mode), n)
-	fmt.Fprintln(w, "| path | p50 | p99 | added p50 | added p99 | proxy CPU (cores, µs/request) | proxy context switches / request | errors |")
+	fmt.Fprintln(w, "| path | p50 | p99 | added p50 | added p99 | proxy CPU (cores, µs/request, of which kernel) | proxy context switches / request (of which preempted) | errors |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, t := range ms.Targets {
 		added50, added99, cpu, sw := "—", "—", "—", "—"
 		if t.Target != direct {
 			added50, added99 = dur(t.MedAddedP50), dur(t.MedAddedP99)
-			cpu = fmt.Sprintf("%.2f, %.1f µs", t.MedProxyCores, t.MedProxyUs)
-			sw = fmt.Sprintf("%.2f", t.MedSwitches)
+			cpu = fmt.Sprintf("%.2f, %.1f µs (%.1f µs)", t.MedProxyCores, t.MedProxyUs, t.MedSysUs)
+			sw = fmt.Sprintf("%.2f (%.2f)", t.MedSwitches, t.MedInvol)
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", t.Target, dur(t.MedP50), dur(t.MedP99), added50, added99, cpu, sw, t.Errors)
 	}
 	for _, rt := range ms.Ratios {
-		fmt.Fprintf(w, "| **%s / %s** | | | **%s** | **%s** | %s CPU per request | | |\n",
-			rt.Of, rt.To, ratioText(rt.P50, rt.P50Defined), ratioText(rt.P99, rt.P99Defined), ratioText(rt.CPU, rt.CPUDefined))
+		of, to := ms.target(rt.Of), ms.target(rt.To)
+		user, userOK := loadgen.Ratio(usDur(of.MedProxyUs-of.MedSysUs), usDur(to.MedProxyUs-to.MedSysUs))
+		kernel, kernelOK := loadgen.Ratio(usDur(of.MedSysUs), usDur(to.MedSysUs))
+		fmt.Fprintf(w, "| **%s / %s** | | | **%s** | **%s** | %s CPU per request (own code %s, kernel %s) | | |\n",
+			rt.Of, rt.To, ratioText(rt.P50, rt.P50Defined), ratioText(rt.P99, rt.P99Defined), ratioText(rt.CPU, rt.CPUDefined),
+			ratioText(user, userOK), ratioText(kernel, kernelOK))
 	}
 }
 
@@ -128,10 +132,12 @@ func renderReport(w io.Writer, r *report) error {
 	fmt.Fprintf(w, "times in all. **Added latency** is (via the proxy) − (direct) at one percentile within a round; the\n")
 	fmt.Fprintf(w, "tables give the median over rounds of each figure, and a ratio row (**a / b**) is a's median added\n")
 	fmt.Fprintf(w, "latency over b's, and a's median CPU per request over b's. Proxy CPU is the proxy process's\n")
-	fmt.Fprintf(w, "utime+stime from /proc/<pid>/stat over its blocks (10 ms ticks), over the measured requests.\n")
-	fmt.Fprintf(w, "Its context switches are voluntary + involuntary ones summed over /proc/<pid>/task/*/status the\n")
-	fmt.Fprintf(w, "same way: each is a thread that slept (epoll_wait, a futex, the Go runtime's sysmon in nanosleep)\n")
-	fmt.Fprintf(w, "or was preempted, and is woken again later.\n\n")
+	fmt.Fprintf(w, "utime+stime from /proc/<pid>/stat over its blocks (10 ms ticks), over the measured requests;\n")
+	fmt.Fprintf(w, "\"of which kernel\" is stime alone (its socket calls, the wake-ups of the processes it writes to,\n")
+	fmt.Fprintf(w, "its context switches), so the rest is the proxy's own code. Its context switches are voluntary +\n")
+	fmt.Fprintf(w, "involuntary ones summed over /proc/<pid>/task/*/status the same way: each is a thread that slept\n")
+	fmt.Fprintf(w, "(epoll_wait, a futex, the Go runtime's sysmon in nanosleep) or was preempted (\"of which\n")
+	fmt.Fprintf(w, "preempted\", the involuntary ones, mostly for a process it had just woken), and is woken again later.\n\n")
 	for _, ms := range r.Summary {
 		renderMode(w, ms)
 		fmt.Fprintln(w)
@@ -369,7 +375,7 @@ func otherCores(runs []*runResult) (median, worst float64) {
 // renderRuns writes one row per run; added latency is against the direct
 // run of the same round and kind in runs.
 func renderRuns(w io.Writer, runs []*runResult) {
-	fmt.Fprintln(w, "| round (try) | path | kind | ok / errors (warm-up errors) | rate/s | lag p50 / p99 / max | p50 | p90 | p99 | p99.9 | max | added p50 / p99 | proxy CPU s (cores, µs/req, switches/req) | sims CPU s | loadgen CPU s | other cores |")
+	fmt.Fprintln(w, "| round (try) | path | kind | ok / errors (warm-up errors) | rate/s | lag p50 / p99 / max | p50 | p90 | p99 | p99.9 | max | added p50 / p99 | proxy CPU s (cores, µs/req, kernel µs/req, switches/req, preempted/req) | sims CPU s | loadgen CPU s | other cores |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	direct := map[string]*runResult{}
 	for _, run := range runs {
@@ -383,7 +389,8 @@ func renderRuns(w io.Writer, runs []*runResult) {
 			added = fmt.Sprintf("%.0f / %.0f", (run.Latency.P50S-d.Latency.P50S)*1e6, (run.Latency.P99S-d.Latency.P99S)*1e6)
 		}
 		if run.Target != "direct" {
-			proxy = fmt.Sprintf("%.2f (%.2f, %.1f, %.2f)", run.ProxyCPUS, run.ProxyCores, run.ProxyUsPerReq, run.ProxySwitchesPerReq)
+			proxy = fmt.Sprintf("%.2f (%.2f, %.1f, %.1f, %.2f, %.2f)", run.ProxyCPUS, run.ProxyCores, run.ProxyUsPerReq,
+				run.ProxySysUsPerReq, run.ProxySwitchesPerReq, run.ProxyInvoluntaryPerReq)
 		}
 		fmt.Fprintf(w, "| %d (%d) | %s | %s | %s / %d (%d) | %.0f | %.0f / %.0f / %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %s | %.2f | %.2f | %.2f |\n",
 			run.Round, run.Attempt, run.Target, run.Mode, loadgen.Thousands(run.OK), run.Errors, run.WarmupErrors, run.RateAchieved,

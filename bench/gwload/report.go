@@ -211,6 +211,8 @@ type targetSummary struct {
 	MedProxyCores float64         `json:"median_proxy_cores"`
 	MedProxyUs    float64         `json:"median_proxy_cpu_us_per_request"`
 	MedSwitches   float64         `json:"median_proxy_context_switches_per_request"`
+	MedSysUs      float64         `json:"median_proxy_sys_cpu_us_per_request"`
+	MedInvol      float64         `json:"median_proxy_involuntary_switches_per_request"`
 	Errors        int             `json:"errors"` // measured and warm-up, every round
 }
 
@@ -225,7 +227,7 @@ func summarize(mode string, runs []*runResult, rounds int) (modeSummary, error) 
 	ms := modeSummary{Mode: mode}
 	for _, name := range targetNames {
 		ts := targetSummary{Target: name, P50: make([]time.Duration, rounds), P99: make([]time.Duration, rounds)}
-		var cores, usPerReq, switches []float64
+		var cores, usPerReq, switches, sysUs, invol []float64
 		seen := 0
 		for _, r := range runs {
 			if r.Mode != mode || r.Target != name {
@@ -239,6 +241,8 @@ func summarize(mode string, runs []*runResult, rounds int) (modeSummary, error) 
 			cores = append(cores, r.ProxyCores)
 			usPerReq = append(usPerReq, r.ProxyUsPerReq)
 			switches = append(switches, r.ProxySwitchesPerReq)
+			sysUs = append(sysUs, r.ProxySysUsPerReq)
+			invol = append(invol, r.ProxyInvoluntaryPerReq)
 			ts.Errors += r.Errors + r.WarmupErrors
 			seen++
 		}
@@ -247,6 +251,7 @@ func summarize(mode string, runs []*runResult, rounds int) (modeSummary, error) 
 		}
 		ts.MedP50, ts.MedP99 = loadgen.Median(ts.P50), loadgen.Median(ts.P99)
 		ts.MedProxyCores, ts.MedProxyUs, ts.MedSwitches = medianFloat(cores), medianFloat(usPerReq), medianFloat(switches)
+		ts.MedSysUs, ts.MedInvol = medianFloat(sysUs), medianFloat(invol)
 		ms.Targets = append(ms.Targets, ts)
 	}
 	straight := ms.target(direct)

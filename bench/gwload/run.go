@@ -46,8 +46,15 @@ type runResult struct {
 	// out (they slept, or were preempted) per measured request: each is a
 	// wake-up, and on this VM much of a proxy's CPU.
 	ProxySwitchesPerReq float64 `json:"proxy_context_switches_per_request"`
-	SimsCPUS            float64 `json:"sims_cpu_s"`
-	LoadgenCPUS         float64 `json:"loadgen_cpu_s"`
+	// ProxySysUsPerReq is the part of ProxyUsPerReq the kernel spent on
+	// the proxy's behalf (stime): its socket reads and writes, the
+	// wake-ups of the processes it writes to, its context switches.
+	ProxySysUsPerReq float64 `json:"proxy_sys_cpu_us_per_request"`
+	// ProxyInvoluntaryPerReq is the part of ProxySwitchesPerReq where the
+	// kernel preempted a proxy thread that could still run.
+	ProxyInvoluntaryPerReq float64 `json:"proxy_involuntary_switches_per_request"`
+	SimsCPUS               float64 `json:"sims_cpu_s"`
+	LoadgenCPUS            float64 `json:"loadgen_cpu_s"`
 	// OtherCores is every other process's CPU over the run, from
 	// /proc/stat: the idle proxies, and whatever else shares the machine.
 	OtherCores float64 `json:"other_processes_cores"`
@@ -82,8 +89,9 @@ func measureRound(ctx context.Context, c *config, s *setup, order []target, mode
 		sent              int           // requests in the blocks' spans
 		wall              time.Duration
 		proxy, sims, self time.Duration
+		proxySys          time.Duration // the part of proxy in the kernel
 		other             time.Duration
-		switches          int64 // the proxy's context switches
+		switches          loadgen.Switches // the proxy's context switches
 	}
 	results := make([]*runResult, len(order))
 	tallies := make([]tally, len(order))
@@ -158,7 +166,10 @@ func measureRound(ctx context.Context, c *config, s *setup, order []target, mode
 			tl.sent += n - 1
 			tl.wall += after.at.Sub(before.at)
 			tl.proxy += after.proxy - before.proxy
-			tl.switches += after.switches - before.switches
+			tl.proxySys += after.proxySys - before.proxySys
+			d := after.switches.Sub(before.switches)
+			tl.switches.Voluntary += d.Voluntary
+			tl.switches.Involuntary += d.Involuntary
 			tl.sims += after.sims - before.sims
 			tl.self += after.self - before.self
 			tl.other += (after.machine - before.machine) - (after.proxy - before.proxy) - (after.sims - before.sims) - (after.self - before.self)
@@ -186,7 +197,9 @@ func measureRound(ctx context.Context, c *config, s *setup, order []target, mode
 		}
 		if res.Requests > 0 {
 			res.ProxyUsPerReq = res.ProxyCPUS * 1e6 / float64(res.Requests)
-			res.ProxySwitchesPerReq = float64(tl.switches) / float64(res.Requests)
+			res.ProxySysUsPerReq = tl.proxySys.Seconds() * 1e6 / float64(res.Requests)
+			res.ProxySwitchesPerReq = float64(tl.switches.Total()) / float64(res.Requests)
+			res.ProxyInvoluntaryPerReq = float64(tl.switches.Involuntary) / float64(res.Requests)
 		}
 	}
 	return results, nil
@@ -250,10 +263,11 @@ func openLoop(ctx context.Context, client *http.Client, t target, c *config, n i
 
 // cpuSample is the CPU time so far of the processes a run is charged to.
 type cpuSample struct {
-	at    time.Time
-	proxy time.Duration
+	at       time.Time
+	proxy    time.Duration
+	proxySys time.Duration // the part of proxy spent in the kernel
 	// switches are the proxy's context switches (loadgen.CtxSwitches).
-	switches int64
+	switches loadgen.Switches
 	sims     time.Duration
 	self     time.Duration
 	machine  time.Duration
@@ -266,7 +280,7 @@ func sampleCPU(s *setup, t target) (cpuSample, error) {
 		if err != nil {
 			return c, fmt.Errorf("%s: %w", t.Name, err)
 		}
-		c.proxy = ps.CPU
+		c.proxy, c.proxySys = ps.CPU, ps.SysCPU
 		if c.switches, err = loadgen.CtxSwitches(t.Proc.Pid); err != nil {
 			return c, fmt.Errorf("%s: %w", t.Name, err)
 		}

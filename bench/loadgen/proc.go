@@ -20,6 +20,7 @@ const ClockTick = 10 * time.Millisecond
 // ProcSample is what the benchmarks read about a process at one moment.
 type ProcSample struct {
 	CPU     time.Duration // utime + stime, in ClockTick steps
+	SysCPU  time.Duration // stime alone: the part of CPU spent in the kernel
 	RSSKiB  int64         // VmRSS
 	HWMKiB  int64         // VmHWM, the peak RSS so far
 	Threads int
@@ -33,7 +34,7 @@ func ReadProc(pid int) (ProcSample, error) {
 	if err != nil {
 		return s, err
 	}
-	if s.CPU, err = ParseStatCPU(stat); err != nil {
+	if s.CPU, s.SysCPU, err = ParseStatCPU(stat); err != nil {
 		return s, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -51,28 +52,32 @@ func ReadProc(pid int) (ProcSample, error) {
 	return s, nil
 }
 
-// ParseStatCPU returns utime+stime from the text of /proc/<pid>/stat. The
-// command name (field 2) is in parentheses and may hold spaces and ')', so
-// fields are counted from the last ')': utime and stime are fields 14 and 15.
-func ParseStatCPU(stat []byte) (time.Duration, error) {
+// ParseStatCPU returns utime+stime, and stime alone, from the text of
+// /proc/<pid>/stat. The command name (field 2) is in parentheses and may
+// hold spaces and ')', so fields are counted from the last ')': utime and
+// stime are fields 14 and 15.
+func ParseStatCPU(stat []byte) (cpu, sys time.Duration, err error) {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, errors.New("no command name")
+		return 0, 0, errors.New("no command name")
 	}
 	f := bytes.Fields(stat[i+1:])
 	// f[0] is field 3 (state), so field n is f[n-3].
 	if len(f) < 13 {
-		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(f))
+		return 0, 0, fmt.Errorf("%d fields after the command name, want at least 13", len(f))
 	}
 	utime, err := strconv.ParseUint(string(f[11]), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("utime: %w", err)
+		return 0, 0, fmt.Errorf("utime: %w", err)
 	}
 	stime, err := strconv.ParseUint(string(f[12]), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("stime: %w", err)
+		return 0, 0, fmt.Errorf("stime: %w", err)
 	}
-	return time.Duration(utime+stime) * ClockTick, nil
+	if utime > math.MaxInt64/uint64(ClockTick)/2 || stime > math.MaxInt64/uint64(ClockTick)/2 {
+		return 0, 0, fmt.Errorf("utime %d or stime %d: too large", utime, stime)
+	}
+	return time.Duration(utime+stime) * ClockTick, time.Duration(stime) * ClockTick, nil
 }
 
 // ParseStatus reads VmRSS, VmHWM (both kB, which the kernel means as KiB) and
@@ -110,18 +115,33 @@ func ParseStatus(status []byte) (rssKiB, hwmKiB int64, threads int, err error) {
 	return rssKiB, hwmKiB, threads, nil
 }
 
+// Switches counts how often a process's threads were switched out.
+// Voluntary: a thread slept (in epoll_wait, on a futex, in nanosleep) and
+// was woken later. Involuntary: the kernel preempted a thread that could
+// still run, typically for a task it had just woken by writing to a socket.
+type Switches struct {
+	Voluntary, Involuntary int64
+}
+
+// Total is both kinds.
+func (s Switches) Total() int64 { return s.Voluntary + s.Involuntary }
+
+// Sub is s less an earlier count.
+func (s Switches) Sub(o Switches) Switches {
+	return Switches{s.Voluntary - o.Voluntary, s.Involuntary - o.Involuntary}
+}
+
 // CtxSwitches is how many times the threads of process pid have been
-// switched out so far, voluntarily (a thread that sleeps: in epoll_wait, on
-// a futex, in nanosleep) or not, summed over /proc/<pid>/task/*/status.
-// Each is a wake-up paid for later; on a VM they are much of a proxy's CPU
+// switched out so far, summed over /proc/<pid>/task/*/status. Each is a
+// wake-up paid for later; on a VM they are much of a proxy's CPU
 // (bench/results/gateway-*.md). A thread that has exited is no longer
 // counted.
-func CtxSwitches(pid int) (int64, error) {
+func CtxSwitches(pid int) (Switches, error) {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
-		return 0, err
+		return Switches{}, err
 	}
-	var sum int64
+	var sum Switches
 	for _, t := range tasks {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
 		if err != nil {
@@ -129,42 +149,48 @@ func CtxSwitches(pid int) (int64, error) {
 		}
 		n, err := ParseCtxSwitches(b)
 		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/task/%s/status: %w", pid, t.Name(), err)
+			return Switches{}, fmt.Errorf("/proc/%d/task/%s/status: %w", pid, t.Name(), err)
 		}
-		sum += n
+		sum.Voluntary += n.Voluntary
+		sum.Involuntary += n.Involuntary
 	}
 	return sum, nil
 }
 
-// ParseCtxSwitches is voluntary_ctxt_switches + nonvoluntary_ctxt_switches
-// from the text of a /proc status file.
-func ParseCtxSwitches(status []byte) (int64, error) {
-	var sum int64
+// ParseCtxSwitches reads voluntary_ctxt_switches and
+// nonvoluntary_ctxt_switches from the text of a /proc status file. Each
+// must be there, a count that its sum with the other cannot overflow.
+func ParseCtxSwitches(status []byte) (Switches, error) {
+	var s Switches
 	seen := 0
 	for line := range bytes.Lines(status) {
 		k, v, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
 			continue
 		}
+		var dst *int64
 		bit := 0
 		switch string(k) {
 		case "voluntary_ctxt_switches":
-			bit = 1
+			dst, bit = &s.Voluntary, 1
 		case "nonvoluntary_ctxt_switches":
-			bit = 2
+			dst, bit = &s.Involuntary, 2
 		default:
 			continue
 		}
 		n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
-		if err != nil || n < 0 || n > math.MaxInt64-sum {
-			return 0, fmt.Errorf("%s: %q is not a count", k, bytes.TrimSpace(v))
+		if err != nil || n < 0 {
+			return Switches{}, fmt.Errorf("%s: %q is not a count", k, bytes.TrimSpace(v))
 		}
-		sum, seen = sum+n, seen|bit
+		*dst, seen = n, seen|bit
 	}
 	if seen != 3 {
-		return 0, errors.New("missing voluntary_ctxt_switches or nonvoluntary_ctxt_switches")
+		return Switches{}, errors.New("missing voluntary_ctxt_switches or nonvoluntary_ctxt_switches")
 	}
-	return sum, nil
+	if s.Voluntary > math.MaxInt64-s.Involuntary {
+		return Switches{}, fmt.Errorf("voluntary %d and involuntary %d switches overflow their sum", s.Voluntary, s.Involuntary)
+	}
+	return s, nil
 }
 
 // MachineCPU is the CPU time all processes have used, summed over CPUs,
