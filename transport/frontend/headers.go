@@ -14,14 +14,46 @@ var hopByHop = [...]string{
 	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
-// isHopByHop reports whether key must not be forwarded; connection lists
-// the extra names the message's Connection header declared hop-by-hop.
-func isHopByHop(key []byte, connection []byte) bool {
-	for _, h := range hopByHop {
-		if bytes.EqualFold(key, []byte(h)) {
+// headerSet is a set of header names, matched ASCII case-insensitively.
+// The names are filed by length, so that a key is compared with the one or
+// two names of its length rather than with all of them: the filter runs on
+// every header of every request and response.
+type headerSet [24][][]byte
+
+func newHeaderSet(names ...string) *headerSet {
+	var s headerSet
+	for _, n := range names {
+		s[len(n)] = append(s[len(n)], []byte(n))
+	}
+	return &s
+}
+
+func (s *headerSet) has(key []byte) bool {
+	if len(key) >= len(s) {
+		return false
+	}
+	for _, n := range s[len(key)] {
+		if bytes.EqualFold(key, n) {
 			return true
 		}
 	}
+	return false
+}
+
+// requestDropped are the client's headers not forwarded to the engine: the
+// hop-by-hop ones, and Host, Content-Length, X-Request-Id (which the caller
+// sets) and Expect (the gateway has read the whole body already).
+// responseDropped are the engine's headers not passed to the client: the
+// hop-by-hop ones, the body framing (fasthttp's to set), Server and Date
+// (the gateway's own) and X-Request-Id (set for the client already).
+var (
+	requestDropped  = newHeaderSet(append(hopByHop[:], "Host", "Content-Length", "X-Request-Id", "Expect")...)
+	responseDropped = newHeaderSet(append(hopByHop[:], "Content-Length", "Server", "Date", "X-Request-Id")...)
+)
+
+// listed reports whether key is one of the names a Connection header
+// declares hop-by-hop (connection is its value).
+func listed(key, connection []byte) bool {
 	for len(connection) > 0 {
 		var tok []byte
 		tok, connection, _ = bytes.Cut(connection, []byte(","))
@@ -37,12 +69,7 @@ func isHopByHop(key []byte, connection []byte) bool {
 func copyRequestHeaders(dst *fasthttp.RequestHeader, src *fasthttp.RequestHeader) {
 	conn := src.Peek("Connection")
 	for key, value := range src.All() {
-		switch {
-		case isHopByHop(key, conn),
-			bytes.EqualFold(key, []byte("Host")),
-			bytes.EqualFold(key, []byte("Content-Length")),
-			bytes.EqualFold(key, []byte("X-Request-Id")),
-			bytes.EqualFold(key, []byte("Expect")):
+		if requestDropped.has(key) || listed(key, conn) {
 			continue
 		}
 		dst.AddBytesKV(key, value)
@@ -55,11 +82,7 @@ func copyResponseHeaders(dst *fasthttp.ResponseHeader, src *fasthttp.ResponseHea
 	conn := src.Peek("Connection")
 	for key, value := range src.All() {
 		switch {
-		case isHopByHop(key, conn),
-			bytes.EqualFold(key, []byte("Content-Length")),
-			bytes.EqualFold(key, []byte("Server")),
-			bytes.EqualFold(key, []byte("Date")),
-			bytes.EqualFold(key, []byte("X-Request-Id")):
+		case responseDropped.has(key) || listed(key, conn):
 			continue
 		case bytes.EqualFold(key, []byte("Content-Type")):
 			dst.SetContentTypeBytes(value)
