@@ -10,9 +10,9 @@
 package conncheck
 
 import (
-	"errors"
 	"net"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,9 +25,35 @@ import (
 // close_notify record before its FIN, and a peek would see those bytes as
 // data: there the socket is asked instead whether the peer has shut its
 // side (POLLRDHUP), whatever it left unread.
-func Gone(conn net.Conn) bool {
+func Gone(conn net.Conn) bool { return newProbe().gone(conn) }
+
+// probe is the state of one check and the functions syscall.RawConn's
+// Control runs with the descriptor, made once: a Watcher keeps one for all
+// its sweeps, so that checking a connection allocates nothing (a
+// transport/sockio connection hands out its RawConn without allocating
+// either).
+//
+// The calls are raw system calls: non-blocking, they never need the
+// runtime's syscall state, whose entry wakes the sysmon thread of an idle
+// process (transport/sockio says what that costs).
+type probe struct {
+	b      [1]byte
+	fds    [1]unix.PollFd
+	result bool
+	peekFn func(fd uintptr)
+	pollFn func(fd uintptr)
+}
+
+func newProbe() *probe {
+	p := &probe{}
+	p.peekFn, p.pollFn = p.peek, p.poll
+	return p
+}
+
+func (p *probe) gone(conn net.Conn) bool {
+	fn := p.peekFn
 	if w, ok := conn.(interface{ NetConn() net.Conn }); ok {
-		return hungUp(w.NetConn())
+		conn, fn = w.NetConn(), p.pollFn
 	}
 	sc, ok := conn.(syscall.Conn)
 	if !ok {
@@ -37,41 +63,34 @@ func Gone(conn net.Conn) bool {
 	if err != nil {
 		return false
 	}
-	gone := false
-	var b [1]byte
-	cerr := rc.Control(func(fd uintptr) {
-		n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		switch {
-		case err == nil:
-			gone = n == 0
-		case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
-		default:
-			gone = true
-		}
-	})
-	if cerr != nil {
+	p.result = false
+	if rc.Control(fn) != nil {
 		// The descriptor is already closed.
 		return true
 	}
-	return gone
+	return p.result
 }
 
-// hungUp reports whether the peer of a socket has shut down its side or
-// reset it.
-func hungUp(conn net.Conn) bool {
-	sc, ok := conn.(syscall.Conn)
-	if !ok {
-		return false
+// peek is MSG_PEEK of one byte: 0 bytes means the peer closed; EAGAIN, an
+// open and empty socket; EINTR, no news; any other error, a reset.
+func (p *probe) peek(fd uintptr) {
+	n, _, errno := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p.b[0])), 1,
+		unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+	switch errno {
+	case 0:
+		p.result = n == 0
+	case unix.EAGAIN, unix.EINTR:
+	default:
+		p.result = true
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	gone := false
-	cerr := rc.Control(func(fd uintptr) {
-		fds := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
-		n, err := unix.Poll(fds[:], 0)
-		gone = err == nil && n > 0 && fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0
-	})
-	return cerr != nil || gone
+}
+
+// poll asks, without waiting, whether the peer has shut down its side
+// (POLLRDHUP) or reset the socket.
+func (p *probe) poll(fd uintptr) {
+	p.fds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLRDHUP}
+	var zero unix.Timespec
+	n, _, errno := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&p.fds[0])), 1,
+		uintptr(unsafe.Pointer(&zero)), 0, 0, 0)
+	p.result = errno == 0 && n > 0 && p.fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0
 }

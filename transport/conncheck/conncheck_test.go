@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/inferrail/inferrail/transport/sockio"
 )
 
 func pair(t *testing.T) (client, server net.Conn) {
@@ -144,5 +146,32 @@ func TestWatchFireAll(t *testing.T) {
 	w.FireAll(errCut)
 	if len(targets[0].fired) != 0 || len(targets[1].fired) != 1 {
 		t.Fatalf("after Remove: %d and %d fired, want 0 and 1", len(targets[0].fired), len(targets[1].fired))
+	}
+}
+
+// TestProbeThroughSockio: a sweep's probe tells a transport/sockio
+// connection (the front end's) open and then gone, and checking one
+// allocates nothing, outside the race detector, under which sockio leaves
+// connections unwrapped.
+func TestProbeThroughSockio(t *testing.T) {
+	client, server := pair(t)
+	server = sockio.Wrap(server)
+	defer server.Close()
+	p := newProbe()
+	if p.gone(server) {
+		t.Fatal("an idle open connection looks gone")
+	}
+	if _, isWrapped := server.(*sockio.Conn); isWrapped {
+		if n := testing.AllocsPerRun(100, func() { p.gone(server) }); n != 0 {
+			t.Errorf("a check allocates %.1f times", n)
+		}
+	}
+	client.Close()
+	deadline := time.Now().Add(2 * time.Second)
+	for !p.gone(server) {
+		if time.Now().After(deadline) {
+			t.Fatal("a connection whose client closed still looks open")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -118,6 +118,7 @@ func (w *Watcher) run() {
 	t := time.NewTicker(w.every)
 	defer t.Stop()
 	var batch []*Entry
+	p := newProbe() // this goroutine's alone
 	for {
 		select {
 		case <-w.stop:
@@ -133,7 +134,7 @@ func (w *Watcher) run() {
 		// Sockets are peeked outside the lock, so Add and Remove never wait
 		// for a whole sweep.
 		for _, e := range batch {
-			if Gone(e.conn) {
+			if p.gone(e.conn) {
 				w.Remove(e)
 				e.target.Fire(ErrGone)
 				continue

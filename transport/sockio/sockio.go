@@ -28,7 +28,7 @@ import (
 )
 
 // Conn is a *net.TCPConn whose Read and Write are raw system calls. Every
-// other method, SyscallConn included, is the TCPConn's.
+// other method is the TCPConn's (SyscallConn's answer is its, kept).
 type Conn struct {
 	*net.TCPConn
 	rc syscall.RawConn
@@ -79,6 +79,10 @@ func wrap(c net.Conn) net.Conn {
 	w.rfunc, w.wfunc = w.read, w.write
 	return w
 }
+
+// SyscallConn is the TCPConn's, made once: handing it out allocates
+// nothing (conncheck peeks at a waiting client's socket every tick).
+func (c *Conn) SyscallConn() (syscall.RawConn, error) { return c.rc, nil }
 
 // Read reads into p as net.Conn's Read does: at least one byte, io.EOF at
 // the end of the stream, an *net.OpError otherwise.
