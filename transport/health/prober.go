@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/inferrail/inferrail/transport/sockio"
 )
 
 // Body limits. A health answer is a few bytes; a model list is a few
@@ -50,7 +52,7 @@ func (p *Prober) WithKeys(key func(base string) string) *Prober {
 func NewProber() *Prober {
 	return &Prober{client: &http.Client{
 		Transport: &http.Transport{
-			DialContext:            (&net.Dialer{KeepAlive: -1}).DialContext,
+			DialContext:            sockio.Dialer(&net.Dialer{KeepAlive: -1}),
 			DisableKeepAlives:      true,
 			DisableCompression:     true,
 			MaxResponseHeaderBytes: 64 << 10,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/model/load"
+	"github.com/inferrail/inferrail/transport/sockio"
 )
 
 // Errors a scrape may wrap besides load.ErrUnreadable and the context's
@@ -83,7 +84,7 @@ func New(opts Options) *Scraper {
 		client: &http.Client{
 			Transport: &http.Transport{
 				Proxy:       nil, // engines are reached directly, whatever the environment says
-				DialContext: (&net.Dialer{}).DialContext,
+				DialContext: sockio.Dialer(&net.Dialer{}),
 				// One scrape at a time per replica: one idle connection
 				// each, however many replicas.
 				MaxIdleConns:        0,

@@ -19,6 +19,7 @@
 package sockio
 
 import (
+	"context"
 	"io"
 	"net"
 	"os"
@@ -78,6 +79,21 @@ func wrap(c net.Conn) net.Conn {
 	w := &Conn{TCPConn: tc, rc: rc}
 	w.rfunc, w.wfunc = w.read, w.write
 	return w
+}
+
+// Dialer is d's DialContext with every connection wrapped (Wrap), for an
+// http.Transport: a client that polls engines (metrics scrapes, health
+// probes) then reads and writes without entering the syscall state, whose
+// entry and exit are what keep the runtime's sysmon thread waking every
+// 20 µs rather than every 10 ms.
+func Dialer(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return Wrap(c), nil
+	}
 }
 
 // SyscallConn is the TCPConn's, made once: handing it out allocates

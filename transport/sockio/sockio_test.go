@@ -2,6 +2,7 @@ package sockio
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -196,5 +197,47 @@ func TestNoAllocations(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Fatalf("%.1f allocations per write and read", n)
+	}
+}
+
+// TestDialer: a connection Dialer makes is wrapped (outside the race
+// detector), carries bytes both ways, and a failed dial is the dialer's
+// error.
+func TestDialer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.Copy(c, c)
+	}()
+	dial := Dialer(&net.Dialer{Timeout: time.Second})
+	c, err := dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, wrapped := c.(*Conn); wrapped == raceEnabled {
+		t.Fatalf("wrapped %v under the race detector %v", wrapped, raceEnabled)
+	}
+	if _, err := c.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("read %q, %v", buf, err)
+	}
+	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln2.Addr().String()
+	ln2.Close()
+	if c, err := dial(context.Background(), "tcp", addr); err == nil || c != nil {
+		t.Fatalf("dial to a closed port: %v, %v", c, err)
 	}
 }
