@@ -30,32 +30,64 @@ func FindModel(body []byte) (ModelField, error) { return FindMember(body, "model
 
 // FindMember is FindModel for the member named key.
 func FindMember(body []byte, key string) (ModelField, error) {
+	var f [1]ModelField
+	err := FindMembers(body, []Member{{Key: key, Value: true}}, f[:])
+	return f[0], err
+}
+
+// Member names a top-level member for FindMembers. Value asks for its
+// string value in ModelField.Name; without it Name stays "", and a long
+// value (a prompt) is not copied.
+type Member struct {
+	Key   string
+	Value bool
+}
+
+// FindMembers is FindMember for several members in one scan of body:
+// out[i] locates members[i] (len(out) must be at least len(members)), with
+// the last of duplicate members winning, as in FindMember.
+func FindMembers(body []byte, members []Member, out []ModelField) error {
+	out = out[:len(members)]
 	r := reader{b: body}
 	r.ws()
 	if r.i >= len(r.b) || r.b[r.i] != '{' {
-		return ModelField{}, ErrNotObject
+		clear(out)
+		return ErrNotObject
 	}
-	f := ModelField{Start: r.i + 1, End: r.i + 1}
+	for i := range out {
+		out[i] = ModelField{Start: r.i + 1, End: r.i + 1}
+	}
 	r.object(func(k span, val span) {
-		if raw, plain := rawKey(body, k); plain && string(raw) != key ||
-			!plain && decodeString(body[k.start:k.end]) != key {
-			return
+		raw, plain := rawKey(body, k)
+		var decoded string
+		if !plain {
+			decoded = decodeString(body[k.start:k.end])
 		}
-		f.Found, f.Start, f.End = true, val.start, val.end
-		f.Name, f.IsString = "", false
-		if val.kind == kString {
-			_, f.IsString = rawKey(body, val)
-			f.Name = decodeString(body[val.start:val.end])
+		for i, m := range members {
+			if plain && string(raw) != m.Key || !plain && decoded != m.Key {
+				continue
+			}
+			f := &out[i]
+			f.Found, f.Start, f.End = true, val.start, val.end
+			f.Name, f.IsString = "", false
+			if val.kind == kString {
+				_, f.IsString = rawKey(body, val)
+				if m.Value {
+					f.Name = decodeString(body[val.start:val.end])
+				}
+			}
 		}
 	})
 	if r.err != nil {
-		return ModelField{}, ErrNotObject
+		clear(out)
+		return ErrNotObject
 	}
 	r.ws()
 	if r.i != len(r.b) {
-		return ModelField{}, ErrNotObject
+		clear(out)
+		return ErrNotObject
 	}
-	return f, nil
+	return nil
 }
 
 // SpliceModel returns body with its model member's value replaced by name,

@@ -83,3 +83,32 @@ func FuzzSpliceModel(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFindMembers: one scan for several members finds each as FindMember
+// does alone, and leaves Name empty where the value was not asked for.
+func FuzzFindMembers(f *testing.F) {
+	f.Add([]byte(`{"model":"m","prompt":"a long prompt","user":"u1"}`))
+	f.Add([]byte(`{"prompt":["a","b"],"model":null,"model":"x\u0041"}`))
+	f.Add([]byte(`{"us\u0065r":"e","prompt":12}`))
+	f.Add([]byte(`[1]`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		members := []Member{{Key: "model", Value: true}, {Key: "prompt"}, {Key: "user", Value: true}}
+		var got [3]ModelField
+		err := FindMembers(body, members, got[:])
+		for i, m := range members {
+			want, werr := FindMember(body, m.Key)
+			if (err == nil) != (werr == nil) {
+				t.Fatalf("%q: FindMembers error %v, FindMember(%q) error %v", body, err, m.Key, werr)
+			}
+			if !m.Value {
+				if got[i].Name != "" {
+					t.Fatalf("%q: %s's value was decoded unasked: %q", body, m.Key, got[i].Name)
+				}
+				want.Name = ""
+			}
+			if got[i] != want {
+				t.Fatalf("%q: %s: FindMembers %+v, FindMember %+v", body, m.Key, got[i], want)
+			}
+		}
+	})
+}

@@ -45,6 +45,10 @@ type explainView struct {
 	decisionlog.Decision
 }
 
+// explainMembers are what explain reads of a body before asking: its model
+// and its user (the conversation key, as the gateway reads it).
+var explainMembers = []openai.Member{{Key: "model", Value: true}, {Key: "user", Value: true}}
+
 // explain answers POST /admin/explain/v1/...: what the model's policy would
 // do with the request now, routing nothing. Of a model with an A/B split it
 // explains the arm the request falls in, or with ?policy=NAME that arm.
@@ -65,7 +69,9 @@ func (s *Server) explain(ctx *fasthttp.RequestCtx, path string) {
 		return
 	}
 	body := ctx.PostBody()
-	f, err := openai.FindModel(body)
+	var fs [2]openai.ModelField
+	err := openai.FindMembers(body, explainMembers, fs[:])
+	f := fs[0]
 	if err != nil {
 		writeErr(ctx, fasthttp.StatusBadRequest, openai.TypeBadRequestError, "The request body is not a JSON object.")
 		return
@@ -77,7 +83,7 @@ func (s *Server) explain(ctx *fasthttp.RequestCtx, path string) {
 	}
 	deadline := time.Now().Add(s.ex.Timeout)
 	req, p, tokenized := frontend.PreparePolicy(s.ex.Tokenizer, model, path,
-		ctx.Request.Header.Peek("X-Session-Id"), body, "explain", deadline)
+		ctx.Request.Header.Peek("X-Session-Id"), body, fs[1], "explain", deadline)
 	pol := string(ctx.QueryArgs().Peek("policy"))
 	ex, err := s.ex.Fleet.Explain(model, pol, req, deadline)
 	if errors.Is(err, fleet.ErrUnknownPolicy) {

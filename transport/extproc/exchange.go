@@ -202,7 +202,7 @@ func (x *exchange) route() (bool, error) {
 	}
 	x.model, x.body, x.met = rs.Model, rs.Body, s.met.Model(rs.Model)
 	path, _, _ := strings.Cut(x.path, "?")
-	if e := frontend.PromptError(path, x.body); e != nil {
+	if e := rs.PromptError(path); e != nil {
 		x.met.Error("bad_request")
 		return true, x.send(immediate(refusal{e: e, reason: "bad_request"}))
 	}
@@ -216,7 +216,7 @@ func (x *exchange) route() (bool, error) {
 	x.responses = strings.HasSuffix(path, "/v1/responses")
 	var p frontend.Prompt
 	x.policy, p, x.tokenized = frontend.PreparePolicy(s.tok, x.model, path,
-		[]byte(x.sessionID), x.body, x.requestID, deadline)
+		[]byte(x.sessionID), x.body, rs.User, x.requestID, deadline)
 	if s.live.Load().Logging.LogPrompts {
 		s.log.Debug("request", "id", x.requestID, "model", x.model, "body", string(x.body))
 	}

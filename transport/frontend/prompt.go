@@ -43,7 +43,7 @@ func (s *Server) policyRequest(r *request, path []byte) {
 	var ok bool
 	var p Prompt
 	r.policy, p, ok = PreparePolicy(s.tok, r.model, string(path), r.ctx.Request.Header.Peek("X-Session-Id"),
-		r.body, r.id, r.deadline)
+		r.body, r.user, r.id, r.deadline)
 	r.batch = p.Batch
 	if ok {
 		r.tokenized = true
@@ -60,13 +60,13 @@ func (s *Server) policyRequest(r *request, path []byte) {
 // body and a render body not at all, since they fill no cache worth
 // predicting. The gateway and the endpoint picker
 // prepare requests so.
-func PreparePolicy(tok Tokenizer, model, path string, sessionID, body []byte, id string, deadline time.Time) (policy.Request, Prompt, bool) {
+func PreparePolicy(tok Tokenizer, model, path string, sessionID, body []byte, user openai.ModelField, id string, deadline time.Time) (policy.Request, Prompt, bool) {
 	switch {
 	case strings.HasSuffix(path, pathMessages):
 		if len(sessionID) == 0 {
 			sessionID = anthropicUser(body)
 		}
-		req, _, _ := PolicyRequest(nil, model, false, sessionID, body, id, deadline)
+		req, _, _ := PolicyRequest(nil, model, false, sessionID, body, user, id, deadline)
 		if tok == nil {
 			return req, Prompt{}, false
 		}
@@ -76,7 +76,7 @@ func PreparePolicy(tok Tokenizer, model, path string, sessionID, body []byte, id
 		}
 		return req, p, ok
 	case strings.HasSuffix(path, pathResponses):
-		req, _, _ := PolicyRequest(nil, model, false, sessionID, body, id, deadline)
+		req, _, _ := PolicyRequest(nil, model, false, sessionID, body, user, id, deadline)
 		if tok == nil {
 			return req, Prompt{}, false
 		}
@@ -88,23 +88,25 @@ func PreparePolicy(tok Tokenizer, model, path string, sessionID, body []byte, id
 	case strings.HasSuffix(path, pathCountTokens) || poolingPath(path) ||
 		strings.HasSuffix(path, pathTokenize) || strings.HasSuffix(path, pathDetokenize) ||
 		strings.HasSuffix(path, pathChatRender) || strings.HasSuffix(path, pathCompletionRender):
-		return PolicyRequest(nil, model, false, sessionID, body, id, deadline)
+		return PolicyRequest(nil, model, false, sessionID, body, user, id, deadline)
 	}
-	return PolicyRequest(tok, model, strings.HasSuffix(path, "/chat/completions"), sessionID, body, id, deadline)
+	return PolicyRequest(tok, model, strings.HasSuffix(path, "/chat/completions"), sessionID, body, user, id, deadline)
 }
 
 // PromptError is the 400 a /v1/completions body at path (which may carry a
 // prefix) gets from the gateway itself when its prompt has a shape vLLM
 // refuses (openai.ParsePrompt): mixed strings and token ids, negative or
 // fractional ids, a token list with no ids. Such a body is never routed,
-// with a tokenizer or without. nil for any other body or path. Only a
-// prompt that is a list is read (a string prompt is left to the engine, and
-// costs no second parse of its text).
-func PromptError(path string, body []byte) *openai.Error {
-	if !strings.HasSuffix(path, "/v1/completions") {
+// with a tokenizer or without. nil for any other body or path, and for a
+// body that did not resolve. Only a prompt that is a list is read (a
+// string prompt is left to the engine, and costs no second parse of its
+// text).
+func (rs *Resolved) PromptError(path string) *openai.Error {
+	if rs.Err != nil || !strings.HasSuffix(path, "/v1/completions") {
 		return nil
 	}
-	if f, err := openai.FindMember(body, "prompt"); err != nil || !f.Found || body[f.Start] != '[' {
+	body, f := rs.Body, rs.Prompt
+	if !f.Found || body[f.Start] != '[' {
 		return nil
 	}
 	if _, err := openai.ParsePrompt(body); err != nil {
@@ -116,16 +118,14 @@ func PromptError(path string, body []byte) *openai.Error {
 
 // PolicyRequest builds what a policy may know of a request for model: its
 // conversation key from sessionID (the x-session-id header) or the body's
-// user field, else a key from its request id; and its prompt, when tok
+// user member (user, found by ResolveModel), else a key from its request id; and its prompt, when tok
 // prepares it (ok). A completions batch puts its first prompt in req, for
 // routing, but is not ok, since the engine counts the whole batch
 // (Prompt.Batch tells). The gateway and /admin/explain build it the same way.
-func PolicyRequest(tok Tokenizer, model string, chat bool, sessionID, body []byte, id string, deadline time.Time) (req policy.Request, p Prompt, ok bool) {
+func PolicyRequest(tok Tokenizer, model string, chat bool, sessionID, body []byte, user openai.ModelField, id string, deadline time.Time) (req policy.Request, p Prompt, ok bool) {
 	conv := sessionID
-	if len(conv) == 0 {
-		if f, err := openai.FindMember(body, "user"); err == nil && f.Found && f.IsString && f.Name != "" {
-			conv = []byte(f.Name)
-		}
+	if len(conv) == 0 && user.Found && user.IsString && user.Name != "" {
+		conv = []byte(user.Name)
 	}
 	if len(conv) > 0 {
 		req.SessionKey = keyOf(conv)

@@ -64,6 +64,8 @@ type request struct {
 	// live is the config in effect when the request came: its retries
 	// and logging follow it even if a reload lands meanwhile.
 	live *config.Config
+	// user is the body's user member (Resolved.User).
+	user openai.ModelField
 	// policy is what the policy may know of the request; tokenized
 	// reports that its prompt was prepared.
 	policy    policy.Request
@@ -118,14 +120,14 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 		span.End(ctx.Response.StatusCode(), rs.Reason, nil)
 		return
 	}
-	if e := PromptError(string(ctx.Path()), rs.Body); e != nil {
+	if e := rs.PromptError(string(ctx.Path())); e != nil {
 		s.met.Model(rs.Model).Error(reasonBadRequest)
 		writeError(ctx, e)
 		span.End(ctx.Response.StatusCode(), reasonBadRequest, nil)
 		return
 	}
 	model, body := rs.Model, rs.Body
-	r := &request{ctx: ctx, model: model, body: body, start: start,
+	r := &request{ctx: ctx, model: model, body: body, user: rs.User, start: start,
 		deadline: start.Add(s.cfg.Server.RequestTimeout), met: s.met.Model(model), live: s.live.Load(), span: span, who: who,
 		messages: string(ctx.Path()) == pathMessages, responses: string(ctx.Path()) == pathResponses}
 	if id := ctx.Request.Header.Peek("X-Request-Id"); ValidRequestID(id) {
@@ -179,6 +181,9 @@ type Resolved struct {
 	// Body is the body to send: the client's, with Model spliced in where
 	// the body named an alias, no model or a model that is not a string.
 	Body []byte
+	// Prompt and User locate Body's prompt and user members, found in the
+	// same scan as its model (User's value decoded, Prompt's not).
+	Prompt, User openai.ModelField
 	// Err is the client's answer when the body cannot be routed, and
 	// Reason its reason in inferrail_request_errors_total:
 	// reasonBadRequest (the body is not a JSON object) or
@@ -198,7 +203,9 @@ const (
 // the gateway and the endpoint picker (transport/extproc) do before
 // routing.
 func ResolveModel(fl *fleet.Fleet, body []byte) Resolved {
-	f, err := openai.FindModel(body)
+	var fs [3]openai.ModelField
+	err := openai.FindMembers(body, requestMembers, fs[:])
+	f := fs[0]
 	if err != nil {
 		return Resolved{Body: body, Reason: reasonBadRequest,
 			Err: apiError(fasthttp.StatusBadRequest, "", "The request body is not a JSON object.", "")}
@@ -214,9 +221,19 @@ func ResolveModel(fl *fleet.Fleet, body []byte) Resolved {
 	}
 	if !f.Found || !f.IsString || f.Name != model {
 		body = openai.SpliceModel(make([]byte, 0, len(body)+len(model)+12), body, f, model)
+		// The splice moved what follows the model; find the rest again.
+		if err := openai.FindMembers(body, requestMembers, fs[:]); err != nil {
+			return Resolved{Name: f.Name, Body: body, Reason: reasonBadRequest,
+				Err: apiError(fasthttp.StatusBadRequest, "", "The request body is not a JSON object.", "")}
+		}
 	}
-	return Resolved{Name: f.Name, Model: model, Body: body}
+	return Resolved{Name: f.Name, Model: model, Body: body, Prompt: fs[1], User: fs[2]}
 }
+
+// requestMembers are the members of a request body that the gateway reads
+// before routing, in ResolveModel's one scan: the model, the prompt (whose
+// shape PromptError checks) and the user (a conversation key).
+var requestMembers = []openai.Member{{Key: "model", Value: true}, {Key: "prompt"}, {Key: "user", Value: true}}
 
 // runtimeRand draws from the runtime's random source, which is safe for
 // concurrent use.

@@ -298,11 +298,15 @@ func run(m *Model, kind Kind, body []byte, now time.Time) (pr prompt.Prompt, err
 // string, which a model without a tokenizer cannot prepare: a scan for the
 // member rather than the whole parse, which under least_request took as
 // much of the gateway's CPU as the decision did (issue 16). Anything else,
-// a malformed body too, is left to the parse.
+// a malformed body too, is left to the parse. The prompt's text is not
+// decoded.
 func textPrompt(body []byte) bool {
-	f, err := openai.FindMember(body, "prompt")
-	return err == nil && f.Found && f.Start < len(body) && body[f.Start] == '"'
+	var f [1]openai.ModelField
+	err := openai.FindMembers(body, promptMember, f[:])
+	return err == nil && f[0].Found && f[0].Start < len(body) && body[f[0].Start] == '"'
 }
+
+var promptMember = []openai.Member{{Key: "prompt"}}
 
 func classify(err error) Result {
 	switch {
