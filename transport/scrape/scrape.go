@@ -12,8 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/inferrail/inferrail/model/load"
 	"github.com/inferrail/inferrail/transport/sockio"
+	"github.com/inferrail/inferrail/transport/upstream"
 )
 
 // Errors a scrape may wrap besides load.ErrUnreadable and the context's
@@ -57,9 +60,25 @@ const (
 // Scraper fetches and parses engines' metrics pages. It is safe for
 // concurrent use; one Scraper serves every replica of a gateway.
 type Scraper struct {
-	client  *http.Client
+	// pools hold a keep-alive transport/upstream.Pool per engine (by base
+	// URL), whose requests run on the scraping goroutine itself; client
+	// is net/http, for a base URL a Pool cannot serve (one with a path).
+	client   *http.Client
+	poolOpts upstream.Options
+	mu       sync.Mutex
+	pools    map[string]*enginePool
+	swept    time.Time
+	idle     time.Duration
+
 	maxPage int64
 	scratch sync.Pool // *scratch, one per scrape under way
+}
+
+// enginePool is one engine's Pool and when a scrape last took it; a pool
+// nobody scraped for a keep-alive timeout (its replica left) is closed.
+type enginePool struct {
+	p    *upstream.Pool // nil: the base URL is net/http's
+	used time.Time
 }
 
 // scratch is one scrape's read buffer and parser, kept between scrapes so
@@ -100,6 +119,12 @@ func New(opts Options) *Scraper {
 			},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
+		// One scrape at a time per replica: two idle connections at most,
+		// like net/http's above.
+		poolOpts: upstream.Options{MaxIdleConns: 2, IdleTimeout: opts.IdleTimeout,
+			MaxResponseHeaderBytes: min(opts.MaxHeaderBytes, 1<<20), TLS: opts.TLS},
+		pools:   map[string]*enginePool{},
+		idle:    opts.IdleTimeout,
 		maxPage: opts.MaxPageBytes,
 	}
 	s.scratch.New = func() any { return &scratch{buf: make([]byte, readBytes)} }
@@ -108,19 +133,104 @@ func New(opts Options) *Scraper {
 
 // Close closes the idle connections. Scrapes may still follow; they open
 // new ones.
-func (s *Scraper) Close() { s.client.CloseIdleConnections() }
+func (s *Scraper) Close() {
+	s.mu.Lock()
+	pools := s.pools
+	s.pools = map[string]*enginePool{}
+	s.mu.Unlock()
+	for _, e := range pools {
+		if e.p != nil {
+			e.p.Close()
+		}
+	}
+	s.client.CloseIdleConnections()
+}
+
+// pool is base's Pool, made on its first scrape; nil when base has a path
+// (net/http scrapes it). Every idle timeout or so it closes the pools no
+// scrape took for that long.
+func (s *Scraper) pool(base string) *upstream.Pool {
+	now := time.Now()
+	s.mu.Lock()
+	e := s.pools[base]
+	if e == nil {
+		p, err := upstream.NewPool(base, s.poolOpts)
+		if err != nil {
+			p = nil
+		}
+		e = &enginePool{p: p}
+		s.pools[base] = e
+	}
+	e.used = now
+	var stale []*upstream.Pool
+	if now.Sub(s.swept) > s.idle {
+		s.swept = now
+		for b, o := range s.pools {
+			if now.Sub(o.used) > s.idle {
+				delete(s.pools, b)
+				if o.p != nil {
+					stale = append(stale, o.p)
+				}
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range stale {
+		p.Close() // a scrape still holding one finishes; its connection is then closed
+	}
+	return e.p
+}
 
 // Scrape fetches GET {baseURL}/metrics within ctx and parses it. Errors wrap
 // load.ErrUnreadable (the page is not a load report), ErrTooLarge, ErrStatus,
 // the context's error when ctx ended first, or a network error; Result
 // names them.
 func (s *Scraper) Scrape(ctx context.Context, baseURL string) (load.Report, error) {
-	url := strings.TrimRight(baseURL, "/") + "/metrics"
-	r, err := s.scrape(ctx, url)
+	base := strings.TrimRight(baseURL, "/")
+	var r load.Report
+	var err error
+	if p := s.pool(base); p != nil {
+		r, err = s.scrapePool(ctx, p)
+	} else {
+		r, err = s.scrape(ctx, base+"/metrics")
+	}
 	if err != nil {
-		return load.Report{}, fmt.Errorf("scrape %s: %w", url, err)
+		return load.Report{}, fmt.Errorf("scrape %s/metrics: %w", base, err)
 	}
 	return r, nil
+}
+
+// The request head of every scrape. The classic text format:
+// prometheus_client serves OpenMetrics only when asked for it (SGLang's
+// make_asgi_app negotiates; vLLM always sends text 0.0.4).
+const (
+	acceptText = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
+	userAgent  = "inferrail-scrape"
+)
+
+// scrapePool is scrape over p: the request written and the page read on
+// the calling goroutine, with no goroutine of net/http's between, and the
+// socket calls raw (transport/sockio), so that scraping every replica ten
+// times a second wakes no other thread.
+func (s *Scraper) scrapePool(ctx context.Context, p *upstream.Pool) (load.Report, error) {
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	req.Header.SetMethod(fasthttp.MethodGet)
+	req.SetRequestURI("/metrics")
+	req.Header.Set("Accept", acceptText)
+	req.Header.Set("User-Agent", userAgent)
+	resp, err := p.Do(ctx, req)
+	if err != nil {
+		return load.Report{}, netError(ctx, err)
+	}
+	// Closing a response whose body was not read to its end closes the
+	// connection: that is how a page over the limit, or a scrape cut short,
+	// ends.
+	defer resp.Close()
+	if resp.StatusCode() != http.StatusOK {
+		return load.Report{}, fmt.Errorf("%w %d", ErrStatus, resp.StatusCode())
+	}
+	return s.parse(ctx, resp, resp.ContentLength())
 }
 
 // netError returns the context's error in place of err once ctx has ended:
@@ -138,11 +248,8 @@ func (s *Scraper) scrape(ctx context.Context, url string) (load.Report, error) {
 	if err != nil {
 		return load.Report{}, err
 	}
-	// The classic text format: prometheus_client serves OpenMetrics only
-	// when asked for it (SGLang's make_asgi_app negotiates; vLLM always
-	// sends text 0.0.4).
-	req.Header.Set("Accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1")
-	req.Header.Set("User-Agent", "inferrail-scrape")
+	req.Header.Set("Accept", acceptText)
+	req.Header.Set("User-Agent", userAgent)
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return load.Report{}, netError(ctx, err)
@@ -153,10 +260,16 @@ func (s *Scraper) scrape(ctx context.Context, url string) (load.Report, error) {
 	if resp.StatusCode != http.StatusOK {
 		return load.Report{}, fmt.Errorf("%w %d", ErrStatus, resp.StatusCode)
 	}
-	if resp.ContentLength > s.maxPage {
-		return load.Report{}, fmt.Errorf("%w: %d bytes announced, limit %d", ErrTooLarge, resp.ContentLength, s.maxPage)
-	}
+	return s.parse(ctx, resp.Body, resp.ContentLength)
+}
 
+// parse reads and parses a page from body, whose head announced announced
+// bytes (-1: unknown): one longer than the limit is refused unread, and
+// one that runs past it is refused there.
+func (s *Scraper) parse(ctx context.Context, body io.Reader, announced int64) (load.Report, error) {
+	if announced > s.maxPage {
+		return load.Report{}, fmt.Errorf("%w: %d bytes announced, limit %d", ErrTooLarge, announced, s.maxPage)
+	}
 	sc := s.scratch.Get().(*scratch)
 	defer s.scratch.Put(sc)
 	p := &sc.parser
@@ -165,7 +278,7 @@ func (s *Scraper) scrape(ctx context.Context, url string) (load.Report, error) {
 	for {
 		// Read one byte past the limit at most, to tell a page of exactly
 		// the limit from a longer one.
-		k, rerr := resp.Body.Read(sc.buf[:min(int64(len(sc.buf)), s.maxPage+1-n)])
+		k, rerr := body.Read(sc.buf[:min(int64(len(sc.buf)), s.maxPage+1-n)])
 		n += int64(k)
 		if n > s.maxPage {
 			return load.Report{}, fmt.Errorf("%w: limit %d", ErrTooLarge, s.maxPage)

@@ -1,0 +1,47 @@
+package scrape
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// TestPoolsOfDepartedEnginesClose: an engine no scrape took for an idle
+// timeout (its replica left) loses its pool at the next scrape of any
+// engine, and a base URL with a path goes to net/http, without a pool.
+func TestPoolsOfDepartedEnginesClose(t *testing.T) {
+	page := "vllm:num_requests_running{engine=\"0\"} 0\nvllm:num_requests_waiting{engine=\"0\"} 0\nvllm:kv_cache_usage_perc{engine=\"0\"} 0\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(page)) }))
+	defer srv.Close()
+	s := New(Options{IdleTimeout: 100 * time.Millisecond})
+	defer s.Close()
+	scrape := func(base string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if _, err := s.Scrape(ctx, base); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	gone, kept := srv.URL, "http://localhost:"+port
+	scrape(gone)
+	if s.pools[gone] == nil || s.pools[gone].p == nil {
+		t.Fatalf("no pool for %s", gone)
+	}
+	time.Sleep(150 * time.Millisecond)
+	scrape(kept) // the same engine under another name: a new entry, and a sweep
+	s.mu.Lock()
+	_, stillThere := s.pools[gone]
+	s.mu.Unlock()
+	if stillThere {
+		t.Errorf("the pool of %s, unscraped for longer than the idle timeout, was kept", gone)
+	}
+	scrape(srv.URL + "/engine")
+	if e := s.pools[srv.URL+"/engine"]; e == nil || e.p != nil {
+		t.Errorf("a base URL with a path: %+v, want net/http's", e)
+	}
+}
