@@ -2,6 +2,8 @@ package scrape
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -43,5 +45,32 @@ func TestPoolsOfDepartedEnginesClose(t *testing.T) {
 	scrape(srv.URL + "/engine")
 	if e := s.pools[srv.URL+"/engine"]; e == nil || e.p != nil {
 		t.Errorf("a base URL with a path: %+v, want net/http's", e)
+	}
+}
+
+// TestScrapeTLSPool: an https engine is scraped over its pool with the
+// Scraper's TLS config (the engine's CA), and refused without it.
+func TestScrapeTLSPool(t *testing.T) {
+	page := "vllm:num_requests_running{engine=\"0\"} 2\nvllm:num_requests_waiting{engine=\"0\"} 1\nvllm:kv_cache_usage_perc{engine=\"0\"} 0.5\n"
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(page)) }))
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+
+	s := New(Options{TLS: &tls.Config{RootCAs: roots}})
+	defer s.Close()
+	r, err := s.Scrape(ctx, srv.URL)
+	if err != nil || r.Running != 2 || r.Waiting != 1 {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	if e := s.pools[srv.URL]; e == nil || e.p == nil {
+		t.Fatalf("scraped without a pool: %+v", e)
+	}
+	untrusting := New(Options{})
+	defer untrusting.Close()
+	if _, err := untrusting.Scrape(ctx, srv.URL); err == nil {
+		t.Fatal("an engine whose certificate nobody trusts was scraped")
 	}
 }
