@@ -97,7 +97,8 @@ run go test -run '^$' -bench 'CostModel(Actor|Direct)$' -benchtime 3000x -count 
 grep -E '^Benchmark|^(ok|FAIL)' "$tmp/cost.txt" >&2 || true
 
 mkdir -p bench/results
-out=bench/results/gateway-$(date -u +%F).md
+# BENCH_OUT names another results file, for a second run on one day.
+out=${BENCH_OUT:-bench/results/gateway-$(date -u +%F).md}
 # TMPDIR: gwload's own temp dir (nginx's files, the gateway's config) goes
 # under $tmp, so the trap removes it even if gwload was killed.
 status=0
