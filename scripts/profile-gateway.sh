@@ -21,6 +21,14 @@ load_set=${LOAD_SET:-output_tokens = [1, 1]
 system_tokens = [8, 8]
 question_tokens = [8, 8]}
 cd "$(dirname "$0")/.."
+# go tool pprof -svg needs Graphviz's dot; without it every SVG came out
+# empty and the script stopped there, saying nothing.
+if ! command -v dot >/dev/null; then
+  echo "installing graphviz (Debian package) for go tool pprof -svg" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends graphviz >/dev/null ||
+    { apt-get update >/dev/null && apt-get install -y --no-install-recommends graphviz >/dev/null; }
+fi
 mkdir -p "$out"
 out=$(realpath "$out")
 tmp=$(mktemp -d)
@@ -102,11 +110,11 @@ profile cost_model '    tokenizer: builtin:sim
 
 for f in "$out"/*-cpu.pprof "$out"/*-allocs.pprof; do
   b=${f%.pprof}
-  go tool pprof -svg "$bin" "$f" >"$b.svg" 2>/dev/null
+  go tool pprof -svg "$bin" "$f" >"$b.svg"
   case $f in
   *allocs*) go tool pprof -sample_index=alloc_objects -top -cum "$bin" "$f" >"$b-top.txt" 2>/dev/null
     go tool pprof -sample_index=alloc_objects -top "$bin" "$f" >"$b-flat.txt" 2>/dev/null
-    go tool pprof -sample_index=alloc_objects -svg "$bin" "$f" >"$b.svg" 2>/dev/null
+    go tool pprof -sample_index=alloc_objects -svg "$bin" "$f" >"$b.svg"
     go tool pprof -sample_index=alloc_objects -traces "$bin" "$f" >"$tmp/traces.txt" 2>/dev/null ;;
   *) go tool pprof -top -cum "$bin" "$f" >"$b-top.txt" 2>/dev/null
     go tool pprof -top "$bin" "$f" >"$b-flat.txt" 2>/dev/null
