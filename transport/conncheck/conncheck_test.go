@@ -175,3 +175,34 @@ func TestProbeThroughSockio(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestWatcherRestsWhenIdle: with nothing registered the watcher stops
+// ticking, and a connection registered after a long rest is still watched:
+// its client's close fires within a few ticks.
+func TestWatcherRestsWhenIdle(t *testing.T) {
+	const every = 5 * time.Millisecond
+	w := NewWatcher(every)
+	defer w.Close()
+	time.Sleep(10 * every) // one empty tick, then rest
+	rested := w.ticks.Load()
+	time.Sleep(20 * every)
+	if n := w.ticks.Load() - rested; n > 1 {
+		t.Fatalf("%d ticks with nothing to watch", n)
+	}
+	client, server := pair(t)
+	defer server.Close()
+	fired := make(chan error, 1)
+	w.Add(server, nil, func(cause error) { fired <- cause })
+	client.Close()
+	select {
+	case err := <-fired:
+		if !errors.Is(err, ErrGone) {
+			t.Fatalf("fired with %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("a client that closed after the watcher rested was never seen to go")
+	}
+	if w.ticks.Load() == rested {
+		t.Fatal("the watcher did not tick again after Add")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,15 +14,21 @@ var ErrGone = errors.New("client disconnected")
 // Watcher checks many connections from one goroutine: every tick it peeks
 // at each registered connection and runs its extra check, so that waiting on
 // an engine costs a peek per request per tick, not a goroutine and a timer
-// per request. Its methods are safe for concurrent use.
+// per request. With nothing registered it stops ticking until something is.
+// Its methods are safe for concurrent use.
 type Watcher struct {
 	every time.Duration
 
 	mu    sync.Mutex
 	items map[*Entry]struct{}
+	// wake tells a watcher that stopped ticking, having found nothing to
+	// watch, that something is registered again.
+	wake chan struct{}
 
 	stop chan struct{}
 	wg   sync.WaitGroup
+
+	ticks atomic.Uint64 // ticks taken, for the tests
 }
 
 // Entry is one registered connection. Add makes one; Watch registers one
@@ -60,7 +67,7 @@ func (f *funcs) Fire(cause error) { f.fire(cause) }
 
 // NewWatcher starts a watcher that ticks every interval. Close stops it.
 func NewWatcher(every time.Duration) *Watcher {
-	w := &Watcher{every: every, items: make(map[*Entry]struct{}), stop: make(chan struct{})}
+	w := &Watcher{every: every, items: make(map[*Entry]struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -89,7 +96,14 @@ func (w *Watcher) Watch(e *Entry, conn net.Conn, t Target) {
 	e.conn, e.target = conn, t
 	w.mu.Lock()
 	w.items[e] = struct{}{}
+	first := len(w.items) == 1
 	w.mu.Unlock()
+	if first {
+		select {
+		case w.wake <- struct{}{}:
+		default: // a wake is pending already
+		}
+	}
 }
 
 // FireAll calls every registered entry's Fire with cause, on the caller's
@@ -125,12 +139,26 @@ func (w *Watcher) run() {
 			return
 		case <-t.C:
 		}
+		w.ticks.Add(1)
 		batch = batch[:0]
 		w.mu.Lock()
 		for e := range w.items {
 			batch = append(batch, e)
 		}
 		w.mu.Unlock()
+		if len(batch) == 0 {
+			// Nothing to watch: stop ticking until Watch registers
+			// something, so that an idle process is not woken 50 times a
+			// second. A Watch since the look above has left a wake.
+			t.Stop()
+			select {
+			case <-w.stop:
+				return
+			case <-w.wake:
+			}
+			t.Reset(w.every)
+			continue
+		}
 		// Sockets are peeked outside the lock, so Add and Remove never wait
 		// for a whole sweep.
 		for _, e := range batch {
