@@ -178,7 +178,7 @@ type fields [numFields]span
 
 // scan validates body as JSON the way json.loads does and records the known
 // top-level fields. Errors are what FastAPI returns before pydantic runs.
-func scan(body []byte) (b []byte, f *fields, err *Error) {
+func scan(body []byte, f *fields) (b []byte, err *Error) {
 	// json.loads(bytes) decodes as UTF-8 first, skipping a BOM
 	// (json.detect_encoding → "utf-8-sig"); a decode failure is not a
 	// JSONDecodeError, so FastAPI answers with its generic HTTPException.
@@ -186,16 +186,15 @@ func scan(body []byte) (b []byte, f *fields, err *Error) {
 		body = body[3:]
 	}
 	if !utf8.Valid(body) {
-		return nil, nil, bodyParseError()
+		return nil, bodyParseError()
 	}
-	f = new(fields)
 	r := reader{b: body}
 	r.ws()
 	if r.i >= len(body) {
 		if len(body) == 0 {
 			// FastAPI reads an empty body as "no body": the required
 			// request model is missing.
-			return nil, nil, validationError("body", msgRequired)
+			return nil, validationError("body", msgRequired)
 		}
 		r.fail("Expecting value")
 	}
@@ -227,18 +226,18 @@ func scan(body []byte) (b []byte, f *fields, err *Error) {
 	}
 	if r.err != nil {
 		if r.deep {
-			return nil, nil, bodyParseError()
+			return nil, bodyParseError()
 		}
 		pos := utf8.RuneCount(body[:r.err.off]) // Python reports a character index
-		return nil, nil, validationError("body."+strconv.Itoa(pos), "JSON decode error: "+r.err.msg)
+		return nil, validationError("body."+strconv.Itoa(pos), "JSON decode error: "+r.err.msg)
 	}
 	switch top.kind {
 	case kObject:
-		return body, f, nil
+		return body, nil
 	case kNull:
-		return nil, nil, validationError("body", msgRequired)
+		return nil, validationError("body", msgRequired)
 	}
-	return nil, nil, validationError("body", "Input should be a valid dictionary or object to extract fields from")
+	return nil, validationError("body", "Input should be a valid dictionary or object to extract fields from")
 }
 
 // ftype is how a field is type-checked.
@@ -450,16 +449,17 @@ func (d *decoder) decode(f *fields, specs []spec, v *values) {
 // in declaration order. Features the simulator lacks are refused later, by
 // Check.
 func ParseChat(body []byte) (*ChatRequest, error) {
-	b, f, err := scan(body)
+	var f fields
+	b, err := scan(body, &f)
 	if err != nil {
 		return nil, err
 	}
-	if err := chatValidators(b, f); err != nil {
+	if err := chatValidators(b, &f); err != nil {
 		return nil, err
 	}
 	d := decoder{b: b}
 	var v values
-	d.decode(f, chatSpecs[:], &v)
+	d.decode(&f, chatSpecs[:], &v)
 	if len(d.errs) > 0 {
 		return nil, validationErrors(d.errs, "")
 	}
@@ -501,16 +501,17 @@ func ParseChat(body []byte) (*ChatRequest, error) {
 // ParseCompletion parses and validates a /v1/completions body as vLLM's
 // CompletionRequest does. Every error is an *Error with status 400.
 func ParseCompletion(body []byte) (*CompletionRequest, error) {
-	b, f, err := scan(body)
+	var f fields
+	b, err := scan(body, &f)
 	if err != nil {
 		return nil, err
 	}
-	if err := completionValidators(b, f); err != nil {
+	if err := completionValidators(b, &f); err != nil {
 		return nil, err
 	}
 	d := decoder{b: b}
 	var v values
-	d.decode(f, completionSpecs[:], &v)
+	d.decode(&f, completionSpecs[:], &v)
 	if len(d.errs) > 0 {
 		return nil, validationErrors(d.errs, "")
 	}
@@ -791,7 +792,8 @@ var ErrEmptyPrompt = &Error{Status: 400, Type: TypeBadRequestError, Message: "Th
 // shape; an absent or null prompt is Prompt{} and no error (vLLM may take
 // prompt_embeds instead). Other fields are left to the engine.
 func ParsePrompt(body []byte) (Prompt, error) {
-	b, f, err := scan(body)
+	var f fields
+	b, err := scan(body, &f)
 	if err != nil {
 		return Prompt{}, err
 	}

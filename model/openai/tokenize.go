@@ -33,7 +33,8 @@ type Detokenize struct {
 // DetokenizeRequest does, every field error at once; each error is an
 // *Error with status 400 in the shape vLLM's validation handler renders.
 func ParseDetokenize(body []byte) (Detokenize, error) {
-	b, f, err := scan(body)
+	var f fields
+	b, err := scan(body, &f)
 	if err != nil {
 		return Detokenize{}, err
 	}
