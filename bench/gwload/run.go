@@ -167,9 +167,7 @@ func measureRound(ctx context.Context, c *config, s *setup, order []target, mode
 			tl.wall += after.at.Sub(before.at)
 			tl.proxy += after.proxy - before.proxy
 			tl.proxySys += after.proxySys - before.proxySys
-			d := after.switches.Sub(before.switches)
-			tl.switches.Voluntary += d.Voluntary
-			tl.switches.Involuntary += d.Involuntary
+			tl.switches = tl.switches.Add(after.switches.Sub(before.switches))
 			tl.sims += after.sims - before.sims
 			tl.self += after.self - before.self
 			tl.other += (after.machine - before.machine) - (after.proxy - before.proxy) - (after.sims - before.sims) - (after.self - before.self)

@@ -131,6 +131,11 @@ func (s Switches) Sub(o Switches) Switches {
 	return Switches{s.Voluntary - o.Voluntary, s.Involuntary - o.Involuntary}
 }
 
+// Add is s and o together.
+func (s Switches) Add(o Switches) Switches {
+	return Switches{s.Voluntary + o.Voluntary, s.Involuntary + o.Involuntary}
+}
+
 // CtxSwitches is how many times the threads of process pid have been
 // switched out so far, summed over /proc/<pid>/task/*/status. Each is a
 // wake-up paid for later; on a VM they are much of a proxy's CPU
@@ -151,8 +156,7 @@ func CtxSwitches(pid int) (Switches, error) {
 		if err != nil {
 			return Switches{}, fmt.Errorf("/proc/%d/task/%s/status: %w", pid, t.Name(), err)
 		}
-		sum.Voluntary += n.Voluntary
-		sum.Involuntary += n.Involuntary
+		sum = sum.Add(n)
 	}
 	return sum, nil
 }

@@ -183,7 +183,12 @@ func TestWatcherRestsWhenIdle(t *testing.T) {
 	const every = 5 * time.Millisecond
 	w := NewWatcher(every)
 	defer w.Close()
-	time.Sleep(10 * every) // one empty tick, then rest
+	// The first tick finds nothing and the watcher rests right after it.
+	for deadline := time.Now().Add(2 * time.Second); w.ticks.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watcher never ticked")
+		}
+	}
 	rested := w.ticks.Load()
 	time.Sleep(20 * every)
 	if n := w.ticks.Load() - rested; n > 1 {

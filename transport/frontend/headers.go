@@ -40,15 +40,17 @@ func (s *headerSet) has(key []byte) bool {
 	return false
 }
 
-// requestDropped are the client's headers not forwarded to the engine: the
-// hop-by-hop ones, and Host, Content-Length, X-Request-Id (which the caller
-// sets) and Expect (the gateway has read the whole body already).
-// responseDropped are the engine's headers not passed to the client: the
+// requestDropNames are the client's headers not forwarded to the engine:
+// the hop-by-hop ones, and Host, Content-Length, X-Request-Id (which the
+// caller sets) and Expect (the gateway has read the whole body already).
+// responseDropNames are the engine's headers not passed to the client: the
 // hop-by-hop ones, the body framing (fasthttp's to set), Server and Date
 // (the gateway's own) and X-Request-Id (set for the client already).
 var (
-	requestDropped  = newHeaderSet(append(hopByHop[:], "Host", "Content-Length", "X-Request-Id", "Expect")...)
-	responseDropped = newHeaderSet(append(hopByHop[:], "Content-Length", "Server", "Date", "X-Request-Id")...)
+	requestDropNames  = append(hopByHop[:], "Host", "Content-Length", "X-Request-Id", "Expect")
+	responseDropNames = append(hopByHop[:], "Content-Length", "Server", "Date", "X-Request-Id")
+	requestDropped    = newHeaderSet(requestDropNames...)
+	responseDropped   = newHeaderSet(responseDropNames...)
 )
 
 // listed reports whether key is one of the names a Connection header

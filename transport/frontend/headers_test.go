@@ -11,13 +11,6 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// requestDropNames and responseDropNames are the sets' names again,
-// written out, for the reference the tests hold the sets to.
-var (
-	requestDropNames  = append(hopByHop[:], "Host", "Content-Length", "X-Request-Id", "Expect")
-	responseDropNames = append(hopByHop[:], "Content-Length", "Server", "Date", "X-Request-Id")
-)
-
 // inNames is headerSet.has the slow way: key against every name.
 func inNames(key []byte, names []string) bool {
 	for _, n := range names {

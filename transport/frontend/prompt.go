@@ -118,10 +118,11 @@ func (rs *Resolved) PromptError(path string) *openai.Error {
 
 // PolicyRequest builds what a policy may know of a request for model: its
 // conversation key from sessionID (the x-session-id header) or the body's
-// user member (user, found by ResolveModel), else a key from its request id; and its prompt, when tok
-// prepares it (ok). A completions batch puts its first prompt in req, for
-// routing, but is not ok, since the engine counts the whole batch
-// (Prompt.Batch tells). The gateway and /admin/explain build it the same way.
+// user member (user, as ResolveModel found it), else a key from its
+// request id; and its prompt, when tok prepares it (ok). A completions
+// batch puts its first prompt in req, for routing, but is not ok, since the
+// engine counts the whole batch (Prompt.Batch tells). The gateway and
+// /admin/explain build it the same way.
 func PolicyRequest(tok Tokenizer, model string, chat bool, sessionID, body []byte, user openai.ModelField, id string, deadline time.Time) (req policy.Request, p Prompt, ok bool) {
 	conv := sessionID
 	if len(conv) == 0 && user.Found && user.IsString && user.Name != "" {

@@ -207,8 +207,7 @@ func ResolveModel(fl *fleet.Fleet, body []byte) Resolved {
 	err := openai.FindMembers(body, requestMembers, fs[:])
 	f := fs[0]
 	if err != nil {
-		return Resolved{Body: body, Reason: reasonBadRequest,
-			Err: apiError(fasthttp.StatusBadRequest, "", "The request body is not a JSON object.", "")}
+		return notObject(body)
 	}
 	model, ok := fl.Resolve(f.Name)
 	if !ok {
@@ -223,11 +222,16 @@ func ResolveModel(fl *fleet.Fleet, body []byte) Resolved {
 		body = openai.SpliceModel(make([]byte, 0, len(body)+len(model)+12), body, f, model)
 		// The splice moved what follows the model; find the rest again.
 		if err := openai.FindMembers(body, requestMembers, fs[:]); err != nil {
-			return Resolved{Name: f.Name, Body: body, Reason: reasonBadRequest,
-				Err: apiError(fasthttp.StatusBadRequest, "", "The request body is not a JSON object.", "")}
+			return notObject(body)
 		}
 	}
 	return Resolved{Name: f.Name, Model: model, Body: body, Prompt: fs[1], User: fs[2]}
+}
+
+// notObject is ResolveModel's answer to a body that is not a JSON object.
+func notObject(body []byte) Resolved {
+	return Resolved{Body: body, Reason: reasonBadRequest,
+		Err: apiError(fasthttp.StatusBadRequest, "", "The request body is not a JSON object.", "")}
 }
 
 // requestMembers are the members of a request body that the gateway reads

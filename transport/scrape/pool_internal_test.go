@@ -31,19 +31,16 @@ func TestPoolsOfDepartedEnginesClose(t *testing.T) {
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	gone, kept := srv.URL, "http://localhost:"+port
 	scrape(gone)
-	if s.pools[gone] == nil || s.pools[gone].p == nil {
+	if e := s.entry(gone); e == nil || e.p == nil {
 		t.Fatalf("no pool for %s", gone)
 	}
 	time.Sleep(150 * time.Millisecond)
 	scrape(kept) // the same engine under another name: a new entry, and a sweep
-	s.mu.Lock()
-	_, stillThere := s.pools[gone]
-	s.mu.Unlock()
-	if stillThere {
+	if s.entry(gone) != nil {
 		t.Errorf("the pool of %s, unscraped for longer than the idle timeout, was kept", gone)
 	}
 	scrape(srv.URL + "/engine")
-	if e := s.pools[srv.URL+"/engine"]; e == nil || e.p != nil {
+	if e := s.entry(srv.URL + "/engine"); e == nil || e.p != nil {
 		t.Errorf("a base URL with a path: %+v, want net/http's", e)
 	}
 }
@@ -65,7 +62,7 @@ func TestScrapeTLSPool(t *testing.T) {
 	if err != nil || r.Running != 2 || r.Waiting != 1 {
 		t.Fatalf("%+v, %v", r, err)
 	}
-	if e := s.pools[srv.URL]; e == nil || e.p == nil {
+	if e := s.entry(srv.URL); e == nil || e.p == nil {
 		t.Fatalf("scraped without a pool: %+v", e)
 	}
 	untrusting := New(Options{})
@@ -73,4 +70,11 @@ func TestScrapeTLSPool(t *testing.T) {
 	if _, err := untrusting.Scrape(ctx, srv.URL); err == nil {
 		t.Fatal("an engine whose certificate nobody trusts was scraped")
 	}
+}
+
+// entry is base's pool entry, nil when it has none.
+func (s *Scraper) entry(base string) *enginePool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pools[base]
 }

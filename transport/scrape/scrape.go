@@ -68,7 +68,6 @@ type Scraper struct {
 	mu       sync.Mutex
 	pools    map[string]*enginePool
 	swept    time.Time
-	idle     time.Duration
 
 	maxPage int64
 	scratch sync.Pool // *scratch, one per scrape under way
@@ -124,7 +123,6 @@ func New(opts Options) *Scraper {
 		poolOpts: upstream.Options{MaxIdleConns: 2, IdleTimeout: opts.IdleTimeout,
 			MaxResponseHeaderBytes: min(opts.MaxHeaderBytes, 1<<20), TLS: opts.TLS},
 		pools:   map[string]*enginePool{},
-		idle:    opts.IdleTimeout,
 		maxPage: opts.MaxPageBytes,
 	}
 	s.scratch.New = func() any { return &scratch{buf: make([]byte, readBytes)} }
@@ -154,19 +152,19 @@ func (s *Scraper) pool(base string) *upstream.Pool {
 	s.mu.Lock()
 	e := s.pools[base]
 	if e == nil {
-		p, err := upstream.NewPool(base, s.poolOpts)
-		if err != nil {
-			p = nil
-		}
+		// NewPool refuses a base URL with a path (nil: net/http's), and
+		// one that is not http(s), which net/http then fails to scrape,
+		// and the replica's scrape warning says so.
+		p, _ := upstream.NewPool(base, s.poolOpts)
 		e = &enginePool{p: p}
 		s.pools[base] = e
 	}
 	e.used = now
 	var stale []*upstream.Pool
-	if now.Sub(s.swept) > s.idle {
+	if idle := s.poolOpts.IdleTimeout; now.Sub(s.swept) > idle {
 		s.swept = now
 		for b, o := range s.pools {
-			if now.Sub(o.used) > s.idle {
+			if now.Sub(o.used) > idle {
 				delete(s.pools, b)
 				if o.p != nil {
 					stale = append(stale, o.p)
