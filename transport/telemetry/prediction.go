@@ -111,11 +111,9 @@ type Accuracy struct {
 
 // Accuracy sums replica id's predictions over its models.
 func (r *Registry) Accuracy(id string) Accuracy {
-	r.mu.RLock()
-	rep := r.replicas[id]
-	r.mu.RUnlock()
 	var a Accuracy
-	if rep == nil {
+	rep, ok := r.replicas.get(id)
+	if !ok {
 		return a
 	}
 	rep.mu.RLock()

@@ -62,11 +62,11 @@ type Registry struct {
 	fleet  Fleet
 	global *metrics.Set
 
-	mu       sync.RWMutex // guards replicas and models
-	replicas map[string]*Replica
-	models   map[string]*Model
+	mu       sync.Mutex // held by writers of replicas, models and decisions
+	replicas cowMap[string, *Replica]
+	models   cowMap[string, *Model]
 
-	decisions sync.Map // policy → *metrics.PrometheusHistogram
+	decisions cowMap[string, *metrics.PrometheusHistogram] // by policy; written under mu
 	extra     []Writer
 
 	procMu sync.Mutex // guards proc and procAt
@@ -76,13 +76,7 @@ type Registry struct {
 
 // New returns an empty registry reading replica gauges from fleet.
 func New(fleet Fleet) *Registry {
-	r := &Registry{
-		fleet:    fleet,
-		global:   metrics.NewSet(),
-		replicas: make(map[string]*Replica),
-		models:   make(map[string]*Model),
-	}
-	return r
+	return &Registry{fleet: fleet, global: metrics.NewSet()}
 }
 
 // Include adds a set written with the registry's own, such as the routing
@@ -119,7 +113,7 @@ type Model struct {
 	DeliveredCached *metrics.Counter
 	errMu           sync.Mutex
 	errs            map[string]*metrics.Counter
-	estimated       sync.Map // policy → *metrics.PrometheusHistogram
+	estimated       cowMap[string, *metrics.PrometheusHistogram] // by policy; written under errMu
 }
 
 // Name is the model's name.
@@ -128,29 +122,20 @@ func (m *Model) Name() string { return m.name }
 // Estimated records the cost model's estimated time to first token for the
 // chosen replica (inferrail_estimated_ttft_seconds), by policy.
 func (m *Model) Estimated(policy string, d time.Duration) {
-	h, ok := m.estimated.Load(policy)
-	if !ok {
-		h, _ = m.estimated.LoadOrStore(policy, m.set.GetOrCreatePrometheusHistogramExt(
-			`inferrail_estimated_ttft_seconds{model=`+strconv.Quote(m.name)+`,policy=`+strconv.Quote(policy)+`}`, latencyBuckets))
-	}
-	h.(*metrics.PrometheusHistogram).Update(d.Seconds())
+	m.estimated.getOrMake(&m.errMu, policy, func() *metrics.PrometheusHistogram {
+		return m.set.GetOrCreatePrometheusHistogramExt(
+			`inferrail_estimated_ttft_seconds{model=`+strconv.Quote(m.name)+`,policy=`+strconv.Quote(policy)+`}`, latencyBuckets)
+	}).Update(d.Seconds())
 }
 
 // Model returns the series of model name, creating them on first use.
 func (r *Registry) Model(name string) *Model {
-	r.mu.RLock()
-	m := r.models[name]
-	r.mu.RUnlock()
-	if m != nil {
-		return m
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if m = r.models[name]; m != nil {
-		return m
-	}
+	return r.models.getOrMake(&r.mu, name, func() *Model { return r.newModel(name) })
+}
+
+func (r *Registry) newModel(name string) *Model {
 	l := `{model=` + strconv.Quote(name) + `}`
-	m = &Model{
+	return &Model{
 		set:             r.global,
 		name:            name,
 		Retries:         r.global.NewCounter("inferrail_upstream_retries_total" + l),
@@ -160,8 +145,6 @@ func (r *Registry) Model(name string) *Model {
 		DeliveredCached: r.global.NewCounter("inferrail_delivered_cached_tokens_total" + l),
 		errs:            make(map[string]*metrics.Counter),
 	}
-	r.models[name] = m
-	return m
 }
 
 // Error counts one error the gateway answered itself, by reason.
@@ -198,20 +181,18 @@ func (r *Registry) ModelPolicyOff(model, policy string) {
 
 // Decision records the time one routing decision took, by policy.
 func (r *Registry) Decision(policy string, d time.Duration) {
-	h, ok := r.decisions.Load(policy)
-	if !ok {
-		h, _ = r.decisions.LoadOrStore(policy, r.global.GetOrCreatePrometheusHistogramExt(
-			`inferrail_routing_decision_seconds{policy=`+strconv.Quote(policy)+`}`, decisionBuckets))
-	}
-	h.(*metrics.PrometheusHistogram).Update(d.Seconds())
+	r.decisions.getOrMake(&r.mu, policy, func() *metrics.PrometheusHistogram {
+		return r.global.GetOrCreatePrometheusHistogramExt(
+			`inferrail_routing_decision_seconds{policy=`+strconv.Quote(policy)+`}`, decisionBuckets)
+	}).Update(d.Seconds())
 }
 
 // Replica holds one replica's request series, in a set of its own.
 type Replica struct {
 	id      string
 	set     *metrics.Set
-	mu      sync.RWMutex // guards byMP and byModel
-	byMP    map[[2]string]*Series
+	mu      sync.RWMutex // guards byModel and preds, and is held by writers of byMP
+	byMP    cowMap[[2]string, *Series]
 	byModel map[string]*PromptCheck
 	preds   map[string]*Prediction // by model
 }
@@ -243,10 +224,8 @@ type PromptCheck struct {
 // PromptChecks sums replica id's prompt count checks over its models:
 // what /admin/replicas shows as its agreement.
 func (r *Registry) PromptChecks(id string) (checked, mismatched uint64) {
-	r.mu.RLock()
-	rep := r.replicas[id]
-	r.mu.RUnlock()
-	if rep == nil {
+	rep, ok := r.replicas.get(id)
+	if !ok {
 		return 0, 0
 	}
 	rep.mu.RLock()
@@ -270,19 +249,10 @@ func (s *Series) Request(status string) {
 
 // replica returns the series set of replica id, creating it on first use.
 func (r *Registry) replica(id string) *Replica {
-	r.mu.RLock()
-	rep := r.replicas[id]
-	r.mu.RUnlock()
-	if rep == nil {
-		r.mu.Lock()
-		if rep = r.replicas[id]; rep == nil {
-			rep = &Replica{id: id, set: metrics.NewSet(), byMP: make(map[[2]string]*Series),
-				byModel: make(map[string]*PromptCheck), preds: make(map[string]*Prediction)}
-			r.replicas[id] = rep
-		}
-		r.mu.Unlock()
-	}
-	return rep
+	return r.replicas.getOrMake(&r.mu, id, func() *Replica {
+		return &Replica{id: id, set: metrics.NewSet(),
+			byModel: make(map[string]*PromptCheck), preds: make(map[string]*Prediction)}
+	})
 }
 
 // ResponseLookupFailed counts, in
@@ -300,21 +270,15 @@ func (r *Registry) ResponseLookupFailed(id string) {
 func (r *Registry) Replica(id, model, policy string) *Series {
 	rep := r.replica(id)
 	key := [2]string{model, policy}
-	rep.mu.RLock()
-	s := rep.byMP[key]
-	rep.mu.RUnlock()
-	if s != nil {
-		return s
-	}
-	rep.mu.Lock()
-	defer rep.mu.Unlock()
-	if s = rep.byMP[key]; s != nil {
-		return s
-	}
+	return rep.byMP.getOrMake(&rep.mu, key, func() *Series { return rep.newSeries(id, model, policy) })
+}
+
+// newSeries makes the series of (replica, model, policy); rep.mu is held.
+func (rep *Replica) newSeries(id, model, policy string) *Series {
 	lm := `model=` + strconv.Quote(model)
 	lr := `replica=` + strconv.Quote(id)
 	lp := `policy=` + strconv.Quote(policy)
-	s = &Series{
+	s := &Series{
 		TTFT:      rep.set.NewPrometheusHistogramExt(`inferrail_ttft_seconds{`+lm+`,`+lp+`,`+lr+`}`, latencyBuckets),
 		Duration:  rep.set.NewPrometheusHistogramExt(`inferrail_request_duration_seconds{`+lm+`,`+lp+`,`+lr+`}`, latencyBuckets),
 		Decisions: rep.set.NewCounter(`inferrail_routing_decisions_total{` + lm + `,` + lp + `,` + lr + `}`),
@@ -333,7 +297,6 @@ func (r *Registry) Replica(id, model, policy string) *Series {
 		s.Prediction = newPrediction(rep.set, lm, lr)
 		rep.preds[model] = s.Prediction
 	}
-	rep.byMP[key] = s
 	return s
 }
 
@@ -348,13 +311,15 @@ func (r *Registry) WritePrometheus(w io.Writer) {
 		live[s.ID] = s
 	}
 	r.mu.Lock()
-	reps := make([]*Replica, 0, len(r.replicas))
-	for id, rep := range r.replicas {
-		if _, ok := live[id]; !ok {
-			delete(r.replicas, id)
-			rep.set.UnregisterAllMetrics()
-			continue
+	r.replicas.delete(func(id string, rep *Replica) bool {
+		if _, ok := live[id]; ok {
+			return false
 		}
+		rep.set.UnregisterAllMetrics()
+		return true
+	})
+	reps := make([]*Replica, 0, len(live))
+	for _, rep := range r.replicas.snapshot() {
 		reps = append(reps, rep)
 	}
 	r.mu.Unlock()

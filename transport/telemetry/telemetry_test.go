@@ -318,3 +318,21 @@ func TestModelPolicyPercent(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLookups is what every proxied request asks the registry for:
+// its model's series, its (replica, model, policy) series and the
+// decision histogram, from both cores at once.
+func BenchmarkLookups(b *testing.B) {
+	r := New(&fakeFleet{})
+	ids := []string{"r0", "r1", "r2"}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			r.Model("m")
+			r.Replica(ids[i%len(ids)], "m", "least_request").Decisions.Inc()
+			r.Decision("least_request", time.Microsecond)
+			i++
+		}
+	})
+}
