@@ -49,11 +49,6 @@ type Conn struct {
 	wn    int
 	werr  syscall.Errno
 	wfunc func(fd uintptr) bool
-
-	// The state of a WriteAwait (under both mutexes).
-	aStarted bool  // its write has begun
-	aErr     error // the write's own error from RawConn, if it waited
-	afunc    func(fd uintptr) bool
 }
 
 // Wrap returns c as a Conn when it is a TCP connection, and c itself
@@ -82,7 +77,7 @@ func wrap(c net.Conn) net.Conn {
 		return c
 	}
 	w := &Conn{TCPConn: tc, rc: rc}
-	w.rfunc, w.wfunc, w.afunc = w.read, w.write, w.await
+	w.rfunc, w.wfunc = w.read, w.write
 	return w
 }
 
@@ -169,55 +164,6 @@ func (c *Conn) write(fd uintptr) bool {
 		}
 	}
 	return true
-}
-
-// WriteAwait writes all of p, as Write does, and then waits until the
-// socket is readable or the read deadline passes, for a caller that reads
-// the peer's reply next: a request to an engine. It saves the read that
-// Read would otherwise make at once and find empty (the engine has not
-// answered yet), a system call per request (issue 16).
-//
-// The wait runs inside RawConn.Read, whose start clears the poller's
-// readiness mark, and the write comes after that: the reply, which cannot
-// come before the write, always raises a fresh readiness event that ends
-// the wait, whenever it arrives. Only bytes the peer sent before the write
-// (which a request-reply protocol does not allow, and which
-// transport/upstream checks for before reusing a connection) would raise
-// none, and the wait would then last until the read deadline. The error
-// is the write's alone; a wait that ends on a deadline or a close returns
-// nil, and the Read that follows meets the same condition.
-func (c *Conn) WriteAwait(p []byte) (int, error) {
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.wbuf, c.wn, c.werr = p, 0, 0
-	c.aStarted, c.aErr = false, nil
-	err := c.rc.Read(c.afunc)
-	if !c.aStarted {
-		// RawConn refused before calling (a closed socket, a read deadline
-		// already past): write as Write does, and leave the read to Read.
-		err = c.rc.Write(c.wfunc)
-	} else {
-		err = c.aErr
-	}
-	c.wbuf = nil
-	return c.wn, c.outcome("write", err, c.werr)
-}
-
-// await is WriteAwait's function on fd: the first call writes (waiting
-// for the socket to drain through RawConn.Write if it fills) and then
-// asks to wait for readability; the next call, once readable, ends it.
-func (c *Conn) await(fd uintptr) bool {
-	if c.aStarted {
-		return true
-	}
-	c.aStarted = true
-	if !c.write(fd) {
-		c.aErr = c.rc.Write(c.wfunc)
-	}
-	// A failed write has no reply to wait for.
-	return c.aErr != nil || c.werr != 0
 }
 
 // outcome is op's error as net.Conn gives it, from RawConn's error (a

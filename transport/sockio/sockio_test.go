@@ -180,7 +180,7 @@ func TestWrapLeavesOthers(t *testing.T) {
 	}
 }
 
-// TestNoAllocations: a read and a write (Write or WriteAwait) allocate nothing (the functions
+// TestNoAllocations: a read and a write allocate nothing (the functions
 // RawConn calls are made once per connection); the gateway's allocation
 // guard, transport/frontend's BenchmarkProxyAllocs, counted eight more per
 // request when each call built a closure.
@@ -188,20 +188,15 @@ func TestNoAllocations(t *testing.T) {
 	c, srv := pair(t)
 	msg, buf := []byte("ping"), make([]byte, 4)
 	go io.Copy(srv, srv)
-	for _, w := range []struct {
-		name  string
-		write func([]byte) (int, error)
-	}{{"Write", c.Write}, {"WriteAwait", c.WriteAwait}} {
-		if n := testing.AllocsPerRun(200, func() {
-			if _, err := w.write(msg); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.ReadFull(c, buf); err != nil {
-				t.Fatal(err)
-			}
-		}); n != 0 {
-			t.Fatalf("%.1f allocations per %s and read", n, w.name)
+	if n := testing.AllocsPerRun(200, func() {
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
 		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%.1f allocations per write and read", n)
 	}
 }
 
@@ -244,92 +239,5 @@ func TestDialer(t *testing.T) {
 	ln2.Close()
 	if c, err := dial(context.Background(), "tcp", addr); err == nil || c != nil {
 		t.Fatalf("dial to a closed port: %v, %v", c, err)
-	}
-}
-
-// TestWriteAwait: WriteAwait returns once the reply has come, not before
-// (the server answers 30 ms after the request), and the reply is then read
-// whole; in a thousand quick exchanges with an echoing peer, whose reply
-// may arrive while the write is still returning, no wait is missed (each
-// would last the 5 s deadline).
-func TestWriteAwait(t *testing.T) {
-	c, srv := pair(t)
-	go func() {
-		buf := make([]byte, 64)
-		for {
-			n, err := srv.Read(buf)
-			if err != nil {
-				return
-			}
-			if string(buf[:n]) == "slow" {
-				time.Sleep(30 * time.Millisecond)
-			}
-			srv.Write(buf[:n])
-		}
-	}()
-	start := time.Now()
-	if n, err := c.WriteAwait([]byte("slow")); n != 4 || err != nil {
-		t.Fatalf("WriteAwait: %d, %v", n, err)
-	}
-	if el := time.Since(start); el < 25*time.Millisecond {
-		t.Fatalf("returned after %v, before the reply", el)
-	}
-	buf := make([]byte, 4)
-	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "slow" {
-		t.Fatalf("reply %q, %v", buf, err)
-	}
-	msg := []byte("ping")
-	for i := range 1000 {
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		start := time.Now()
-		if _, err := c.WriteAwait(msg); err != nil {
-			t.Fatalf("exchange %d: %v", i, err)
-		}
-		if el := time.Since(start); el > 2*time.Second {
-			t.Fatalf("exchange %d: the wait lasted %v: the reply's wake-up was lost", i, el)
-		}
-		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
-			t.Fatalf("exchange %d: reply %q, %v", i, buf, err)
-		}
-	}
-}
-
-// TestWriteAwaitEnds: a wait with no reply ends at the read deadline with
-// no error (the write succeeded) and the next read times out; a large
-// write that fills the socket buffers is written whole first; on a closed
-// connection the write fails.
-func TestWriteAwaitEnds(t *testing.T) {
-	c, srv := pair(t)
-	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-	if _, err := c.WriteAwait([]byte("x")); err != nil {
-		t.Fatalf("WriteAwait with no reply: %v", err)
-	}
-	var ne net.Error
-	if _, err := c.Read(make([]byte, 1)); !errors.As(err, &ne) || !ne.Timeout() {
-		t.Fatalf("read after the wait: %v, want a timeout", err)
-	}
-
-	big := make([]byte, 8<<20)
-	got := make(chan int64, 1)
-	go func() {
-		n, _ := io.CopyN(io.Discard, srv, int64(1+len(big)))
-		srv.Write([]byte("k"))
-		got <- n
-	}()
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if n, err := c.WriteAwait(big); n != len(big) || err != nil {
-		t.Fatalf("large WriteAwait: %d, %v", n, err)
-	}
-	if n := <-got; n != int64(1+len(big)) {
-		t.Fatalf("the peer read %d bytes, want %d", n, 1+len(big))
-	}
-	buf := make([]byte, 1)
-	if _, err := io.ReadFull(c, buf); err != nil || buf[0] != 'k' {
-		t.Fatalf("reply %q, %v", buf, err)
-	}
-
-	c.Close()
-	if _, err := c.WriteAwait([]byte("x")); !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("WriteAwait after Close: %v, want net.ErrClosed", err)
 	}
 }

@@ -29,11 +29,6 @@ type conn struct {
 	// error comes means no response byte arrived.
 	nread int64
 	rerr  error // the last read error, for ClosedError's message
-	// awaiter is nc when it can write a request and wait for the reply
-	// without a read that finds nothing (sockio.Conn.WriteAwait); await
-	// asks the next write to, set by roundTrip for its last flush only.
-	awaiter awaiter
-	await   bool
 	// reused is set when the conn came from the idle stack.
 	reused bool
 	// idleSince is when the conn went back to the idle stack (guarded by the
@@ -48,16 +43,10 @@ type conn struct {
 	peekBuf [1]byte
 }
 
-// awaiter is transport/sockio's Conn, seen through the method it adds.
-type awaiter interface {
-	WriteAwait(p []byte) (int, error)
-}
-
 func newConn(nc, raw net.Conn, readBufferBytes int) *conn {
 	c := &conn{nc: nc, raw: raw}
-	c.awaiter, _ = nc.(awaiter)
 	c.br = bufio.NewReaderSize(c, readBufferBytes)
-	c.bw = bufio.NewWriterSize(connWriter{c}, writeBufferBytes)
+	c.bw = bufio.NewWriterSize(nc, writeBufferBytes)
 	c.closeFn = c.close
 	if sc, ok := raw.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
@@ -79,16 +68,6 @@ func (c *conn) Read(p []byte) (int, error) {
 }
 
 func (c *conn) close() { c.raw.Close() }
-
-// connWriter is what the conn's bufio.Writer writes to.
-type connWriter struct{ c *conn }
-
-func (w connWriter) Write(p []byte) (int, error) {
-	if w.c.await && w.c.awaiter != nil {
-		return w.c.awaiter.WriteAwait(p)
-	}
-	return w.c.nc.Write(p)
-}
 
 // idleUsable reports whether an idle keep-alive connection can carry a new
 // request: the peer has neither closed it nor sent anything since the last

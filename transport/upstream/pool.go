@@ -244,18 +244,9 @@ func (p *Pool) roundTrip(ctx context.Context, c *conn, req *fasthttp.Request) (_
 		return nil, false, fmt.Errorf("upstream %s: %w", p.addr, err)
 	}
 
-	// The head timeout runs from the last flush, which then waits for the
-	// reply's first bytes (connWriter) without a read that finds none.
-	var deadline time.Time
 	err := req.Write(c.bw)
 	if err == nil {
-		if p.opts.HeadTimeout > 0 {
-			deadline = time.Now().Add(p.opts.HeadTimeout)
-			c.nc.SetReadDeadline(deadline)
-		}
-		c.await = true
 		err = c.bw.Flush()
-		c.await = false
 	}
 	if err != nil {
 		// A write error on a socket means the peer has gone; an error from
@@ -269,6 +260,11 @@ func (p *Pool) roundTrip(ctx context.Context, c *conn, req *fasthttp.Request) (_
 		return fail(fmt.Errorf("write request: %w", err))
 	}
 
+	var deadline time.Time
+	if p.opts.HeadTimeout > 0 {
+		deadline = time.Now().Add(p.opts.HeadTimeout)
+		c.nc.SetReadDeadline(deadline)
+	}
 	fr := fasthttp.AcquireResponse()
 	fr.StreamBody = true
 	fr.SkipBody = req.Header.IsHead()
