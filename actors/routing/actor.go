@@ -221,8 +221,12 @@ func (a *routingActor) see(now time.Time) {
 	for _, r := range a.st.replicas {
 		s := r.Snapshot()
 		c := s.Counters
-		v := route.View{ID: s.ID, Serves: s.Serves(a.st.Model), Healthy: s.Healthy, Ejected: s.Ejected(now),
-			Room: c.HasRoom(), InFlight: c.InFlight(), Pending: c.Pending(), Labels: s.Labels, Ledger: ledger(s)}
+		// Filled in place, not built apart and copied in (route.collect's
+		// candidates the same way).
+		a.views = append(a.views, route.View{})
+		v := &a.views[len(a.views)-1]
+		v.ID, v.Serves, v.Healthy, v.Ejected = s.ID, s.Serves(a.st.Model), s.Healthy, s.Ejected(now)
+		v.Room, v.InFlight, v.Pending, v.Labels, v.Ledger = c.HasRoom(), c.InFlight(), c.Pending(), s.Labels, ledger(s)
 		if a.st.detail {
 			v.Key = policy.ReplicaKey(s.ID)
 			if s.Shadow != nil {
@@ -232,7 +236,6 @@ func (a *routingActor) see(now time.Time) {
 				v.Fresh, v.Running, v.KVUsage, v.Waiting = true, int(l.Running), l.KVUsage, int(l.Waiting)
 			}
 		}
-		a.views = append(a.views, v)
 		a.snaps = append(a.snaps, s)
 	}
 }

@@ -134,22 +134,25 @@ func collect(dst []policy.Candidate, views []View, exclude []string, detail, eje
 		if !v.Room {
 			continue
 		}
-		dst = append(dst, candidate(i, v, detail))
+		// Filled in place: a candidate built apart and appended was
+		// copied whole, the collection's largest cost at 256 replicas.
+		dst = append(dst, policy.Candidate{})
+		candidate(&dst[len(dst)-1], i, v, detail)
 	}
 	return dst, offered, live
 }
 
-func candidate(i int, v *View, detail bool) policy.Candidate {
-	c := policy.Candidate{Replica: i, InFlight: v.InFlight, Pending: v.Pending, Labels: v.Labels}
+// candidate sets c, a zero Candidate, to view v of replica i.
+func candidate(c *policy.Candidate, i int, v *View, detail bool) {
+	c.Replica, c.InFlight, c.Pending, c.Labels = i, v.InFlight, v.Pending, v.Labels
 	if !detail {
-		return c
+		return
 	}
 	c.Key, c.PendingTokens = v.Key, v.PendingTokens
 	c.Running = max(c.InFlight-c.Pending, 0)
 	if v.Fresh {
 		c.Running, c.KVUsage, c.Waiting, c.Fresh = v.Running, v.KVUsage, v.Waiting, true
 	}
-	return c
 }
 
 func tried(exclude []string, id string) bool {
