@@ -85,21 +85,32 @@ func (LeastRequest) Pick(_ *Request, cands []Candidate, rng *rand.Rand) (int, er
 	if len(cands) == 0 {
 		return -1, ErrNoCandidate
 	}
+	// The fewest in flight and how many candidates have it, then one of
+	// those drawn uniformly: one random number a decision, not one a tie
+	// (reservoir sampling took one per replica when all were idle, an
+	// eighth of a 256-replica decision). sched's max-score-picker draws
+	// the same way, so that a least_request profile decides as this does.
 	best, ties := 0, 1
 	for i := 1; i < len(cands); i++ {
 		switch n := cands[i].InFlight; {
 		case n < cands[best].InFlight:
 			best, ties = i, 1
 		case n == cands[best].InFlight:
-			// Reservoir sampling: the k-th tie replaces the choice with
-			// probability 1/k, so every tie ends up equally likely.
 			ties++
-			if rng.IntN(ties) == 0 {
-				best = i
-			}
 		}
 	}
-	return best, nil
+	if ties == 1 {
+		return best, nil
+	}
+	nth, low := rng.IntN(ties), cands[best].InFlight
+	for i := best; ; i++ {
+		if cands[i].InFlight == low {
+			if nth == 0 {
+				return i, nil
+			}
+			nth--
+		}
+	}
 }
 
 // P2C is the power of two choices: it draws two distinct candidates at random

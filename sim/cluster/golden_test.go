@@ -161,7 +161,8 @@ func TestGoldenPicks(t *testing.T) {
 	if *updateGolden {
 		out := "# case policy digest picks: sim/cluster's decisions per request (base-36 replica, '-' rejected),\n" +
 			"# captured before the routing core moved to model/route (the digests again when Record gained\n" +
-			"# the instance fields of issue 17, every pick the same); TestGoldenPicks holds the code to them.\n" +
+			"# the instance fields of issue 17, every pick the same; least_request's again when its\n" +
+			"# tie-break drew one number a decision instead of one a tie); TestGoldenPicks holds the code to them.\n" +
 			strings.Join(lines, "\n") + "\n"
 		if err := os.MkdirAll(filepath.Dir(goldenFile), 0o755); err != nil {
 			t.Fatal(err)
