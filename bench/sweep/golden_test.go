@@ -104,7 +104,8 @@ func TestGoldenSim(t *testing.T) {
 	}
 	if *updateGolden {
 		out := fmt.Sprintf("# run-file result-hash picks: bench/sweeps/matrix.toml at each main rate (goldenSweep), in virtual time,\n"+
-			"# captured before the routing core moved to model/route; TestGoldenSim holds the code to them.\n%s\n",
+			"# captured before the routing core moved to model/route (least_request's again when its tie-break\n"+
+			"# drew one number a decision instead of one a tie); TestGoldenSim holds the code to them.\n%s\n",
 			strings.Join(lines, "\n"))
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
