@@ -85,11 +85,6 @@ func (LeastRequest) Pick(_ *Request, cands []Candidate, rng *rand.Rand) (int, er
 	if len(cands) == 0 {
 		return -1, ErrNoCandidate
 	}
-	// The fewest in flight and how many candidates have it, then one of
-	// those drawn uniformly: one random number a decision, not one a tie
-	// (reservoir sampling took one per replica when all were idle, an
-	// eighth of a 256-replica decision). sched's max-score-picker draws
-	// the same way, so that a least_request profile decides as this does.
 	best, ties := 0, 1
 	for i := 1; i < len(cands); i++ {
 		switch n := cands[i].InFlight; {
@@ -99,18 +94,31 @@ func (LeastRequest) Pick(_ *Request, cands []Candidate, rng *rand.Rand) (int, er
 			ties++
 		}
 	}
-	if ties == 1 {
-		return best, nil
+	low := cands[best].InFlight
+	return PickTie(rng, best, len(cands), ties, func(i int) bool { return cands[i].InFlight == low }), nil
+}
+
+// PickTie draws one of ties tied candidates uniformly with one random
+// number: the first of them is at first, and tied(i) tells the others
+// among first+1..n-1. One draw a decision, where drawing at each tie
+// (reservoir sampling) took one per replica when all were idle, an
+// eighth of a 256-replica decision. LeastRequest and sched's
+// max-score-picker both break ties with it, so that a least_request
+// profile decides as the policy does.
+func PickTie(rng *rand.Rand, first, n, ties int, tied func(i int) bool) int {
+	if ties <= 1 {
+		return first
 	}
-	nth, low := rng.IntN(ties), cands[best].InFlight
-	for i := best; ; i++ {
-		if cands[i].InFlight == low {
-			if nth == 0 {
-				return i, nil
-			}
+	nth := rng.IntN(ties)
+	for i := first + 1; i < n && nth > 0; i++ {
+		if tied(i) {
 			nth--
+			if nth == 0 {
+				return i
+			}
 		}
 	}
+	return first
 }
 
 // P2C is the power of two choices: it draws two distinct candidates at random

@@ -30,9 +30,7 @@ var maxScorePicker = Type{
 type maxScore struct{}
 
 // Pick finds the best total and how many candidates share it, then
-// draws one of those ties uniformly: one random number per decision,
-// where drawing at each tie (reservoir sampling) took one per replica
-// when all were idle, an eighth of a 256-replica least_request decision.
+// draws one of those ties uniformly (policy.PickTie).
 func (maxScore) Pick(c *Cycle, in []int, totals []float64) int {
 	best, ties := 0, 1
 	for k := 1; k < len(in); k++ {
@@ -43,19 +41,8 @@ func (maxScore) Pick(c *Cycle, in []int, totals []float64) int {
 			ties++
 		}
 	}
-	if ties == 1 {
-		return in[best]
-	}
-	nth := c.Rng.IntN(ties)
 	top := totals[best]
-	for k := best; ; k++ {
-		if totals[k] == top {
-			if nth == 0 {
-				return in[k]
-			}
-			nth--
-		}
-	}
+	return in[policy.PickTie(c.Rng, best, len(in), ties, func(k int) bool { return totals[k] == top })]
 }
 
 var randomPicker = Type{

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 )
@@ -52,29 +53,31 @@ func (c *cowMap[K, V]) snapshot() map[K]V {
 
 // set stores v under k. The caller holds the writers' lock.
 func (c *cowMap[K, V]) set(k K, v V) {
-	old := c.snapshot()
-	m := make(map[K]V, len(old)+1)
-	for k, v := range old {
-		m[k] = v
+	m := maps.Clone(c.snapshot())
+	if m == nil {
+		m = make(map[K]V, 1)
 	}
 	m[k] = v
 	c.p.Store(&m)
 }
 
-// delete removes the keys for which drop is true. The caller holds the
-// writers' lock.
+// delete removes the keys for which drop is true, called once per key;
+// the map is copied only when one goes. The caller holds the writers'
+// lock.
 func (c *cowMap[K, V]) delete(drop func(K, V) bool) {
 	old := c.snapshot()
-	m := make(map[K]V, len(old))
-	n := 0
+	var gone []K
 	for k, v := range old {
 		if drop(k, v) {
-			n++
-			continue
+			gone = append(gone, k)
 		}
-		m[k] = v
 	}
-	if n > 0 {
-		c.p.Store(&m)
+	if len(gone) == 0 {
+		return
 	}
+	m := maps.Clone(old)
+	for _, k := range gone {
+		delete(m, k)
+	}
+	c.p.Store(&m)
 }
