@@ -169,8 +169,15 @@ func (a *replicaActor) stopScraper() {
 // maxAge old at now (load.max_age); otherwise ok is false and readers fall
 // back to the gateway's own counts.
 func (s *Snapshot) FreshLoad(now time.Time, maxAge time.Duration) (r load.Report, ok bool) {
-	if s.LoadAt.IsZero() || !load.Fresh(s.LoadAt, now, maxAge) {
+	if !s.LoadFresh(now, maxAge) {
 		return load.Report{}, false
 	}
 	return s.Load, true
+}
+
+// LoadFresh reports whether FreshLoad would return the report: whether
+// s.Load is at most maxAge old at now. A caller that reads a few of its
+// fields reads them in place, without FreshLoad's copy.
+func (s *Snapshot) LoadFresh(now time.Time, maxAge time.Duration) bool {
+	return !s.LoadAt.IsZero() && load.Fresh(s.LoadAt, now, maxAge)
 }

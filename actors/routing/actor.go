@@ -232,7 +232,8 @@ func (a *routingActor) see(now time.Time) {
 			if s.Shadow != nil {
 				v.PendingTokens = s.Shadow.PendingTokens()
 			}
-			if l, ok := s.FreshLoad(now, a.st.MaxAge); ok {
+			if s.LoadFresh(now, a.st.MaxAge) {
+				l := &s.Load
 				v.Fresh, v.Running, v.KVUsage, v.Waiting = true, int(l.Running), l.KVUsage, int(l.Waiting)
 			}
 		}

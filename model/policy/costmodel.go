@@ -2,7 +2,6 @@ package policy
 
 import (
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/inferrail/inferrail/model/cost"
@@ -282,7 +281,8 @@ func (p *CostModel) session(req *Request) (uint64, bool) {
 
 // costScratch is the working memory of one decision.
 type costScratch struct {
-	weights         []uint64
+	weights         []uint64 // per candidate, for the hot prefix
+	selected        []uint64 // weights reordered by kthLargest
 	all, within, ok []int
 	guard           []Guard
 }
@@ -429,21 +429,23 @@ func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costSc
 			d.Owners = k
 			rb := min(len(req.Blocks), p.p.HotPrefix.Blocks)
 			rootTokens := min(rb*blockSize(req), prompt)
+			// Each candidate's weight once, in s.weights; the threshold is
+			// selected from a copy.
 			w := s.weights[:0]
 			for i := range cands {
 				w = append(w, hrw(root, candKey(&cands[i])))
 			}
-			slices.Sort(w)
-			threshold = w[n-k]
 			s.weights = w
+			s.selected = append(s.selected[:0], w...)
+			threshold = kthLargest(s.selected, k)
 			for i := range cands {
-				if hrw(root, candKey(&cands[i])) >= threshold {
+				if w[i] >= threshold {
 					credit = max(credit, min(cands[i].CachedTokens, rootTokens))
 				}
 			}
 		}
 	}
-	owner := func(c *Candidate) bool { return d.Owners > 0 && hrw(root, candKey(c)) >= threshold }
+	owner := func(i int) bool { return d.Owners > 0 && s.weights[i] >= threshold }
 
 	sessKey, sessOK := p.session(req)
 	best, second, raw, sess := rank{i: -1}, rank{i: -1}, rank{i: -1}, rank{i: -1}
@@ -451,7 +453,7 @@ func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costSc
 		c := &cands[i]
 		own := cachedTokens(c, prompt)
 		priced := own
-		isOwner := owner(c)
+		isOwner := owner(i)
 		if isOwner {
 			priced = max(own, min(credit, prompt))
 		}

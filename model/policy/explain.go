@@ -205,3 +205,36 @@ func p2cDraw(cands []Candidate, draw uint64) int {
 		return j
 	}
 }
+
+// kthLargest returns the k-th largest of x (1 ≤ k ≤ len(x)), reordering x.
+// It is a quickselect, expected linear: cost_model needs only the k-th
+// rendezvous weight, and sorting 256 of them per decision was a tenth of a
+// 256-replica decision.
+func kthLargest(x []uint64, k int) uint64 {
+	want := len(x) - k // the position it has in ascending order
+	lo, hi := 0, len(x)-1
+	for lo < hi {
+		// Median of three as the pivot, so sorted input stays linear.
+		mid := lo + (hi-lo)/2
+		a, b, c := x[lo], x[mid], x[hi]
+		pivot := max(min(a, b), min(max(a, b), c))
+		// Hoare's partition: x[lo..j] ≤ pivot ≤ x[j+1..hi].
+		i, j := lo-1, hi+1
+		for {
+			for i++; x[i] < pivot; i++ {
+			}
+			for j--; x[j] > pivot; j-- {
+			}
+			if i >= j {
+				break
+			}
+			x[i], x[j] = x[j], x[i]
+		}
+		if want <= j {
+			hi = j
+		} else {
+			lo = j + 1
+		}
+	}
+	return x[want]
+}

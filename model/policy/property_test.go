@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -229,6 +230,38 @@ func TestCacheAwarePickDoesNotAllocate(t *testing.T) {
 			}); a != 0 {
 				t.Errorf("%s n=%d: %.1f allocs per Pick", p.Name(), n, a)
 			}
+		}
+	}
+}
+
+// TestKthLargest checks the quickselect against a sort, on random weights,
+// on few distinct values (ties) and on sorted and reversed input.
+func TestKthLargest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for trial := range 2000 {
+		n := 1 + rng.IntN(300)
+		x := make([]uint64, n)
+		for i := range x {
+			switch trial % 4 {
+			case 0:
+				x[i] = rng.Uint64()
+			case 1:
+				x[i] = uint64(rng.IntN(3)) // ties
+			case 2:
+				x[i] = uint64(i) // ascending
+			default:
+				x[i] = uint64(n - i) // descending
+			}
+		}
+		k := 1 + rng.IntN(n)
+		want := slices.Clone(x)
+		slices.Sort(want)
+		if got := kthLargest(x, k); got != want[n-k] {
+			t.Fatalf("trial %d: n=%d k=%d: got %d, want %d", trial, n, k, got, want[n-k])
+		}
+		slices.Sort(x)
+		if !slices.Equal(x, want) {
+			t.Fatalf("trial %d: kthLargest lost or changed a value", trial)
 		}
 	}
 }

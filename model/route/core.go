@@ -144,14 +144,24 @@ func (c *Core) Price(cand *policy.Candidate, l Ledger, req *policy.Request, r *R
 	if l == nil {
 		return
 	}
-	applied := l.Applied()
 	if r != nil {
 		r.Fill(cand)
-		applied = max(applied, r.Applied)
 	} else {
 		cand.QueuedPrefill = l.Queued(now)
 	}
-	recs := c.unapplied[l]
+	// Most replicas have applied all they were sent: no lookup when no
+	// replica has anything outstanding, and no delete of a missing key.
+	if len(c.unapplied) == 0 {
+		return
+	}
+	recs, ok := c.unapplied[l]
+	if !ok {
+		return
+	}
+	applied := l.Applied()
+	if r != nil {
+		applied = max(applied, r.Applied)
+	}
 	k := 0
 	for _, x := range recs {
 		if x.seq > applied {
