@@ -283,7 +283,7 @@ func (a *replicaActor) started(ctx actor.Context) {
 	a.backoff = a.cfg.Health.EjectionBackoff
 	a.mode = IndexApproximate
 	a.est = estimate.New(a.capacity())
-	a.publishShadow()
+	a.publishShadow(a.cfg.Now())
 	a.cfg.Budget.JoinAs(a.id, a.models, a.h)
 	a.publish()
 	a.startScraper(ctx)

@@ -178,7 +178,7 @@ func (a *replicaActor) eventsApplied(m *eventsBatch) {
 	c.Unmapped.Add(after.Unmapped - before.Unmapped)
 	c.Unknown.Add(after.Unknown - before.Unknown)
 	if after.Stored != before.Stored || after.Removed != before.Removed || after.Cleared != before.Cleared {
-		a.publishShadow()
+		a.publishShadow(now)
 	}
 	a.eventsArrived()
 	a.eventsChecked(before, after)

@@ -115,7 +115,7 @@ func (a *replicaActor) scraped(m *scraped) {
 	a.load, a.loadAt, a.loadInFlight = m.report, m.at, m.inFlight
 	if c := a.capacity(); c != a.est.Index.Capacity() {
 		a.est.Index.SetCapacity(c)
-		a.publishShadow()
+		a.publishShadow(a.cfg.Now())
 	}
 	a.publish()
 }

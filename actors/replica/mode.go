@@ -123,7 +123,7 @@ func (a *replicaActor) exactTick(now time.Time) {
 		return
 	}
 	if a.mirror.Expire(now, a.est.Index) > 0 {
-		a.publishShadow()
+		a.publishShadow(now)
 	}
 }
 
@@ -138,7 +138,7 @@ func (a *replicaActor) fallBack(reason FallbackReason, what string) {
 	a.warnings.Raise(a.log, a.cfg.Now(), WarnEventsInterrupted, fmt.Sprintf(
 		"KV events stopped (%s): %s; the cache prediction follows routing decisions until they resume and "+
 			"a resync completes", reason, what), "endpoint", a.stream.Endpoint)
-	a.publishShadow()
+	a.publishShadow(a.cfg.Now())
 	a.publish()
 }
 
@@ -160,7 +160,7 @@ func (a *replicaActor) enterExact(now time.Time) {
 	if a.warnings.Clear(a.log, WarnEventsInterrupted) {
 		a.log.Info("KV events: in step with the engine again; the prediction is exact", "endpoint", a.stream.Endpoint)
 	}
-	a.publishShadow()
+	a.publishShadow(now)
 	a.publish()
 }
 

@@ -199,7 +199,7 @@ func (a *replicaActor) assign(m *Assign) {
 	if at.Seq > a.shadow.applied.Load() {
 		a.shadow.applied.Store(at.Seq)
 	}
-	a.publishShadow()
+	a.publishShadow(now)
 }
 
 func (a *replicaActor) firstByte(m *FirstByte) {
@@ -209,8 +209,9 @@ func (a *replicaActor) firstByte(m *FirstByte) {
 	}
 	at.firstByte = true
 	a.settlePending(at)
-	a.est.FirstByte(a.cfg.Now())
-	a.publishQueue()
+	now := a.cfg.Now()
+	a.est.FirstByte(now)
+	a.publishQueue(now)
 }
 
 // settlePending takes an attempt's tokens off the pending count, once: at
@@ -234,14 +235,14 @@ func (a *replicaActor) attemptEnded(at *Attempt, o Outcome) {
 	switch o {
 	case OutcomeFailed:
 		a.est.Failed(at.receipt, at.firstByte, now)
-		a.publishShadow()
+		a.publishShadow(now)
 	case OutcomeCancelled:
 		a.est.Cancelled(at.firstByte, now)
-		a.publishQueue()
+		a.publishQueue(now)
 	default:
 		if !at.firstByte {
 			a.est.FirstByte(now)
-			a.publishQueue()
+			a.publishQueue(now)
 		}
 	}
 }
@@ -278,13 +279,12 @@ func (a *replicaActor) engineRestarted(by int) bool {
 		a.lossy, a.overdueSince = false, time.Time{}
 	}
 	a.shadow.resets.Add(1)
-	a.publishShadow()
+	a.publishShadow(now)
 	return true
 }
 
-func (a *replicaActor) publishQueue() {
+func (a *replicaActor) publishQueue(now time.Time) {
 	s := a.shadow
-	now := a.cfg.Now()
 	if q := a.est.Queue.Queued(now); q > 0 {
 		s.busyUntil.Store(now.Add(q).UnixNano())
 	} else {
@@ -293,8 +293,8 @@ func (a *replicaActor) publishQueue() {
 	s.waiting.Store(int64(a.est.Queue.Waiting()))
 }
 
-func (a *replicaActor) publishShadow() {
-	a.publishQueue()
+func (a *replicaActor) publishShadow(now time.Time) {
+	a.publishQueue(now)
 	x := a.est.Index
 	a.shadow.blocks.Store(int64(x.Len()))
 	a.shadow.capacity.Store(int64(x.Capacity()))

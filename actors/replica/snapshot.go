@@ -15,7 +15,6 @@ import (
 // request path.
 type Snapshot struct {
 	ID     string   // the replica id: a config id or <group>-<ip>-<port>
-	URL    string   // the engine's base URL
 	Models []string // the configured model names the replica serves
 	// Labels are the replica's configured labels (replicas[].labels, a DNS
 	// group's labels), which scheduling profiles' filters read. Read only.
@@ -26,15 +25,30 @@ type Snapshot struct {
 	// after one that passes. A replica starts healthy, and so does a
 	// restarted actor. A stopped actor publishes false.
 	Healthy bool
+	// EjectedUntil is the end of the replica's passive ejection, in the
+	// fleet's clock; the replica is out of rotation while now is before
+	// it. Zero when it was never ejected.
+	EjectedUntil time.Time
+	// Counters are the replica's live request counts, shared by every
+	// snapshot of the replica and by every lease on it.
+	Counters *Counters
+	// Shadow is the published part of the shadow index and prefill queue;
+	// shared by every snapshot.
+	Shadow *Shadow
+	// Load is the engine's last readable /metrics report, taken at LoadAt
+	// (zero before the first); see FreshLoad for the max_age rule.
+	LoadAt time.Time
+	Load   load.Report
+
+	// The fields above are the ones a decision reads of every replica,
+	// kept together so that they share as few cache lines as they can.
+
+	URL string // the engine's base URL
 	// ProbeFailures counts consecutive failed probes.
 	ProbeFailures int
 	// RequestFailures counts consecutive failed requests (OutcomeFailed
 	// reports) since the last success or ejection.
 	RequestFailures int
-	// EjectedUntil is the end of the replica's passive ejection, in the
-	// fleet's clock; the replica is out of rotation while now is before
-	// it. Zero when it was never ejected.
-	EjectedUntil time.Time
 	// Ejections counts the ejections since the actor started.
 	Ejections int
 	// Cards maps each model id the engine lists at /v1/models to its card,
@@ -44,14 +58,6 @@ type Snapshot struct {
 	// Restarts counts the actor's restarts by its supervisor.
 	Restarts int
 
-	// Counters are the replica's live request counts, shared by every
-	// snapshot of the replica and by every lease on it.
-	Counters *Counters
-
-	// Load is the engine's last readable /metrics report, taken at LoadAt
-	// (zero before the first); see FreshLoad for the max_age rule.
-	Load   load.Report
-	LoadAt time.Time
 	// LoadInFlight is Counters.InFlight as the scrape that read Load ran
 	// (the fewer of the counts when it began and ended): how many of the
 	// gateway's requests the report can count.
@@ -62,9 +68,6 @@ type Snapshot struct {
 	EngineRestarts int
 	// Scrapes count the scrapes by result; shared by every snapshot.
 	Scrapes *ScrapeCounts
-	// Shadow is the published part of the shadow index and prefill queue;
-	// shared by every snapshot.
-	Shadow *Shadow
 	// Events is the engine's KV event stream; zero when it has none.
 	Events EventStream
 	// EventCounts count the KV events applied; shared by every snapshot.

@@ -56,6 +56,6 @@ func (a *replicaActor) warmIndex(ctx actor.Context, r *dump.Replica) {
 		a.subscribe(ctx)
 		a.log.Info("KV events: catching up from the peer's snapshot", "from_seq", a.stream.From)
 	}
-	a.publishShadow()
+	a.publishShadow(a.cfg.Now())
 	a.log.Info("replica: index warmed from a peer", "blocks", len(r.Blocks), "engine_blocks", len(r.Engine))
 }
