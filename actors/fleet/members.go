@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -233,6 +234,19 @@ func (f *Fleet) SetEndpoints(name string, eps []Endpoint) {
 		return
 	}
 	f.sys.Root.Send(f.pid, &setEndpoints{source: name, eps: eps})
+}
+
+// Settle waits, up to timeout, until the fleet has applied every
+// SetEndpoints and SourceFailing sent before it, so that a source read at
+// start is in the fleet before the gateway serves.
+func (f *Fleet) Settle(timeout time.Duration) error {
+	if f.stopped.Load() {
+		return nil
+	}
+	if err := f.sys.Root.RequestFuture(f.pid, &actor.Touch{}, timeout).Wait(); err != nil {
+		return fmt.Errorf("fleet: endpoints not applied within %v: %w", timeout, err)
+	}
+	return nil
 }
 
 // SourceFailing records that discovery source name cannot refresh its

@@ -7,18 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/kvevent"
 )
 
-// barrier waits until the fleet actor has processed every message sent to
-// it from the root context before.
+// barrier waits until the fleet has applied every endpoint set sent
+// before (Fleet.Settle).
 func barrier(t testing.TB, f *Fleet) {
 	t.Helper()
-	if err := f.sys.Root.RequestFuture(f.pid, &actor.Touch{}, 5*time.Second).Wait(); err != nil {
+	if err := f.Settle(5 * time.Second); err != nil {
 		t.Fatalf("barrier: %v", err)
 	}
 }

@@ -27,6 +27,10 @@ import (
 // gateway starts with what it has, and they join when listed.
 const firstSyncTimeout = 5 * time.Second
 
+// settleTimeout bounds how long startup waits for the fleet to apply the
+// endpoints a source found at start (Fleet.Settle).
+const settleTimeout = 5 * time.Second
+
 // The discovery sources' names, as metrics, logs and /admin/replicas show
 // them.
 const (
@@ -139,7 +143,8 @@ func (d *discoveries) stop() {
 
 // startDiscovery starts the discovery sources cfg configures, reporting
 // to fl: the endpoint file (read once now, then watched) and Kubernetes
-// (waited for up to firstSyncTimeout). A source that cannot start says so
+// (waited for up to firstSyncTimeout). Each waits until the fleet holds
+// what it found, so the first requests can go there. A source that cannot start says so
 // through its reporter, and the gateway runs on what else it has.
 func startDiscovery(cfg *config.Config, fl *fleet.Fleet, log *slog.Logger, set *metrics.Set) *discoveries {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -150,6 +155,9 @@ func startDiscovery(cfg *config.Config, fl *fleet.Fleet, log *slog.Logger, set *
 			MaxConcurrency: f.MaxConcurrency, MaxPending: f.MaxPending, KVCapacityBlocks: f.KVCapacityBlocks,
 			KVEventsPort: f.KVEventsPort, KVEventsReplayPort: f.KVEventsReplayPort, Engine: kvevent.Engine(f.EngineType)}, rep)
 		src.Load()
+		if err := fl.Settle(settleTimeout); err != nil {
+			log.Warn("discovery: the endpoint file's replicas are not in the fleet yet; starting without waiting", "err", err)
+		}
 		if f.Watch {
 			d.wg.Go(func() { src.Run(ctx, 0) })
 		}
@@ -165,6 +173,9 @@ func startDiscovery(cfg *config.Config, fl *fleet.Fleet, log *slog.Logger, set *
 		d.wg.Go(func() { w.Run(ctx) })
 		select {
 		case <-w.Synced():
+			if err := fl.Settle(settleTimeout); err != nil {
+				log.Warn("discovery: the Kubernetes pool's replicas are not in the fleet yet; starting without waiting", "err", err)
+			}
 		case <-time.After(firstSyncTimeout):
 			log.Warn("discovery: the Kubernetes pool's endpoints are not listed yet; starting without them", "waited", firstSyncTimeout)
 		}
