@@ -126,7 +126,8 @@ func (a *fleetActor) Receive(ctx actor.Context) {
 		a.st.log.Error("fleet actor restarting after a panic: respawning every routing and replica actor")
 	case *actor.Stopped:
 	case *actor.Touch:
-		// protoactor answers it once it is processed: a barrier for tests.
+		// protoactor answers it once it is processed: the barrier
+		// Fleet.Settle waits on.
 	case *reconfigure:
 		a.reconfigure(ctx, m)
 	case *retire:

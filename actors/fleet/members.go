@@ -237,7 +237,8 @@ func (f *Fleet) SetEndpoints(name string, eps []Endpoint) {
 }
 
 // Settle waits, up to timeout, until the fleet has applied every
-// SetEndpoints and SourceFailing sent before it, so that a source read at
+// SetEndpoints and SourceFailing that happened before the call (the same
+// goroutine's, or one it synchronised with), so that a source read at
 // start is in the fleet before the gateway serves.
 func (f *Fleet) Settle(timeout time.Duration) error {
 	if f.stopped.Load() {

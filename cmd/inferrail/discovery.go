@@ -144,8 +144,9 @@ func (d *discoveries) stop() {
 // startDiscovery starts the discovery sources cfg configures, reporting
 // to fl: the endpoint file (read once now, then watched) and Kubernetes
 // (waited for up to firstSyncTimeout). Each waits until the fleet holds
-// what it found, so the first requests can go there. A source that cannot start says so
-// through its reporter, and the gateway runs on what else it has.
+// what it found, so the first requests can go there. A source that cannot
+// start says so through its reporter, and the gateway runs on what else
+// it has.
 func startDiscovery(cfg *config.Config, fl *fleet.Fleet, log *slog.Logger, set *metrics.Set) *discoveries {
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &discoveries{cancel: cancel}
