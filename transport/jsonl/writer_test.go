@@ -19,12 +19,12 @@ func TestLogNeverWaits(t *testing.T) {
 	for range 5 {
 		w.Log(map[string]int{"x": 1})
 	}
-	if len(w.queue) != 2 || w.dropped.Get() != 3 {
-		t.Fatalf("queued %d, dropped %d; want 2 and 3", len(w.queue), w.dropped.Get())
+	if len(w.q.queue) != 2 || w.q.dropped.Get() != 3 {
+		t.Fatalf("queued %d, dropped %d; want 2 and 3", len(w.q.queue), w.q.dropped.Get())
 	}
 	w.Log(func() {}) // does not marshal
-	if w.failed.Get() != 1 {
-		t.Fatalf("failed %d; want 1", w.failed.Get())
+	if w.q.failed.Get() != 1 {
+		t.Fatalf("failed %d; want 1", w.q.failed.Get())
 	}
 }
 
@@ -52,15 +52,15 @@ func TestPutWaits(t *testing.T) {
 	}
 	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if len(lines) != n || lines[0] != "0" || lines[n-1] != "1999" || w.written.Get() != n || w.dropped.Get() != 1 {
-		t.Fatalf("%d lines (%s..%s), %d written, %d dropped", len(lines), lines[0], lines[len(lines)-1], w.written.Get(), w.dropped.Get())
+	if len(lines) != n || lines[0] != "0" || lines[n-1] != "1999" || w.q.written.Get() != n || w.q.dropped.Get() != 1 {
+		t.Fatalf("%d lines (%s..%s), %d written, %d dropped", len(lines), lines[0], lines[len(lines)-1], w.q.written.Get(), w.q.dropped.Get())
 	}
 
 	full := newWriter(1, "f", set) // nothing drains the queue
 	full.Put(context.Background(), 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if err := full.Put(ctx, 2); !errors.Is(err, context.DeadlineExceeded) || full.dropped.Get() != 1 {
-		t.Fatalf("Put on a full queue: %v, %d dropped", err, full.dropped.Get())
+	if err := full.Put(ctx, 2); !errors.Is(err, context.DeadlineExceeded) || full.q.dropped.Get() != 1 {
+		t.Fatalf("Put on a full queue: %v, %d dropped", err, full.q.dropped.Get())
 	}
 }
