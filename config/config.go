@@ -809,6 +809,9 @@ type Observability struct {
 	TraceSampleRatio float64 `koanf:"trace_sample_ratio"`
 	// DecisionLog writes sampled routing decisions as JSON lines.
 	DecisionLog DecisionLog `koanf:"decision_log"`
+	// RequestLog writes one line per request in the Mooncake trace format,
+	// for replay.
+	RequestLog RequestLog `koanf:"request_log"`
 	// ShadowLog is the file every config generation and shadow decision is
 	// written to as JSON lines, for offline replay. Default "": off.
 	ShadowLog string `koanf:"shadow_log"`
@@ -835,6 +838,31 @@ type DecisionLog struct {
 	// SampleRate is the share of requests whose decisions are logged, in
 	// [0, 1]. Default 0: off.
 	SampleRate float64 `koanf:"sample_rate"`
+}
+
+// RequestLog configures the request log: one JSON line per request, the
+// Mooncake trace's fields (timestamp, input_length, output_length,
+// hash_ids) and the gateway's (docs/request-log.md), for inferrail whatif,
+// aiperf or Dynamo's replay. It holds no text and no token id. Restart to
+// change; inferrail serve only.
+type RequestLog struct {
+	// Path is the JSON lines file, appended to. Default "": off.
+	Path string `koanf:"path"`
+	// SampleRate is the share of requests logged, in [0, 1], chosen by
+	// conversation (x-session-id or the body's user; a request naming
+	// none by its request id), so that a conversation is logged whole.
+	// Default 1.
+	SampleRate float64 `koanf:"sample_rate"`
+	// BlockSize is tokens per hash id; a multiple of every model's
+	// block_size. Default 512, Mooncake's.
+	BlockSize int `koanf:"block_size"`
+	// MaxBytes rotates the file once it holds this many bytes: path moves
+	// to path.1 (path.1 to path.2...) and a new path starts. 0: never.
+	// Default 1073741824 (1 GiB).
+	MaxBytes int64 `koanf:"max_bytes"`
+	// MaxFiles is how many files are kept when rotating, path included;
+	// the oldest goes. Default 8.
+	MaxFiles int `koanf:"max_files"`
 }
 
 // Logging configures the gateway's own log.
@@ -930,6 +958,7 @@ func Default() *Config {
 		Observability: Observability{
 			TraceSampleRatio: 1.0,
 			UsageForAccuracy: UsageAsSent,
+			RequestLog:       RequestLog{SampleRate: 1, BlockSize: 512, MaxBytes: 1 << 30, MaxFiles: 8},
 		},
 		Logging: Logging{
 			Level:  "info",

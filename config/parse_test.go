@@ -280,6 +280,12 @@ func TestParseInvalid(t *testing.T) {
 		{"observability", base + "observability: {otlp_endpoint: 'collector:4318', trace_sample_ratio: 1.1, decision_log: {sample_rate: 0.5}}", nil,
 			[]string{"observability.otlp_endpoint", "observability.trace_sample_ratio", "observability.decision_log.path"}, ""},
 		{"shared log file", base + "observability: {decision_log: {path: /x, sample_rate: 1}, shadow_log: /x}", nil, []string{"observability.shadow_log"}, ""},
+		{"request log", base + "observability: {request_log: {path: /r, sample_rate: 1.5, block_size: 0, max_bytes: -1, max_files: 0}}", nil,
+			[]string{"observability.request_log.sample_rate", "observability.request_log.block_size", "observability.request_log.max_bytes", "observability.request_log.max_files"}, ""},
+		{"request log block size", base + "observability: {request_log: {path: /r, block_size: 500}}", nil,
+			[]string{"observability.request_log.block_size"}, "500 is not a multiple of model m's block_size 16"},
+		{"request log shares a file", base + "observability: {decision_log: {path: /x, sample_rate: 1}, request_log: {path: /x}}", nil,
+			[]string{"observability.request_log.path"}, "must differ from observability.decision_log.path"},
 		{"logging", base + "logging: {level: verbose, format: xml}", nil, []string{"logging.level", "logging.format"}, ""},
 
 		// Types.

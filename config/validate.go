@@ -94,6 +94,7 @@ func (c *Config) check(skip func(key string) bool, limit int) *validator {
 	v.nonNegative("kv_events.speculative_ttl", c.KVEvents.SpeculativeTTL)
 	v.positive("kv_events.max_silence", c.KVEvents.MaxSilence)
 	v.observability(&c.Observability)
+	v.requestLog(&c.Observability.RequestLog, c.Models, &c.Observability)
 	v.oneOf("logging.level", c.Logging.Level, "debug", "info", "warn", "error")
 	v.oneOf("logging.format", c.Logging.Format, "text", "json")
 	v.auth(&c.Auth, &c.TLS, models)
@@ -644,6 +645,32 @@ func (v *validator) observability(o *Observability) {
 	}
 	if o.ShadowLog != "" && o.ShadowLog == o.DecisionLog.Path {
 		v.add("observability.shadow_log", "must differ from observability.decision_log.path")
+	}
+}
+
+// requestLog checks observability.request_log against the models, whose
+// engine block sizes its block_size must be a multiple of.
+func (v *validator) requestLog(r *RequestLog, models []Model, o *Observability) {
+	v.fraction("observability.request_log.sample_rate", r.SampleRate, true)
+	v.atLeast("observability.request_log.block_size", r.BlockSize, 1)
+	if r.MaxBytes < 0 {
+		v.add("observability.request_log.max_bytes", "must not be negative, got %d", r.MaxBytes)
+	}
+	v.atLeast("observability.request_log.max_files", r.MaxFiles, 1)
+	for _, m := range models {
+		if r.BlockSize >= 1 && m.BlockSize >= 1 && r.BlockSize%m.BlockSize != 0 {
+			v.add("observability.request_log.block_size", "%d is not a multiple of model %s's block_size %d", r.BlockSize, m.Name, m.BlockSize)
+		}
+	}
+	if r.Path == "" {
+		return
+	}
+	for _, other := range []struct{ key, path string }{
+		{"observability.decision_log.path", o.DecisionLog.Path}, {"observability.shadow_log", o.ShadowLog},
+	} {
+		if other.path == r.Path {
+			v.add("observability.request_log.path", "must differ from %s", other.key)
+		}
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/inferrail/inferrail/transport/health"
 	"github.com/inferrail/inferrail/transport/jsonl"
 	"github.com/inferrail/inferrail/transport/kvevents"
+	"github.com/inferrail/inferrail/transport/requestlog"
 	"github.com/inferrail/inferrail/transport/scrape"
 	"github.com/inferrail/inferrail/transport/telemetry"
 	"github.com/inferrail/inferrail/transport/tokenize"
@@ -72,6 +73,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := newSecurity(cfg, nil, metrics.NewSet()); err != nil {
 		return err
 	}
+	// As does the request log's file.
+	if p := cfg.Observability.RequestLog.Path; p != "" {
+		if err := requestlog.CheckPath(p); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(stdout, "%s: ok\n", *path)
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stdout, "  warning: %s\n", w)
@@ -89,6 +96,30 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	return checkEngine(ctx, cfg, models, *engine, stdout)
+}
+
+// openRequestLog opens observability.request_log, whose counters go into
+// met; nil when it is off, or for the endpoint picker, which warns that it
+// writes none.
+func openRequestLog(cfg *config.Config, epp bool, log *slog.Logger, met *telemetry.Registry) (*requestlog.Writer, error) {
+	rc := cfg.Observability.RequestLog
+	if rc.Path == "" {
+		return nil, nil
+	}
+	if epp {
+		log.Warn("observability.request_log is set but inferrail epp writes no request log: run it on an inferrail serve gateway")
+		return nil, nil
+	}
+	set := metrics.NewSet()
+	w, err := requestlog.Open(requestlog.Options{Path: rc.Path, SampleRate: rc.SampleRate, BlockSize: rc.BlockSize,
+		MaxBytes: rc.MaxBytes, MaxFiles: rc.MaxFiles, Log: log}, set)
+	if err != nil {
+		return nil, err
+	}
+	met.Include(set)
+	log.Info("request log", "path", rc.Path, "sample_rate", rc.SampleRate, "block_size", rc.BlockSize,
+		"max_bytes", rc.MaxBytes, "max_files", rc.MaxFiles)
+	return w, nil
 }
 
 // hubCache is the local Hugging Face hub cache tokenizers are looked up in.
@@ -354,6 +385,13 @@ func runGatewayWith(ctx context.Context, tweaks benchTweaks, epp bool, path stri
 		met.Include(dlogMetrics)
 		log.Info("decision log", "path", dc.Path, "sample_rate", dc.SampleRate)
 	}
+	rlog, err := openRequestLog(cfg, epp, log, met)
+	if err != nil {
+		ln.Close()
+		aln.Close()
+		return err
+	}
+	defer rlog.Close() // after the front end stops: every request is written
 	var tracer *tracing.Tracer
 	if o := cfg.Observability; o.OTLPEndpoint != "" {
 		tp, err := tracing.Start(tracing.Options{Endpoint: o.OTLPEndpoint, SampleRatio: o.TraceSampleRatio,
@@ -393,7 +431,7 @@ func runGatewayWith(ctx context.Context, tweaks benchTweaks, epp bool, path stri
 		}
 	} else {
 		fe = httpFront{frontend.New(frontend.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met, Tokenizer: edgeTokenizer{tok},
-			DecisionLog: dlog, Tracer: tracer, Auth: sec.guard, UpstreamTLS: sec.upstream}), ln}
+			DecisionLog: dlog, RequestLog: rlog, Tracer: tracer, Auth: sec.guard, UpstreamTLS: sec.upstream}), ln}
 	}
 	ad := admin.New(fl, met).WithExplain(admin.ExplainOptions{Fleet: fl, Tokenizer: edgeTokenizer{tok},
 		Timeout: cfg.Server.RequestTimeout, MaxBody: int(cfg.Server.MaxBodyBytes)}).WithTrials(fl).WithAuth(sec.guard).WithSources(fl).

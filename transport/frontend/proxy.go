@@ -18,6 +18,7 @@ import (
 	"github.com/inferrail/inferrail/model/route"
 	"github.com/inferrail/inferrail/transport/auth"
 	"github.com/inferrail/inferrail/transport/decisionlog"
+	"github.com/inferrail/inferrail/transport/requestlog"
 	"github.com/inferrail/inferrail/transport/telemetry"
 	"github.com/inferrail/inferrail/transport/tracing"
 	"github.com/inferrail/inferrail/transport/upstream"
@@ -85,6 +86,11 @@ type request struct {
 	who *auth.Identity
 	// lim is the request's part in its tenant's rate limits.
 	lim limits
+	// entry is the request's line in the request log, filled as it goes
+	// (requestlog.go); logKind: a generation request, which the log
+	// takes; logged: the log sampled it.
+	entry           requestlog.Entry
+	logKind, logged bool
 
 	// span is the request's server span and up its current attempt's
 	// upstream span; both are zero when tracing is off. outcome and err
@@ -137,7 +143,9 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 	}
 	ctx.Response.Header.Set("X-Request-Id", r.id)
 	s.policyRequest(r, ctx.Path())
+	s.beginEntry(r, ctx.Path())
 	if !s.pinResponse(r) {
+		s.logUnary(r)
 		span.End(ctx.Response.StatusCode(), r.outcome, nil)
 		return
 	}
@@ -159,6 +167,7 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 	}
 
 	if !s.admitLimits(r) {
+		s.logUnary(r)
 		span.End(ctx.Response.StatusCode(), r.outcome, nil)
 		return
 	}
@@ -168,6 +177,7 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 	if !s.route(r) {
 		s.settleLimits(r)
 		s.unwatch(r.w)
+		s.logUnary(r)
 		span.End(ctx.Response.StatusCode(), r.outcome, r.err)
 	}
 }
@@ -297,6 +307,7 @@ func (s *Server) route(r *request) (streaming bool) {
 			return false
 		}
 		s.met.Decision(d.Policy, took)
+		r.decided(d)
 		tried = append(tried, d.Replica)
 		res := s.attempt(r, d, attempt, attempt < maxAttempts)
 		switch {
@@ -465,6 +476,7 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 
 	// The response is committed: nothing is retried from here on.
 	r.lim.committed = true
+	r.committed(d)
 	r.up.Event(tracing.FirstByte)
 	r.span.Served(d.Replica, n)
 	s.fleet.FirstByte(d)
@@ -516,8 +528,9 @@ func (s *Server) attempt(r *request, d fleet.Decision, n int, canRetry bool) res
 	}
 	var u openai.Usage
 	found := false
-	if (r.wantsUsage() || d.Predicted) && status == fasthttp.StatusOK {
+	if (r.wantsUsage() || d.Predicted || r.logged) && status == fasthttp.StatusOK {
 		if u, found = r.responseUsage(body); found {
+			r.used(u, found)
 			r.usage(u)
 			if r.tokenized {
 				s.checkPrompt(r, d.Replica, series, u.PromptTokens)

@@ -120,7 +120,9 @@ func (rs *relayStream) step() {
 	}
 	if n > 0 {
 		if rs.first {
-			rs.series.TTFT.Update(time.Since(r.start).Seconds())
+			now := time.Now()
+			r.firstByte(now)
+			rs.series.TTFT.Update(now.Sub(r.start).Seconds())
 			r.up.Event(tracing.FirstChunk)
 			rs.first = false
 		}
@@ -220,5 +222,11 @@ func (rs *relayStream) CloseWithError(error) error {
 	}
 	r.up.End(rs.status, r.outcome, r.err)
 	r.span.End(rs.status, r.outcome, r.err)
+	var end time.Time
+	if !rs.first {
+		end = time.Now()
+	}
+	r.used(rs.usage, rs.found)
+	s.logRequest(r, rs.status, end)
 	return nil
 }

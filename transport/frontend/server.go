@@ -20,6 +20,7 @@ import (
 	"github.com/inferrail/inferrail/transport/conncheck"
 	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/ratelimit"
+	"github.com/inferrail/inferrail/transport/requestlog"
 	"github.com/inferrail/inferrail/transport/sockio"
 	"github.com/inferrail/inferrail/transport/telemetry"
 	"github.com/inferrail/inferrail/transport/tracing"
@@ -39,6 +40,9 @@ type Options struct {
 	// DecisionLog gets the sampled requests' routing decisions; nil logs
 	// none.
 	DecisionLog *decisionlog.Writer
+	// RequestLog gets a line per sampled generation request
+	// (observability.request_log); nil logs none.
+	RequestLog *requestlog.Writer
 	// Tracer traces proxied requests (spans and W3C trace context to the
 	// engines); nil traces none, at no cost.
 	Tracer *tracing.Tracer
@@ -65,6 +69,7 @@ type Server struct {
 	met    *telemetry.Registry
 	tok    Tokenizer
 	dlog   *decisionlog.Writer
+	rlog   *requestlog.Writer
 	tracer *tracing.Tracer
 	auth   *auth.Guard
 	upTLS  *tls.Config
@@ -114,6 +119,7 @@ func New(opts Options) *Server {
 		met:    opts.Metrics,
 		tok:    opts.Tokenizer,
 		dlog:   opts.DecisionLog,
+		rlog:   opts.RequestLog,
 		tracer: opts.Tracer,
 		auth:   opts.Auth,
 		upTLS:  opts.UpstreamTLS,

@@ -1,9 +1,7 @@
 package requestlog
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"math"
@@ -20,45 +18,18 @@ import (
 	"github.com/inferrail/inferrail/model/prefix"
 )
 
-// line is a line of the log as a reader sees it (docs/request-log.md).
-type line struct {
-	Timestamp    *int64   `json:"timestamp"`
-	InputLength  int      `json:"input_length"`
-	OutputLength int      `json:"output_length"`
-	HashIDs      []int    `json:"hash_ids"`
-	BlockSize    int      `json:"block_size"`
-	Time         string   `json:"time"`
-	Model        string   `json:"model"`
-	Adapter      *string  `json:"adapter"`
-	Session      string   `json:"session"`
-	Policy       string   `json:"policy"`
-	Replica      string   `json:"replica"`
-	Status       int      `json:"status"`
-	Predicted    *int     `json:"predicted_cached_tokens"`
-	Cached       *int     `json:"cached_tokens"`
-	TTFT         *float64 `json:"ttft_ms"`
-	E2E          *float64 `json:"e2e_ms"`
-}
-
-func readLines(t *testing.T, path string) []line {
+func readLines(t *testing.T, path string) []Line {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []line
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var l line
-		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&l); err != nil {
-			t.Fatalf("%v: %s", err, sc.Text())
-		}
-		out = append(out, l)
+	defer f.Close()
+	ls, err := ReadLines(f)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return ls
 }
 
 // chain is the chained hashes of a prompt of n engine blocks, the first
@@ -132,8 +103,8 @@ func TestRecord(t *testing.T) {
 		t.Fatalf("%d lines", len(ls))
 	}
 	l := ls[0]
-	if *l.Timestamp != 0 || l.InputLength != 12000 || l.OutputLength != 300 || l.BlockSize != 512 ||
-		l.Time != "2026-12-07T22:40:01.123456789Z" || l.Model != "inferrail/sim-8b" || *l.Adapter != "" ||
+	if l.Timestamp != 0 || l.InputLength != 12000 || l.OutputLength != 300 || l.BlockSize != 512 ||
+		l.Time != "2026-12-07T22:40:01.123456789Z" || l.Model != "inferrail/sim-8b" || l.Adapter != "" ||
 		l.Session != "9f3a0c1e22b4d5a6" || l.Policy != "cost_model" || l.Replica != "r1" || l.Status != 200 ||
 		*l.Predicted != 1024 || *l.Cached != 1024 || *l.TTFT != 123.4 || *l.E2E != 4567.8 {
 		t.Fatalf("first line %+v", l)
@@ -147,11 +118,11 @@ func TestRecord(t *testing.T) {
 		}
 	}
 	l = ls[1]
-	if *l.Timestamp != 1500 || l.Session != "" || l.Predicted != nil || l.Cached != nil || l.TTFT != nil || l.E2E != nil ||
+	if l.Timestamp != 1500 || l.Session != "" || l.Predicted != nil || l.Cached != nil || l.TTFT != nil || l.E2E != nil ||
 		len(l.HashIDs) != 3 || l.HashIDs[0] != 0 || l.HashIDs[1] != 1 || l.HashIDs[2] != 24 {
 		t.Fatalf("second line %+v: want ids [0 1 24], nothing optional", l)
 	}
-	if l = ls[2]; *l.Timestamp != -20 || len(l.HashIDs) != 2 || l.HashIDs[0] != 25 || l.HashIDs[1] != 26 || *l.TTFT != 0 || *l.E2E != 1 {
+	if l = ls[2]; l.Timestamp != -20 || len(l.HashIDs) != 2 || l.HashIDs[0] != 25 || l.HashIDs[1] != 26 || *l.TTFT != 0 || *l.E2E != 1 {
 		t.Fatalf("third line %+v: want ids [25 26], timestamp -20", l)
 	}
 	if l = ls[3]; !slices.Equal(l.HashIDs, ls[0].HashIDs) {
@@ -353,7 +324,7 @@ func TestRotation(t *testing.T) {
 		if st.Size() > 4096+1024 {
 			t.Fatalf("%s holds %d bytes", p, st.Size())
 		}
-		if ls := readLines(t, p); len(ls) == 0 || *ls[0].Timestamp != 0 || ls[0].HashIDs[0] != 0 {
+		if ls := readLines(t, p); len(ls) == 0 || ls[0].Timestamp != 0 || ls[0].HashIDs[0] != 0 {
 			t.Fatalf("%s starts %+v", p, ls)
 		}
 	}
@@ -376,7 +347,7 @@ func TestRotation(t *testing.T) {
 	w.Log(8, &e, chain(8, nil, 128), 16) // 12 would not fit
 	w.Close()
 	old, cur := readLines(t, path+".1"), readLines(t, path)
-	if len(old) != 4 || len(cur) != 1 || !slices.Equal(cur[0].HashIDs, []int{0, 1, 2, 3}) || *cur[0].Timestamp != 0 ||
+	if len(old) != 4 || len(cur) != 1 || !slices.Equal(cur[0].HashIDs, []int{0, 1, 2, 3}) || cur[0].Timestamp != 0 ||
 		!slices.Equal(old[3].HashIDs, []int{4, 5, 6, 7}) {
 		t.Fatalf("before the numbering filled %+v, after %+v", old, cur)
 	}
