@@ -153,6 +153,9 @@ func newQueue[T any](o Options, enc Encoder[T], set *metrics.Set) *Queue[T] {
 	return q
 }
 
+// Len is how many values wait for the disk.
+func (q *Queue[T]) Len() int { return len(q.queue) }
+
 // Offer queues v, or drops and counts it when the queue is full or closed,
 // reporting false; a dropped v is the caller's again. It never blocks on
 // the disk.
