@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -175,11 +176,21 @@ func printSummary(w io.Writer, title string, s *harness.Summary) {
 type sweepFlags struct {
 	out  string
 	jobs int
+	// requestLogs is --request-log: the directory of the real runs'
+	// request logs.
+	requestLogs string
 }
 
 func (f *sweepFlags) register(fs *flag.FlagSet, jobs int) {
 	fs.StringVar(&f.out, "out", "", "results directory (required); runs already there with the same specification are skipped")
 	fs.IntVar(&f.jobs, "jobs", jobs, "runs at once")
+}
+
+// registerRequestLog adds --request-log, for the commands that run real
+// fleets.
+func (f *sweepFlags) registerRequestLog(fs *flag.FlagSet) {
+	fs.StringVar(&f.requestLogs, "request-log", "", "write each real run's request log (observability.request_log) into this directory, "+
+		"as POINT/RATE/POLICY-rN.requests.jsonl beside its result's name, for inferrail whatif to replay")
 }
 
 func benchSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -196,6 +207,9 @@ func executeSpec(ctx context.Context, mode string, args []string, stdout, stderr
 	spec := fs.String("spec", "", "sweep file (TOML; required)")
 	var sf sweepFlags
 	sf.register(fs, 1)
+	if mode == "real" {
+		sf.registerRequestLog(fs)
+	}
 	if err := parseFlags(fs, args, stderr, "inferrail bench "+name+" --spec FILE --out DIR [--jobs N]"); err != nil {
 		return err
 	}
@@ -212,8 +226,11 @@ func executeSpec(ctx context.Context, mode string, args []string, stdout, stderr
 
 func execute(ctx context.Context, sw *sweep.Sweep, mode string, sf sweepFlags, stdout, stderr io.Writer) error {
 	var r sweep.Runner = sweep.Virtual{}
-	if mode == "real" {
-		r = inProcess{}
+	switch {
+	case mode == "real":
+		r = inProcess{requestLogs: sf.requestLogs}
+	case sf.requestLogs != "":
+		return errors.New("--request-log: only real-time runs have a gateway to log requests")
 	}
 	runs := sw.Plan(mode)
 	start := time.Now()
@@ -238,6 +255,7 @@ func benchCompare(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	wf.register(fs)
 	var sf sweepFlags
 	sf.register(fs, 1)
+	sf.registerRequestLog(fs)
 	if err := parseFlags(fs, args, stderr, "inferrail bench compare --workload W --rate R --out DIR [flags]"); err != nil {
 		return err
 	}
@@ -342,12 +360,23 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // inProcess runs each real-time run on a cold fleet of its own: simulators
 // and a gateway in this process, as inferrail launch starts them, torn down
-// after the run.
-type inProcess struct{}
+// after the run. With requestLogs, each run's gateway writes its request
+// log there, named as its result (RequestLogFile).
+type inProcess struct{ requestLogs string }
 
-func (inProcess) Run(ctx context.Context, spec *sweep.RunSpec) (*harness.Run, error) {
-	t, stop, err := startFleet(ctx, fleetSpec{Replicas: spec.Replicas, Engine: spec.Engine, KVEvents: spec.KVEvents,
-		Policy: spec.Policy, Fanout: spec.Fanout})
+func (p inProcess) Run(ctx context.Context, spec *sweep.RunSpec) (*harness.Run, error) {
+	f := fleetSpec{Replicas: spec.Replicas, Engine: spec.Engine, KVEvents: spec.KVEvents, Policy: spec.Policy, Fanout: spec.Fanout}
+	if p.requestLogs != "" {
+		f.RequestLog = filepath.Join(p.requestLogs, requestLogFile(spec))
+		if err := os.MkdirAll(filepath.Dir(f.RequestLog), 0o755); err != nil {
+			return nil, fmt.Errorf("--request-log: %w", err)
+		}
+		// A run made again logs afresh, not after its last attempt.
+		if err := os.Remove(f.RequestLog); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("--request-log: %w", err)
+		}
+	}
+	t, stop, err := startFleet(ctx, f)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +395,15 @@ type fleetSpec struct {
 	Fanout   int
 	// SessionAffinity is routing.session_affinity.
 	SessionAffinity bool
-	Tweaks          benchTweaks
+	// RequestLog is observability.request_log.path; "" none.
+	RequestLog string
+	Tweaks     benchTweaks
+}
+
+// requestLogFile is where a run's request log goes in --request-log's
+// directory: its result's name (RunSpec.File), .requests.jsonl for .json.
+func requestLogFile(spec *sweep.RunSpec) string {
+	return strings.TrimSuffix(spec.File(), ".json") + ".requests.jsonl"
 }
 
 // startFleet starts f's simulators and gateway in this process, as
@@ -393,6 +430,7 @@ func startFleet(ctx context.Context, f fleetSpec) (harness.Target, func(), error
 	m.Tokenizer = tokenize.Sim
 	cfg.Models = []config.Model{m}
 	cfg.Replicas = replicas
+	cfg.Observability.RequestLog.Path = f.RequestLog
 	var metrics []string
 	for _, s := range sims {
 		metrics = append(metrics, s.URL()+"/metrics")

@@ -536,6 +536,7 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	events := fs.Bool("kv-events", false, "the simulators publish their KV events on loopback and the gateway follows them (exact cache predictions)")
 	tlsDir := fs.String("tls-dir", "", "serve both ports over https: a development CA and a certificate for localhost are made in this directory (clients trust its ca.pem)")
 	apiKey := fs.String("api-key", "", "require this API key on the client port (Authorization: Bearer or x-api-key), as vLLM's --api-key")
+	requestLog := fs.String("request-log", "", "write a line per request to this file (observability.request_log), for inferrail whatif to replay")
 	simOpts := sim.DefaultOptions()
 	simOpts.EnablePromptTokensDetails = true // usage shows the engine's cache hits next to the prediction
 	simOpts.RegisterFlags(fs)
@@ -583,6 +584,7 @@ func runLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		l := config.TLSListener{CertFile: f.Cert, KeyFile: f.Key}
 		cfg.TLS.Listen, cfg.TLS.AdminListen, web = l, l, "https"
 	}
+	cfg.Observability.RequestLog.Path = *requestLog
 	if *apiKey != "" {
 		cfg.Auth.APIKeys.Keys = []config.APIKey{{ID: "launch", Tenant: "launch", SHA256: config.HashKey(*apiKey)}}
 	}
