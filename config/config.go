@@ -844,7 +844,7 @@ type DecisionLog struct {
 // Mooncake trace's fields (timestamp, input_length, output_length,
 // hash_ids) and the gateway's (docs/request-log.md), for inferrail whatif,
 // aiperf or Dynamo's replay. It holds no text and no token id. Restart to
-// change; inferrail serve only.
+// change.
 type RequestLog struct {
 	// Path is the JSON lines file, appended to. Default "": off.
 	Path string `koanf:"path"`

@@ -48,12 +48,7 @@ func TestBenchCompareInProcess(t *testing.T) {
 		t.Fatalf("request logs %v, want one per run", logs)
 	}
 	for _, path := range logs {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines, err := requestlog.ReadLines(f)
-		f.Close()
+		lines, err := requestlog.ReadFile(path)
 		pol := strings.TrimSuffix(filepath.Base(path), "-r0.requests.jsonl")
 		// 10 req/s for 4 s, the warm-up's requests included.
 		if err != nil || len(lines) < 20 {

@@ -18,6 +18,7 @@ import (
 	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/extproc"
 	"github.com/inferrail/inferrail/transport/frontend"
+	"github.com/inferrail/inferrail/transport/requestlog"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
@@ -68,7 +69,7 @@ type picker struct {
 }
 
 func newPicker(cfg *config.Config, fl *fleet.Fleet, log *slog.Logger, met *telemetry.Registry, tok frontend.Tokenizer,
-	dlog *decisionlog.Writer, tlsCfg, upstreamTLS *tls.Config, ln net.Listener) (*picker, error) {
+	dlog *decisionlog.Writer, rlog *requestlog.Writer, tlsCfg, upstreamTLS *tls.Config, ln net.Listener) (*picker, error) {
 	hln, err := net.Listen("tcp", cfg.ExtProc.HealthListen)
 	if err != nil {
 		return nil, fmt.Errorf("ext_proc.health_listen: %w", err)
@@ -78,7 +79,7 @@ func newPicker(cfg *config.Config, fl *fleet.Fleet, log *slog.Logger, met *telem
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
 	}
 	p := &picker{
-		srv: extproc.New(extproc.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met, Tokenizer: tok, DecisionLog: dlog,
+		srv: extproc.New(extproc.Options{Config: cfg, Fleet: fl, Logger: log, Metrics: met, Tokenizer: tok, DecisionLog: dlog, RequestLog: rlog,
 			UpstreamTLS: upstreamTLS}),
 		health: extproc.NewHealth(fl),
 		grpc:   grpc.NewServer(opts...),

@@ -98,16 +98,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return checkEngine(ctx, cfg, models, *engine, stdout)
 }
 
-// openRequestLog opens observability.request_log, whose counters go into
-// met; nil when it is off, or for the endpoint picker, which warns that it
-// writes none.
-func openRequestLog(cfg *config.Config, epp bool, log *slog.Logger, met *telemetry.Registry) (*requestlog.Writer, error) {
+// openRequestLog opens observability.request_log for the front end or the
+// endpoint picker, its counters in met; nil when it is off.
+func openRequestLog(cfg *config.Config, log *slog.Logger, met *telemetry.Registry) (*requestlog.Writer, error) {
 	rc := cfg.Observability.RequestLog
 	if rc.Path == "" {
-		return nil, nil
-	}
-	if epp {
-		log.Warn("observability.request_log is set but inferrail epp writes no request log: run it on an inferrail serve gateway")
 		return nil, nil
 	}
 	set := metrics.NewSet()
@@ -385,7 +380,7 @@ func runGatewayWith(ctx context.Context, tweaks benchTweaks, epp bool, path stri
 		met.Include(dlogMetrics)
 		log.Info("decision log", "path", dc.Path, "sample_rate", dc.SampleRate)
 	}
-	rlog, err := openRequestLog(cfg, epp, log, met)
+	rlog, err := openRequestLog(cfg, log, met)
 	if err != nil {
 		ln.Close()
 		aln.Close()
@@ -424,7 +419,7 @@ func runGatewayWith(ctx context.Context, tweaks benchTweaks, epp bool, path stri
 			log.Warn("observability.usage_for_accuracy is inject but inferrail epp sends requests as the client did: " +
 				"a stream whose client asked for no usage counts as unknown in inferrail_prediction_total")
 		}
-		if fe, err = newPicker(cfg, fl, log, met, edgeTokenizer{tok}, dlog, sec.extproc, sec.upstream, ln); err != nil {
+		if fe, err = newPicker(cfg, fl, log, met, edgeTokenizer{tok}, dlog, rlog, sec.extproc, sec.upstream, ln); err != nil {
 			ln.Close()
 			aln.Close()
 			return err

@@ -20,6 +20,7 @@ import (
 	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/extproc/protocol"
 	"github.com/inferrail/inferrail/transport/frontend"
+	"github.com/inferrail/inferrail/transport/requestlog"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
@@ -79,6 +80,12 @@ type exchange struct {
 	tail       openai.StreamTail
 	json       []byte // a JSON response's body, up to maxUsageBody
 	jsonCut    bool
+	firstAt    time.Time // when the first body chunk came
+
+	// entry is the request's line in the request log (requestlog.go);
+	// logKind: a generation request, with a log to write.
+	entry   requestlog.Entry
+	logKind bool
 }
 
 // maxUsageBody bounds the JSON response body kept to read its usage.
@@ -273,6 +280,7 @@ func (x *exchange) route() (bool, error) {
 	}
 	s.met.Decision(d.Policy, took)
 	x.d, x.live, x.routed, x.headed = d, true, true, true
+	x.beginEntry(path)
 	x.series = s.met.Replica(d.Replica, x.model, d.Policy)
 	x.series.Decisions.Inc()
 	if err := x.send(x.headersResponse(x.endpoints(d), len(x.body))); err != nil {

@@ -344,6 +344,18 @@ func TestAnswerOrder(t *testing.T) {
 // disconnect.
 func TestCancelMidStream(t *testing.T) {
 	p := startPicker(t, 1, nil)
+	cancelMidStream(t, p)
+	waitFor(t, "the lease released", 5*time.Second, func() bool { return p.inFlight("r0") == 0 })
+	waitFor(t, "the disconnect counted", 5*time.Second, func() bool { return p.met.Model(model).Disconnects.Get() == 1 })
+	if p.inFlight("r0") != 0 || p.pending("r0") != 0 || p.met.Model(model).Disconnects.Get() != 1 {
+		t.Fatalf("in flight %d, pending %d, disconnects %d", p.inFlight("r0"), p.pending("r0"), p.met.Model(model).Disconnects.Get())
+	}
+}
+
+// cancelMidStream routes a stream on r0 and closes it after its headers
+// and one event, as Envoy does when the client leaves.
+func cancelMidStream(t *testing.T, p *picker) {
+	t.Helper()
 	x, routed := p.route(post(chat("cancel me", 64, true), 0))
 	if routed.Immediate != nil {
 		t.Fatal("refused")
@@ -358,11 +370,6 @@ func TestCancelMidStream(t *testing.T) {
 		t.Fatalf("in flight %d mid-stream", p.inFlight("r0"))
 	}
 	x.Close()
-	waitFor(t, "the lease released", 5*time.Second, func() bool { return p.inFlight("r0") == 0 })
-	waitFor(t, "the disconnect counted", 5*time.Second, func() bool { return p.met.Model(model).Disconnects.Get() == 1 })
-	if p.inFlight("r0") != 0 || p.pending("r0") != 0 || p.met.Model(model).Disconnects.Get() != 1 {
-		t.Fatalf("in flight %d, pending %d, disconnects %d", p.inFlight("r0"), p.pending("r0"), p.met.Model(model).Disconnects.Get())
-	}
 }
 
 // TestShedQueued: with flow control, a request that waited its

@@ -86,7 +86,8 @@ func (x *exchange) responseBody(b *extprocv3.HttpBody) error {
 			StreamedResponse: &extprocv3.StreamedBodyResponse{Body: b.Body, EndOfStream: b.EndOfStream}}}}}}}
 	if x.live {
 		if len(b.Body) > 0 && x.firstChunk() {
-			x.series.TTFT.Update(time.Since(x.start).Seconds())
+			x.firstAt = time.Now()
+			x.series.TTFT.Update(x.firstAt.Sub(x.start).Seconds())
 		}
 		if x.responses && x.sse && len(x.head) < frontend.StreamHeadBytes {
 			x.head = append(x.head, b.Body[:min(len(b.Body), frontend.StreamHeadBytes-len(x.head))]...)
@@ -147,6 +148,7 @@ func (x *exchange) finish() {
 		x.body, x.head = nil, nil
 	}
 	x.account(u, found)
+	x.logRequest(u, found, time.Now())
 	o := fleet.OutcomeOK
 	if x.status >= 500 {
 		o = fleet.OutcomeFailed
@@ -179,6 +181,7 @@ func (x *exchange) end() {
 	}
 	x.met.Disconnects.Inc()
 	x.account(openai.Usage{}, false)
+	x.logRequest(openai.Usage{}, false, time.Now())
 	x.done(fleet.OutcomeCancelled, telemetry.StatusCancelled)
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/frontend"
+	"github.com/inferrail/inferrail/transport/requestlog"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
@@ -34,6 +35,9 @@ type Options struct {
 	// DecisionLog gets the sampled requests' routing decisions; nil logs
 	// none.
 	DecisionLog *decisionlog.Writer
+	// RequestLog gets a line per sampled generation request it routed
+	// (observability.request_log); nil logs none.
+	RequestLog *requestlog.Writer
 	// UpstreamTLS reaches https:// replicas when the picker asks them
 	// which stores a response id; nil: the system's roots.
 	UpstreamTLS *tls.Config
@@ -50,6 +54,7 @@ type Server struct {
 	met   *telemetry.Registry
 	tok   frontend.Tokenizer
 	dlog  *decisionlog.Writer
+	rlog  *requestlog.Writer
 	// gate is flow control, the front end's: requests wait while every
 	// replica of their model is full or the pool is saturated.
 	gate *frontend.Gate
@@ -71,7 +76,8 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: opts.Config, fleet: opts.Fleet, log: log, met: opts.Metrics, tok: opts.Tokenizer, dlog: opts.DecisionLog}
+	s := &Server{cfg: opts.Config, fleet: opts.Fleet, log: log, met: opts.Metrics, tok: opts.Tokenizer, dlog: opts.DecisionLog,
+		rlog: opts.RequestLog}
 	if s.met == nil {
 		s.met = telemetry.New(opts.Fleet)
 	}

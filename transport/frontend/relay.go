@@ -52,7 +52,8 @@ type relayStream struct {
 	sse, strip   bool
 	length, sent int64
 	first        bool
-	out          []byte // read from the engine, not yet returned
+	firstAt      time.Time // when the first byte was relayed
+	out          []byte    // read from the engine, not yet returned
 	// end is what Read returns once out is drained: io.EOF, or the error
 	// that broke the response off; outcome, usage and found are the
 	// attempt's, set with it.
@@ -120,9 +121,8 @@ func (rs *relayStream) step() {
 	}
 	if n > 0 {
 		if rs.first {
-			now := time.Now()
-			r.firstByte(now)
-			rs.series.TTFT.Update(now.Sub(r.start).Seconds())
+			rs.firstAt = time.Now()
+			rs.series.TTFT.Update(rs.firstAt.Sub(r.start).Seconds())
 			r.up.Event(tracing.FirstChunk)
 			rs.first = false
 		}
@@ -222,11 +222,7 @@ func (rs *relayStream) CloseWithError(error) error {
 	}
 	r.up.End(rs.status, r.outcome, r.err)
 	r.span.End(rs.status, r.outcome, r.err)
-	var end time.Time
-	if !rs.first {
-		end = time.Now()
-	}
 	r.used(rs.usage, rs.found)
-	s.logRequest(r, rs.status, end)
+	s.logRequest(r, rs.status, rs.firstAt, time.Now())
 	return nil
 }

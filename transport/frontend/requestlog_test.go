@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -47,12 +46,7 @@ func TestRequestLogFailures(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	lines, err := requestlog.ReadLines(f)
+	lines, err := requestlog.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

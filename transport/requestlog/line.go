@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 )
 
 // Line is a line of the log as a reader decodes it; the optional fields
@@ -27,6 +28,16 @@ type Line struct {
 	Cached       *int     `json:"cached_tokens"`
 	TTFT         *float64 `json:"ttft_ms"`
 	E2E          *float64 `json:"e2e_ms"`
+}
+
+// ReadFile is ReadLines of the file at path.
+func ReadFile(path string) ([]Line, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadLines(f)
 }
 
 // maxLine bounds a line ReadLines takes: a prompt of 8M tokens at 512 per

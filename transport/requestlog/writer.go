@@ -25,6 +25,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/zeebo/xxh3"
 
+	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/prefix"
 	"github.com/inferrail/inferrail/transport/jsonl"
 )
@@ -88,6 +89,34 @@ type Entry struct {
 
 	ids *[]uint64 // the prompt's block identities, from idPool; nil none
 }
+
+// Served notes the replica whose response is relayed, and the decision's
+// prediction when it was priced on the KV index (predicted).
+func (e *Entry) Served(replica string, predicted bool, cachedTokens int) {
+	e.Replica = replica
+	e.Predicted, e.HasPredicted = cachedTokens, predicted
+}
+
+// Usage notes the engine's usage of the relayed response.
+func (e *Entry) Usage(u openai.Usage) {
+	e.OutputLength = u.CompletionTokens
+	e.Cached, e.HasCached = u.CachedTokens, u.Details
+}
+
+// Ended notes the end of the request at end: the times from its arrival to
+// firstByte and end, both left out when firstByte is zero (no byte of an
+// engine's response was relayed).
+func (e *Entry) Ended(firstByte, end time.Time) {
+	if firstByte.IsZero() {
+		e.FirstByte, e.End = 0, 0
+		return
+	}
+	e.FirstByte, e.End = firstByte.Sub(e.Arrival), end.Sub(e.Arrival)
+}
+
+// StatusClientGone is the status logged for a request whose client left
+// before its response: nginx's 499, as the gateway's errors name it.
+const StatusClientGone = 499
 
 // idPool holds the slices of block identities entries carry from the
 // request path to the writer.

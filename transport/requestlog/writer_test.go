@@ -20,12 +20,7 @@ import (
 
 func readLines(t *testing.T, path string) []Line {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ls, err := ReadLines(f)
+	ls, err := ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
