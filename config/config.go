@@ -846,7 +846,9 @@ type DecisionLog struct {
 // aiperf or Dynamo's replay. It holds no text and no token id. Restart to
 // change.
 type RequestLog struct {
-	// Path is the JSON lines file, appended to. Default "": off.
+	// Path is the JSON lines file. One already there at start is moved
+	// aside first, as at a rotation, so that a file holds one run's
+	// numbering of hash ids. Default "": off.
 	Path string `koanf:"path"`
 	// SampleRate is the share of requests logged, in [0, 1], chosen by
 	// conversation (x-session-id or the body's user; a request naming

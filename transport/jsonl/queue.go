@@ -52,6 +52,11 @@ type Options struct {
 	// Log is warned once, naming Path and the cause, on the first failed
 	// write; nil warns nobody. Later failures are only counted.
 	Log *slog.Logger
+	// Fresh moves a file that is not empty at open aside first, as a
+	// rotation does (not counted), so that each file holds the lines of
+	// one Encoder's run: for an Encoder whose lines depend on the lines
+	// before them in the file.
+	Fresh bool
 }
 
 // Queue appends the lines of queued values to a file from its own
@@ -98,6 +103,15 @@ func OpenQueue[T any](o Options, enc Encoder[T], set *metrics.Set) (*Queue[T], e
 	}
 	q := newQueue(o, enc, set)
 	q.f, q.size = f, size
+	if o.Fresh && size > 0 {
+		q.rotate(nil) // nothing runs yet
+		if q.err != nil {
+			if q.f != nil {
+				q.f.Close()
+			}
+			return nil, fmt.Errorf("move the last run's file aside: %w", q.err)
+		}
+	}
 	go q.run()
 	return q, nil
 }

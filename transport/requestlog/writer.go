@@ -133,8 +133,9 @@ type Writer struct {
 	misfit     atomic.Bool // an engine block size that does not divide BlockSize was warned about
 }
 
-// Open opens (creating, or appending to) the file at o.Path and starts the
-// writer. A path that cannot be written fails here, naming the key. Its
+// Open opens the file at o.Path and starts the writer. A file already
+// there and not empty is moved aside first, as a rotation does, so that a
+// file never holds two numberings of hash ids. A path that cannot be written fails here, naming the key. Its
 // counters, inferrail_request_log_records_total{result="written",
 // "dropped", "failed" or "sampled_out"} and
 // inferrail_request_log_rotations_total{reason="size" or "ids"}, go into
@@ -151,7 +152,7 @@ func Open(o Options, set *metrics.Set) (*Writer, error) {
 	}
 	enc := &encoder{blockSize: o.BlockSize, maxIDs: o.MaxIDs}
 	q, err := jsonl.OpenQueue[Entry](jsonl.Options{Path: o.Path, Queue: QueueLen, Metric: recordsMetric,
-		MaxBytes: o.MaxBytes, MaxFiles: o.MaxFiles, Log: o.Log,
+		MaxBytes: o.MaxBytes, MaxFiles: o.MaxFiles, Log: o.Log, Fresh: true,
 		RotationMetric: rotationsMetric, EncoderReason: "ids"}, enc, set)
 	if err != nil {
 		return nil, fmt.Errorf("observability.request_log.path: %w", err)

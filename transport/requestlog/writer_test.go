@@ -298,6 +298,24 @@ func TestDropsUnderPressure(t *testing.T) {
 	}
 }
 
+// A gateway started again on the same path moves the last run's file
+// aside rather than append a second numbering to it.
+func TestReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	for i := range 2 {
+		w, _ := open(t, Options{Path: path, MaxFiles: 2})
+		e := Entry{Arrival: time.Now(), Model: "m", InputLength: 1024, Status: 200}
+		w.Log(uint64(i), &e, chain(byte(i), nil, 64), 16)
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, cur := readLines(t, path+".1"), readLines(t, path)
+	if len(old) != 1 || len(cur) != 1 || !slices.Equal(cur[0].HashIDs, []int{0, 1}) || !slices.Equal(old[0].HashIDs, []int{0, 1}) {
+		t.Fatalf("the last run's file %+v, this run's %+v", old, cur)
+	}
+}
+
 // A file that reaches max_bytes moves aside, keeping max_files files in
 // all; a file whose numbering is full starts a new one with ids from 0;
 // both are counted, and every file's first line is timestamp 0.
