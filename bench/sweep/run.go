@@ -13,6 +13,7 @@ import (
 
 	"github.com/inferrail/inferrail/bench/harness"
 	"github.com/inferrail/inferrail/sim/cluster"
+	"github.com/inferrail/inferrail/sim/progress"
 )
 
 // Result is one run's result file.
@@ -87,8 +88,7 @@ func Execute(ctx context.Context, runs []*RunSpec, r Runner, o Options) (ran, sk
 		todo = append(todo, spec)
 	}
 	jobs := max(o.Jobs, 1)
-	pr := &progress{w: o.Progress, total: len(runs), skipped: skipped, start: time.Now()}
-	pr.draw()
+	pr := progress.New(o.Progress, "runs", len(runs), skipped)
 	next := make(chan *RunSpec)
 	var mu sync.Mutex
 	var errs []error
@@ -104,7 +104,7 @@ func Execute(ctx context.Context, runs []*RunSpec, r Runner, o Options) (ran, sk
 					ran++
 				}
 				mu.Unlock()
-				pr.finished()
+				pr.Finished()
 			}
 		})
 	}
@@ -119,7 +119,7 @@ func Execute(ctx context.Context, runs []*RunSpec, r Runner, o Options) (ran, sk
 	}
 	close(next)
 	wg.Wait()
-	pr.end()
+	pr.End()
 	if ctx.Err() != nil {
 		errs = append(errs, ctx.Err())
 	}
@@ -195,54 +195,4 @@ func ReadResults(dir string) ([]*Result, error) {
 		return nil
 	})
 	return out, err
-}
-
-// progress draws "done/total, elapsed, ETA" on one line.
-type progress struct {
-	w                    io.Writer
-	mu                   sync.Mutex
-	total, skipped, done int
-	start                time.Time
-}
-
-func (p *progress) finished() {
-	p.mu.Lock()
-	p.done++
-	p.mu.Unlock()
-	p.draw()
-}
-
-func (p *progress) draw() {
-	if p.w == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	const width = 30
-	all := p.done + p.skipped
-	fill := 0
-	if p.total > 0 {
-		fill = all * width / p.total
-	}
-	bar := make([]byte, width)
-	for i := range bar {
-		bar[i] = '.'
-		if i < fill {
-			bar[i] = '#'
-		}
-	}
-	el := time.Since(p.start)
-	eta := "?"
-	if p.done > 0 {
-		left := p.total - all
-		eta = (el / time.Duration(p.done) * time.Duration(left)).Round(time.Second).String()
-	}
-	fmt.Fprintf(p.w, "\r[%s] %d/%d runs (%d resumed), %v elapsed, ETA %s   ", bar, all, p.total, p.skipped,
-		el.Round(time.Second), eta)
-}
-
-func (p *progress) end() {
-	if p.w != nil {
-		fmt.Fprintln(p.w)
-	}
 }
