@@ -321,14 +321,23 @@ func msDuration(ms float64) time.Duration {
 }
 
 // inferSessions names the conversations of a trace without sessions:
-// Mooncake's trace names none, so they are inferred, not known. A request
-// whose whole-block ids extend an earlier request's whole-block ids
-// (equal or longer) is in the session of the longest such earlier request;
-// otherwise it starts a session of its own, named after its index. Since
-// every id follows one parent only (ReadTrace checks it), a prefix of
-// whole blocks is named by its last id.
+// Mooncake's trace names none, so they are inferred, not known. A turn of a
+// conversation resends the turn before and its answer, so its whole blocks
+// extend the whole blocks of the turn before (whose partial last block,
+// grown, got a new id). A request whose whole-block ids extend an earlier
+// request's (equal or longer) is in the session of the longest such
+// earlier request; otherwise it starts a session of its own, named after
+// its index. Only an earlier request with a whole block no request before
+// it had counts: one whose whole blocks are all a prefix others share (a
+// common system prompt, as id 0 is in Mooncake's trace) says nothing of its
+// conversation, and taking it would put every request after it that
+// starts with that prefix in one session (17 sessions for the 5,719
+// requests of the 30-minute trace, against 4,002 this way). Since every
+// id follows one parent only (ReadTrace checks it), a prefix of whole
+// blocks is named by its last id.
 func inferSessions(recs []TraceRecord) {
 	ended := make(map[int64]int) // last whole-block id -> its latest request
+	seen := make(map[int64]struct{})
 	for i := range recs {
 		r := &recs[i]
 		whole := r.HashIDs[:r.InputLength/r.BlockSize]
@@ -342,8 +351,18 @@ func inferSessions(recs []TraceRecord) {
 		if r.Session == "" {
 			r.Session = "s" + strconv.Itoa(i)
 		}
-		if len(whole) > 0 {
+		fresh := false
+		for _, id := range whole {
+			if _, ok := seen[id]; !ok {
+				fresh = true
+				break
+			}
+		}
+		if fresh {
 			ended[whole[len(whole)-1]] = i
+		}
+		for _, id := range r.HashIDs {
+			seen[id] = struct{}{}
 		}
 	}
 }

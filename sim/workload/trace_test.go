@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"reflect"
@@ -63,6 +64,15 @@ func TestTraceMooncake(t *testing.T) {
 			r.BlockSize != 512 || r.Session == "" {
 			t.Fatalf("record %d = %+v, line %v", i, r, m)
 		}
+	}
+	// In 102 s few conversations get a second turn, and none a tenth; a
+	// prefix shared by most prompts (id 0) does not make them one.
+	per := map[string]int{}
+	for _, r := range tr.Records() {
+		per[r.Session]++
+	}
+	if most := slices.Max(slices.Collect(maps.Values(per))); len(per) < 200 || most > 10 {
+		t.Errorf("%d sessions inferred, the largest of %d requests", len(per), most)
 	}
 	d := tr.Describe()
 	for _, s := range []string{mooncakeSlice, "300 of 300", "block size 512", "speed 1", "inferred"} {
@@ -160,12 +170,15 @@ func TestTraceInferredSessions(t *testing.T) {
 		`{"timestamp":4,"input_length":16,"output_length":1,"hash_ids":[0,3]}`,             // equals s1's
 		`{"timestamp":5,"input_length":24,"output_length":1,"hash_ids":[8,9,10]}`,          // new
 		`{"timestamp":6,"input_length":50,"output_length":1,"hash_ids":[0,1,5,6,7,11,12]}`, // extends line 3, s0
+		`{"timestamp":7,"input_length":8,"output_length":1,"hash_ids":[0]}`,                // new, but only a shared prefix
+		`{"timestamp":8,"input_length":24,"output_length":1,"hash_ids":[0,13,14]}`,         // so this extends nothing
+		`{"timestamp":9,"input_length":31,"output_length":1,"hash_ids":[0,13,14,15]}`,      // s8
 	), TraceOptions{BlockSize: 8})
 	var got []string
 	for _, r := range tr.Records() {
 		got = append(got, r.Session)
 	}
-	want := []string{"s0", "s1", "s0", "s3", "s1", "s5", "s0"}
+	want := []string{"s0", "s1", "s0", "s3", "s1", "s5", "s0", "s7", "s8", "s8"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("sessions %v, want %v", got, want)
 	}
