@@ -3,11 +3,14 @@ package workload
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -26,21 +29,22 @@ const DefaultTraceBlockSize = 512
 type TraceOptions struct {
 	// BlockSize is the tokens per hash id when the file does not say;
 	// 0 takes DefaultTraceBlockSize.
-	BlockSize int
+	BlockSize int `toml:"block_size" json:"block_size"`
 	// Speed scales time: 2 replays twice as fast; 0 takes 1.
-	Speed float64
+	Speed float64 `toml:"speed" json:"speed"`
 	// From and To are a window of the trace's own clock (its timestamps):
 	// a request is kept when From <= timestamp < To; To 0 means the end.
-	From, To time.Duration
+	From time.Duration `toml:"from" json:"from"`
+	To   time.Duration `toml:"to" json:"to"`
 	// SampleSessions keeps this share of sessions (0 or 1 keeps all),
 	// drawn by session from Seed; SampleRequests this share of the
 	// requests, drawn by request.
-	SampleSessions float64
-	SampleRequests float64
-	Seed           uint64
+	SampleSessions float64 `toml:"sample_sessions" json:"sample_sessions"`
+	SampleRequests float64 `toml:"sample_requests" json:"sample_requests"`
+	Seed           uint64  `toml:"seed" json:"seed"`
 	// Limit keeps at most this many requests after the other options;
 	// 0 keeps all.
-	Limit int
+	Limit int `toml:"limit" json:"limit"`
 }
 
 // TraceRecord is one request of a trace.
@@ -85,6 +89,7 @@ type Trace struct {
 	Label string
 
 	name      string
+	digest    string // SHA-256 of the file, hex
 	opts      TraceOptions
 	recs      []TraceRecord
 	read      int // requests the file holds
@@ -160,7 +165,8 @@ func ReadTrace(r io.Reader, name string, o TraceOptions) (*Trace, error) {
 	tr := &traceReader{name: name, fallback: o.BlockSize, parent: make(map[int64]int64), seen: make(map[int64]struct{})}
 	t := &Trace{name: name, opts: o}
 	var all []TraceRecord
-	sc := bufio.NewScanner(r)
+	sum := sha256.New()
+	sc := bufio.NewScanner(io.TeeReader(r, sum))
 	sc.Buffer(make([]byte, 0, 64<<10), maxTraceLine)
 	n := 0
 	for sc.Scan() {
@@ -193,6 +199,7 @@ func ReadTrace(r io.Reader, name string, o TraceOptions) (*Trace, error) {
 		return nil, fmt.Errorf("trace %s: none of its %d requests has hash ids", name, t.read)
 	}
 	t.blockSize = tr.blockSize
+	t.digest = hex.EncodeToString(sum.Sum(nil))
 	if !tr.sessions {
 		t.inferred = true
 		inferSessions(all)
@@ -538,17 +545,61 @@ func (t *Trace) Validate() error {
 // Rate()/rate: rate Rate() replays the trace's own clock, twice that
 // replays it twice as fast; rate 0 (or a trace that spans no time) replays
 // it as it is. After the last request the trace starts over, shifted by
-// its Duration each time, so the Source never runs dry: a caller replaying
-// it once stops after Len requests. seed is unused: a trace is what it is.
+// its period (Duration and one mean gap more) each time, so the Source
+// never runs dry: a caller replaying it once stops after Len requests, or
+// before End(rate). seed is unused: a trace is what it is.
 func (t *Trace) Start(_ uint64, rate float64) Source {
-	s := &traceSource{t: t, scale: 1, period: t.Duration()}
+	return &traceSource{t: t, scale: t.scale(rate), period: t.period()}
+}
+
+// scale is what Start multiplies the trace's times by at rate.
+func (t *Trace) scale(rate float64) float64 {
 	if own := t.Rate(); own > 0 && rate > 0 && !math.IsInf(rate, 0) {
-		s.scale = own / rate
+		return own / rate
 	}
-	if s.period == 0 {
-		s.period = time.Second
+	return 1
+}
+
+// period is how far each repeat of the trace is shifted: its Duration and
+// the mean gap between its requests, or a second for a trace that spans
+// no time.
+func (t *Trace) period() time.Duration {
+	d := t.Duration()
+	if d <= 0 {
+		return time.Second
 	}
-	return s
+	return d + d/time.Duration(len(t.recs))
+}
+
+// End is when, replayed at rate, the first request past the end is due:
+// a run that sends the requests due before End sends every kept request
+// once.
+func (t *Trace) End(rate float64) time.Duration {
+	return time.Duration(float64(t.period()) * t.scale(rate))
+}
+
+// Longest is the most tokens a kept request needs: its prompt and its
+// output, as an engine's max_model_len must hold.
+func (t *Trace) Longest() int {
+	n := 0
+	for i := range t.recs {
+		n = max(n, t.recs[i].InputLength+max(t.recs[i].OutputLength, 1))
+	}
+	return n
+}
+
+// MarshalJSON writes what the trace replays, as a sweep's run
+// specification records it: its label, file name and SHA-256, the options, and
+// the requests kept and their rate.
+func (t *Trace) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Label    string       `json:"label,omitempty"`
+		File     string       `json:"file"`
+		SHA256   string       `json:"sha256"`
+		Options  TraceOptions `json:"options"`
+		Requests int          `json:"requests"`
+		Rate     float64      `json:"rate"`
+	}{t.Label, filepath.Base(t.name), t.digest, t.opts, len(t.recs), t.Rate()})
 }
 
 type traceSource struct {

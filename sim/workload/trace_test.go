@@ -3,6 +3,7 @@ package workload
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -145,6 +146,45 @@ func TestTraceReplayRate(t *testing.T) {
 	}
 	if own[2*n].At <= own[n].At {
 		t.Fatalf("the second repeat starts at %v, the first at %v", own[2*n].At, own[n].At)
+	}
+	// End bounds one replay at any rate: the last request is due before
+	// it, the first repeated one not.
+	for _, rate := range []float64{0, tr.Rate(), 2 * tr.Rate(), 0.3} {
+		reqs := take(t, tr, 1, rate, n+1)
+		if end := tr.End(rate); reqs[n-1].At >= end || reqs[n].At < end {
+			t.Errorf("rate %v: End %v, the last request at %v, the first repeated at %v", rate, end, reqs[n-1].At, reqs[n].At)
+		}
+	}
+}
+
+func TestTraceSpec(t *testing.T) {
+	tr, err := LoadTrace(mooncakeSlice, TraceOptions{Limit: 10, Speed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	longest := 0
+	for _, r := range tr.Records() {
+		longest = max(longest, r.InputLength+r.OutputLength)
+	}
+	if tr.Longest() != longest {
+		t.Errorf("Longest %d, want %d", tr.Longest(), longest)
+	}
+	b, err := json.Marshal(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct {
+		File, SHA256 string
+		Requests     int
+		Options      TraceOptions
+	}
+	if err := json.Unmarshal(b, &spec); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(mooncakeSlice)
+	if spec.File != "mooncake_first300.jsonl" || spec.SHA256 != fmt.Sprintf("%x", sha256.Sum256(raw)) || spec.Requests != 10 ||
+		spec.Options.Limit != 10 || spec.Options.Speed != 2 || spec.Options.BlockSize != 512 {
+		t.Errorf("the trace marshals as %s", b)
 	}
 }
 
