@@ -54,6 +54,15 @@ func blockOracle(t *testing.T, path string) float64 {
 	return float64(hit) / float64(total)
 }
 
+// traceConfig replays tr once at its own rate on 4 replicas with
+// cost_model, on engines that hold its longest prompt (120,633 tokens).
+func traceConfig(tr *workload.Trace) Config {
+	eng := defaultEngine()
+	eng.MaxModelLen = 128 << 10
+	eng.NumBlocks = eng.MaxModelLen / eng.BlockSize
+	return Config{Replicas: 4, Engine: eng, Policy: "cost_model", Workload: tr, Rate: tr.Rate(), Requests: tr.Len()}
+}
+
 // Replayed through the fleet, a trace's prompts share exactly the blocks
 // their hash ids share: the run's oracle finds the hit rate the trace's
 // ids give. The engines' blocks are 16 tokens and the oracle stops one
@@ -63,11 +72,7 @@ func TestTraceOracle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := defaultEngine()
-	eng.MaxModelLen = 128 << 10
-	eng.NumBlocks = eng.MaxModelLen / eng.BlockSize
-	res := mustRun(t, Config{Replicas: 4, Engine: eng, Policy: "cost_model", Workload: tr,
-		Rate: tr.Rate(), Requests: tr.Len()})
+	res := mustRun(t, traceConfig(tr))
 	if len(res.Requests) != tr.Len() {
 		t.Fatalf("%d records of %d requests", len(res.Requests), tr.Len())
 	}
@@ -83,5 +88,18 @@ func TestTraceOracle(t *testing.T) {
 	t.Logf("oracle %.5f, the trace's ids %.5f", got, want)
 	if want < 0.05 || math.Abs(got-want) > 0.005 {
 		t.Fatalf("oracle hit rate %.4f, the trace's ids give %.4f", got, want)
+	}
+}
+
+// BenchmarkTraceReplay is one run of the trace's first 300 requests
+// (12,000 prompt tokens on average) as TestTraceOracle makes it.
+func BenchmarkTraceReplay(b *testing.B) {
+	tr, err := workload.LoadTrace(mooncakeSlice, workload.TraceOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := traceConfig(tr)
+	for b.Loop() {
+		mustRun(b, cfg)
 	}
 }

@@ -427,3 +427,37 @@ func FuzzReadTrace(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkTraceRead reads the 300-request slice.
+func BenchmarkTraceRead(b *testing.B) {
+	raw, err := os.ReadFile(mooncakeSlice)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := ReadTrace(bytes.NewReader(raw), "slice", TraceOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTraceExpand makes the slice's requests, expanding every
+// prompt's hash ids into token ids.
+func BenchmarkTraceExpand(b *testing.B) {
+	tr, err := LoadTrace(mooncakeSlice, TraceOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tokens := 0
+	for _, r := range tr.Records() {
+		tokens += r.InputLength
+	}
+	b.SetBytes(4 * int64(tokens))
+	for b.Loop() {
+		src := tr.Start(1, 0)
+		for range tr.Len() {
+			src.Next()
+		}
+	}
+}
