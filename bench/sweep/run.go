@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/inferrail/inferrail/bench/harness"
 	"github.com/inferrail/inferrail/sim/cluster"
 	"github.com/inferrail/inferrail/sim/progress"
+	"github.com/inferrail/inferrail/sim/resume"
 )
 
 // Result is one run's result file.
@@ -152,33 +152,10 @@ func NewResult(spec *RunSpec, run *harness.Run) *Result {
 
 // WriteResult writes res to path through a temporary file, so that a
 // stopped sweep never leaves half a result.
-func WriteResult(path string, res *Result) error {
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
+func WriteResult(path string, res *Result) error { return resume.Write(path, res) }
 
 // ReadResult reads one result file.
-func ReadResult(path string) (*Result, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var res Result
-	if err := json.Unmarshal(b, &res); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &res, nil
-}
+func ReadResult(path string) (*Result, error) { return resume.Read[Result](path) }
 
 // ReadResults reads every result file under dir, in path order.
 func ReadResults(dir string) ([]*Result, error) {
