@@ -82,7 +82,7 @@ func (w *workloadFlags) registerTrace(fs *flag.FlagSet) {
 	o := &w.traceOpts
 	fs.StringVar(&w.trace, "trace", "", "replay this trace instead of --workload: Mooncake's JSON lines or a request log (--set takes its options as in a sweep's [point.set], e.g. 'limit = 500')")
 	fs.IntVar(&o.BlockSize, "trace-block-size", workload.DefaultTraceBlockSize, "--trace: tokens per hash id when the file does not say")
-	fs.Float64Var(&o.Speed, "speed", 1, "--trace: time scaling; 2 replays twice as fast (--rate then scales it again)")
+	fs.Float64Var(&o.Speed, "speed", 1, "--trace: time scaling; 2 replays twice as fast (a --rate given sets the rate instead)")
 	fs.DurationVar(&o.From, "from", 0, "--trace: replay its requests from this time of its own clock")
 	fs.DurationVar(&o.To, "to", 0, "--trace: and up to this time (0: its end)")
 	fs.Float64Var(&o.SampleSessions, "sample-sessions", 1, "--trace: keep this share of its sessions, drawn by session")
