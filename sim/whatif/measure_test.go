@@ -16,11 +16,11 @@ func TestMeasure(t *testing.T) {
 			Finished: first + perToken*time.Duration(max(out-1, 0)), PromptTokens: 100, CachedTokens: 40, OracleTokens: 60, OutputTokens: out}
 	}
 	res := &cluster.Result{Requests: []cluster.Record{
-		rec(100*ms, 20*ms, 11),  // within both
-		rec(300*ms, 20*ms, 11),  // TTFT over
-		rec(100*ms, 80*ms, 11),  // TPOT over
-		rec(150*ms, 0, 1),       // one token: no TPOT, within
-		{Rejected: true},        // rejected: counts against attainment
+		rec(100*ms, 20*ms, 11), // within both
+		rec(300*ms, 20*ms, 11), // TTFT over
+		rec(100*ms, 80*ms, 11), // TPOT over
+		rec(150*ms, 0, 1),      // one token: no TPOT, within
+		{Rejected: true},       // rejected: counts against attainment
 	}}
 	slo := SLO{TTFT: 200 * ms, TPOT: 50 * ms}
 	r := Measure(res, slo)
