@@ -439,7 +439,7 @@ func (o *TraceOptions) keep(all []TraceRecord) []TraceRecord {
 	}
 	first := out[0].At
 	for i := range out {
-		out[i].At = time.Duration(float64(out[i].At-first) / o.Speed)
+		out[i].At = scaled(out[i].At-first, 1/o.Speed)
 	}
 	return out
 }
@@ -575,7 +575,7 @@ func (t *Trace) period() time.Duration {
 // a run that sends the requests due before End sends every kept request
 // once.
 func (t *Trace) End(rate float64) time.Duration {
-	return time.Duration(float64(t.period()) * t.scale(rate))
+	return scaled(t.period(), t.scale(rate))
 }
 
 // Longest is the most tokens a kept request needs: its prompt and its
@@ -618,12 +618,19 @@ func (s *traceSource) Next() Request {
 	r := &s.t.recs[s.i]
 	s.i++
 	return Request{
-		At:        time.Duration(float64(r.At+s.shift) * s.scale),
+		At:        scaled(r.At+s.shift, s.scale),
 		Session:   r.Session,
 		Tokens:    ExpandHashIDs(make([]uint32, 0, r.InputLength), r.HashIDs, r.BlockSize, r.InputLength),
 		MaxTokens: max(r.OutputLength, 1),
 		Class:     KindTrace,
 	}
+}
+
+// scaled is d times f, bounded by a century so that no rate or speed
+// overflows a Duration.
+func scaled(d time.Duration, f float64) time.Duration {
+	const most = 100 * 365 * 24 * time.Hour
+	return time.Duration(min(float64(d)*f, float64(most)))
 }
 
 // ExpandHashIDs appends the n token ids of a prompt whose blocks of

@@ -147,6 +147,10 @@ func TestTraceReplayRate(t *testing.T) {
 	if own[2*n].At <= own[n].At {
 		t.Fatalf("the second repeat starts at %v, the first at %v", own[2*n].At, own[n].At)
 	}
+	// No rate, however small, overflows the clock.
+	if r := take(t, tr, 1, 1e-300, 12); r[11].At <= 0 || r[10].At != r[11].At {
+		t.Errorf("a tiny rate: the 11th and 12th requests (3 s on the trace's clock) at %v and %v", r[10].At, r[11].At)
+	}
 	// End bounds one replay at any rate: the last request is due before
 	// it, the first repeated one not.
 	for _, rate := range []float64{0, tr.Rate(), 2 * tr.Rate(), 0.3} {
@@ -346,6 +350,7 @@ func TestTraceErrors(t *testing.T) {
 			"block size -1: want from 0 to 1048576\nspeed -1: want a finite number above 0 (0 takes 1)\nwindow from 0s to -1ns"},
 		{trace(ok), TraceOptions{Speed: math.NaN(), SampleRequests: math.NaN()}, "sample requests NaN: want a share from 0 to 1"},
 		{trace(ok), TraceOptions{From: 2 * time.Second, To: time.Second}, "window from 2s to 1s"},
+		{trace(ok), TraceOptions{Speed: math.Inf(1)}, "speed +Inf"},
 		{strings.Repeat("x", maxTraceLine+10), TraceOptions{}, "line 1: longer than"},
 	} {
 		_, err := ReadTrace(strings.NewReader(tc.text), "x.jsonl", tc.o)
