@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -219,8 +220,8 @@ func (f *whatifFlags) plan(stderr io.Writer) (whatif.Plan, []whatif.Logged, erro
 		if err != nil {
 			return p, nil, err
 		}
-		t.Label = t.Describe()
-		p.Workload, p.Rate = t, t.Rate()
+		t.Label = filepath.Base(f.trace)
+		p.Workload, p.Rate, p.Input = t, t.Rate(), t.Describe()
 		if p.Requests == 0 {
 			p.Requests = t.Len()
 		}

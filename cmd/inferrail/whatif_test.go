@@ -186,3 +186,25 @@ func FuzzFloatList(f *testing.F) {
 		}
 	})
 }
+
+// On a request log, --engine fit fits the prefill to the log's TTFTs and
+// the report compares a replay of the log's own fleet with what it measured.
+func TestWhatifRequestLog(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"whatif", "--trace", "../../sim/whatif/testdata/requestlog.jsonl", "--engine", "fit", "--engine-base", "h100-8b",
+		"--policies", "cost_model,round_robin", "--replicas", "1..2", "--scale", "1", "--out", dir}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "engine: prefill fitted to the fastest 10%") {
+		t.Fatalf("no fit on stderr:\n%s", stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "fidelity (cost_model on 2 replicas)") {
+		t.Fatalf("no fidelity on stdout:\n%s", stdout.String())
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	if !strings.Contains(string(md), "## Fidelity") || !strings.Contains(string(md), "| logged |") {
+		t.Fatalf("no fidelity in the report:\n%s", md)
+	}
+}

@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -15,8 +16,10 @@ import (
 // Report is a sweep's answer. It is a value the caller owns; Write renders
 // it.
 type Report struct {
-	// Input describes the traffic (Trace.Describe, or the workload and
-	// rate); Rate is its own rate and Requests the requests of each point.
+	// Workload names the traffic in the charts, Input describes it (a
+	// trace's file, window and sampling); Rate is its own rate and Requests
+	// the requests of each point.
+	Workload string  `json:"workload"`
 	Input    string  `json:"input"`
 	Rate     float64 `json:"rate"`
 	Requests int     `json:"requests"`
@@ -78,7 +81,7 @@ func Baselines() []string { return baselines[:] }
 
 func newReport(p *Plan, points []Result) *Report {
 	rep := &Report{
-		Input: p.Workload.Name(), Rate: p.Rate, Requests: p.Requests, Engine: p.Engine,
+		Workload: p.Workload.Name(), Input: cmp.Or(p.Input, p.Workload.Name()), Rate: p.Rate, Requests: p.Requests, Engine: p.Engine,
 		SLOTTFT: p.SLO.TTFT.Seconds(), SLOTPOT: p.SLO.TPOT.Seconds(),
 		Replicas: slices.Sorted(slices.Values(p.Replicas)), Scales: p.Scales,
 		Searched: !p.All, Points: points,

@@ -83,7 +83,7 @@ func (p *plot) py(y float64) float64 {
 // on a log scale, with the SLO as a dashed line.
 func (rep *Report) kneeChart(i int) string {
 	scale := rep.Scales[i]
-	c := newCanvas(fmt.Sprintf("p99 TTFT against replicas, scale %g (%s)", scale, rep.Input))
+	c := newCanvas(fmt.Sprintf("p99 TTFT against replicas, scale %g (%s)", scale, rep.Workload))
 	lo, hi := rep.SLOTTFT, rep.SLOTTFT
 	for _, pt := range rep.Points {
 		if pt.Scale == scale && pt.P99TTFT > 0 {
@@ -132,7 +132,7 @@ func (rep *Report) kneeChart(i int) string {
 // per scale, one bar per policy; a policy that met it nowhere gets a hatched
 // bar at one more than the largest count swept.
 func (rep *Report) replicasChart() string {
-	c := newCanvas("Fewest replicas meeting the SLO (" + rep.Input + ")")
+	c := newCanvas("Fewest replicas meeting the SLO (" + rep.Workload + ")")
 	top := rep.largest() + 1
 	p := &plot{x0: 0, x1: float64(len(rep.Scales)), y0: 0, y1: float64(top)}
 	rep.axes(c, p, "load (scale of the traffic's rate)", "replicas")

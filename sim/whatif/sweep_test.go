@@ -157,7 +157,7 @@ func TestFindRate(t *testing.T) {
 // links, SVG documents that parse as XML, and JSON that reads back.
 func TestReportWrite(t *testing.T) {
 	rep := &Report{
-		Input: "W1 <test>", Rate: 2, Requests: 100, SLOTTFT: 2, SLOTPOT: 0.1,
+		Workload: "W1 <test>", Input: "W1 <test> described", Rate: 2, Requests: 100, SLOTTFT: 2, SLOTPOT: 0.1,
 		Routes: []string{"round_robin", "least_request", "cost_model"}, Replicas: []int{2, 4, 8}, Scales: []float64{1, 2},
 		Searched: true,
 	}

@@ -118,6 +118,9 @@ type Plan struct {
 	Workload workload.Workload
 	Rate     float64
 	Requests int
+	// Input describes the traffic in the report (Trace.Describe); ""
+	// takes the workload's name, which labels the charts.
+	Input string
 	// Key identifies the workload's content for the results' hashes: a
 	// trace file's digest and its options, or a workload's name and
 	// parameters. Two plans with the same Key must make the same requests.
