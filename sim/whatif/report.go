@@ -61,6 +61,10 @@ type Fewest struct {
 	// of those swept does; GPUs is Replicas times the engine's GPUs.
 	Replicas int `json:"replicas"`
 	GPUs     int `json:"gpus"`
+	// Misses lists the counts above Replicas that were run and missed the
+	// SLO: where the tail is not monotone in the replicas (noise at the
+	// SLO's edge), which the search assumes it is.
+	Misses []int `json:"misses,omitempty"`
 	// Saved is the GPUs saved against each baseline policy, by name;
 	// absent when this policy or the baseline was not swept, or this one
 	// met the SLO nowhere.
@@ -114,11 +118,14 @@ func FewestReplicas(points []Result, routes []string, scales []float64, gpus, la
 			n := fewest(r, s)
 			f := Fewest{Route: r, Scale: s, Replicas: n, GPUs: n * gpus}
 			for _, pt := range points {
-				if pt.Scale == s {
+				if pt.Scale == s && f.Rate == 0 {
 					f.Rate = pt.Rate
-					break
+				}
+				if pt.Route == r && pt.Scale == s && n > 0 && pt.Replicas > n && !pt.Meets {
+					f.Misses = append(f.Misses, pt.Replicas)
 				}
 			}
+			slices.Sort(f.Misses)
 			for _, b := range baselines {
 				if n == 0 || !slices.Contains(routes, b) {
 					continue
@@ -222,6 +229,12 @@ func (rep *Report) markdown(w io.Writer) {
 		}
 		p("| %g | %.4g | %s | %s | %s | %s | %s |\n", f.Scale, f.Rate, f.Route, f.replicasText(rep.largest()), gpus,
 			f.savedText("round_robin"), f.savedText("least_request"))
+	}
+	for i := range rep.Fewest {
+		if f := &rep.Fewest[i]; len(f.Misses) > 0 {
+			p("\nNot monotone: `%s` at scale %g meets the SLO on %d replicas but misses it on %v, run for the knee chart; the answer is the fewest that met it, and the tail is noisy at the SLO's edge.\n",
+				f.Route, f.Scale, f.Replicas, f.Misses)
+		}
 	}
 	p("\n\"> N\": no count swept met the SLO. \"≥ G\": the baseline met it nowhere and is counted at one replica more than the largest swept.\n\n")
 	p("![replicas needed](replicas.svg)\n\n")

@@ -105,6 +105,18 @@ func TestFewestReplicasProperties(t *testing.T) {
 			if f.Replicas != n || f.GPUs != n*gpus {
 				t.Fatalf("%s at %g: %d replicas %d GPUs, want %d", f.Route, f.Scale, f.Replicas, f.GPUs, n)
 			}
+			for _, m := range f.Misses {
+				if m <= n || slices.IndexFunc(pts, func(p Result) bool {
+					return p.Route == f.Route && p.Scale == f.Scale && p.Replicas == m && !p.Meets
+				}) < 0 {
+					t.Fatalf("%s at %g: miss %d is not a failing point above %d", f.Route, f.Scale, m, n)
+				}
+			}
+			for _, p := range pts {
+				if p.Route == f.Route && p.Scale == f.Scale && n > 0 && p.Replicas > n && !p.Meets && !slices.Contains(f.Misses, p.Replicas) {
+					t.Fatalf("%s at %g: miss at %d not listed in %v", f.Route, f.Scale, p.Replicas, f.Misses)
+				}
+			}
 			if n == 0 {
 				if f.Saved != nil {
 					t.Fatalf("%s at %g met nowhere but saves %v", f.Route, f.Scale, f.Saved)

@@ -172,7 +172,8 @@ func TestReportWrite(t *testing.T) {
 			}
 		}
 	}
-	rep.Points = append(rep.Points, point("cost_model", 2, 1, false)) // a count outside the sweep's list
+	rep.Points = append(rep.Points, point("cost_model", 2, 1, false), // a count outside the sweep's list
+		point("round_robin", 1, 16, false)) // noise above the fewest
 	rep.Fewest = FewestReplicas(rep.Points, rep.Routes, rep.Scales, rep.Engine.GPUs, 8)
 	rep.FoundRate = &FoundRate{Route: "round_robin", Replicas: 3, Rate: 2, Fails: 2.1, Probes: 9}
 	dir := t.TempDir()
@@ -190,6 +191,7 @@ func TestReportWrite(t *testing.T) {
 		"| 2 | 4 | cost_model | 4 | 4 | 4 | ≥ 5 |",
 		"![replicas needed](replicas.svg)", "(knee-1.svg)", "(knee-2.svg)",
 		"p99 TTFT ≤ 2000 ms", "highest at which 3 `round_robin` replicas",
+		"Not monotone: `round_robin` at scale 1 meets the SLO on 4 replicas but misses it on [16]",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
