@@ -3,6 +3,7 @@ package workload
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -98,6 +100,9 @@ type Trace struct {
 	inferred  bool // sessions inferred from the hash ids
 }
 
+// maxTimestamp bounds a timestamp, in ms, so that it is a time.Duration.
+const maxTimestamp = math.MaxInt64 / int64(time.Millisecond)
+
 // maxTraceLine bounds one line of a trace: a million-token prompt in
 // 512-token blocks takes about 16 KB.
 const maxTraceLine = 1 << 20
@@ -120,6 +125,7 @@ func LoadTrace(path string, o TraceOptions) (*Trace, error) {
 // from a zero.
 type traceLine struct {
 	Timestamp    *int64   `json:"timestamp"`
+	Time         *string  `json:"time"`
 	InputLength  *int     `json:"input_length"`
 	OutputLength *int     `json:"output_length"`
 	HashIDs      *[]int64 `json:"hash_ids"`
@@ -143,9 +149,14 @@ type traceReader struct {
 	blockSize int // the first record's
 	bsLine    int
 	last      int64 // the last timestamp
-	parent    map[int64]int64
-	sessions  bool // some line has a session field
-	seen      map[int64]struct{}
+	// logged reports that some line is the request log's (it has a time
+	// field): the log writes a line when its request ends, so its
+	// timestamps come out of order, and a request that began before the
+	// file's first line has a negative one.
+	logged   bool
+	parent   map[int64]int64
+	sessions bool // some line has a session field
+	seen     map[int64]struct{}
 }
 
 // noParent is the parent of an id that starts a prompt.
@@ -198,6 +209,15 @@ func ReadTrace(r io.Reader, name string, o TraceOptions) (*Trace, error) {
 	if len(all) == 0 {
 		return nil, fmt.Errorf("trace %s: none of its %d requests has hash ids", name, t.read)
 	}
+	if tr.logged {
+		// A request log's lines are in the order their requests ended:
+		// put them in arrival order, the earliest at 0.
+		slices.SortStableFunc(all, func(a, b TraceRecord) int { return cmp.Compare(a.At, b.At) })
+		first := all[0].At
+		for i := range all {
+			all[i].At -= first
+		}
+	}
 	t.blockSize = tr.blockSize
 	t.digest = hex.EncodeToString(sum.Sum(nil))
 	if !tr.sessions {
@@ -229,9 +249,9 @@ func (tr *traceReader) parse(line []byte, n int) (TraceRecord, error) {
 		return fail("output_length", "missing")
 	case l.HashIDs == nil:
 		return fail("hash_ids", "missing")
-	case *l.Timestamp < 0 || *l.Timestamp > math.MaxInt64/int64(time.Millisecond):
-		return fail("timestamp", "%d ms: want from 0 to %d", *l.Timestamp, math.MaxInt64/int64(time.Millisecond))
-	case *l.Timestamp < tr.last:
+	case *l.Timestamp < -maxTimestamp || *l.Timestamp < 0 && l.Time == nil || *l.Timestamp > maxTimestamp:
+		return fail("timestamp", "%d ms: want from 0 to %d", *l.Timestamp, maxTimestamp)
+	case *l.Timestamp < tr.last && l.Time == nil && !tr.logged:
 		return fail("timestamp", "%d ms goes back from the line before's %d", *l.Timestamp, tr.last)
 	case *l.InputLength < 0 || *l.InputLength > maxRange:
 		return fail("input_length", "%d: want from 0 to %d", *l.InputLength, maxRange)
@@ -239,6 +259,7 @@ func (tr *traceReader) parse(line []byte, n int) (TraceRecord, error) {
 		return fail("output_length", "%d: want from 0 to %d", *l.OutputLength, maxRange)
 	}
 	tr.last = *l.Timestamp
+	tr.logged = tr.logged || l.Time != nil
 	bs := tr.fallback
 	if l.BlockSize != nil {
 		bs = *l.BlockSize

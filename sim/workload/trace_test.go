@@ -11,6 +11,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -308,6 +309,36 @@ func TestTraceRequestLog(t *testing.T) {
 	if !tr.Logged() || !strings.Contains(tr.Describe(), "2 of 3 requests kept (1 without hash ids left out)") ||
 		strings.Contains(tr.Describe(), "inferred") {
 		t.Fatalf("Logged %v, Describe %s", tr.Logged(), tr.Describe())
+	}
+}
+
+// TestTraceRequestLogOrder: the request log writes a line when its request
+// ends, so a log's timestamps come out of order and one that began before
+// the file's first line is negative; the trace replays them in arrival
+// order from 0. A Mooncake file (no time field) must still be in order.
+func TestTraceRequestLogOrder(t *testing.T) {
+	logLine := func(ts int, ids string) string {
+		return `{"timestamp":` + strconv.Itoa(ts) + `,"input_length":600,"output_length":3,"hash_ids":` + ids +
+			`,"block_size":512,"time":"2026-12-07T22:40:01Z","session":"","status":200,"ttft_ms":1}`
+	}
+	tr := read(t, trace(logLine(0, "[0,1]"), logLine(-40, "[0,2]"), logLine(25, "[3,4]"), logLine(10, "[0,5]")), TraceOptions{})
+	var got []time.Duration
+	var first []int64
+	for _, r := range tr.Records() {
+		got = append(got, r.At)
+		first = append(first, r.HashIDs[1])
+	}
+	if want := []time.Duration{0, 40 * time.Millisecond, 50 * time.Millisecond, 65 * time.Millisecond}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("arrivals %v, want %v", got, want)
+	}
+	if want := []int64{2, 1, 5, 4}; !reflect.DeepEqual(first, want) {
+		t.Fatalf("second ids in replay order %v, want %v", first, want)
+	}
+	_, err := ReadTrace(strings.NewReader(trace(
+		`{"timestamp":5,"input_length":600,"output_length":3,"hash_ids":[0,1]}`,
+		`{"timestamp":4,"input_length":600,"output_length":3,"hash_ids":[0,2]}`)), "m.jsonl", TraceOptions{})
+	if err == nil || !strings.Contains(err.Error(), "m.jsonl: line 2: timestamp") {
+		t.Fatalf("a Mooncake file going back in time: %v", err)
 	}
 }
 
