@@ -85,14 +85,16 @@ func NewPlan(o *Options, model string) *Plan {
 		if r.At >= o.Duration {
 			return p
 		}
-		p.Requests = append(p.Requests, r)
 		p.Bodies = append(p.Bodies, AppendBody(nil, model, &r))
+		r.Tokens = nil // in the body now; a trace's prompts are long
+		p.Requests = append(p.Requests, r)
 	}
 }
 
 // AppendBody appends r's streaming request body for model: a chat
 // completion of its messages or a completion of its prompt, with
-// max_tokens and a final usage chunk; or an Anthropic request's Messages
+// max_tokens and a final usage chunk (a prompt of token ids goes as
+// JSON's list of ints, which vLLM and the gateway take on /v1/completions); or an Anthropic request's Messages
 // body, streamed (its events carry the usage).
 func AppendBody(dst []byte, model string, r *workload.Request) []byte {
 	if r.IsMessages() {
@@ -111,6 +113,15 @@ func AppendBody(dst []byte, model string, r *workload.Request) []byte {
 			dst = append(dst, `,"content":`...)
 			dst = appendString(dst, m.Content)
 			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	} else if len(r.Tokens) > 0 {
+		dst = append(dst, `,"prompt":[`...)
+		for i, id := range r.Tokens {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendUint(dst, uint64(id), 10)
 		}
 		dst = append(dst, ']')
 	} else {

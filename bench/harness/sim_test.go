@@ -45,7 +45,11 @@ func TestSimulatorAgreesWithWorkloads(t *testing.T) {
 	if err := gpt.Load(); err != nil {
 		t.Fatal(err)
 	}
-	ws := []workload.Workload{&gpt}
+	tr, err := workload.LoadTrace("../../sim/workload/testdata/mooncake_first300.jsonl", workload.TraceOptions{Limit: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := []workload.Workload{&gpt, tr}
 	for _, k := range workload.Kinds() {
 		w, _ := workload.New(k)
 		ws = append(ws, w)
@@ -66,19 +70,25 @@ func TestSimulatorAgreesWithWorkloads(t *testing.T) {
 					msgs = append(msgs, map[string]string{"role": m.Role, "content": m.Content})
 				}
 				body["messages"] = msgs
+			} else if len(r.Tokens) > 0 {
+				body["prompt"] = r.Tokens
 			} else {
 				body["prompt"] = r.Prompt
 			}
 			// The body the harness sends says the same.
 			var sent struct {
 				Messages  []map[string]string
-				Prompt    string
+				Prompt    json.RawMessage
 				MaxTokens int `json:"max_tokens"`
 			}
 			if err := json.Unmarshal(AppendBody(nil, opts.Model, &r), &sent); err != nil {
 				t.Fatal(err)
 			}
-			if sent.MaxTokens != r.MaxTokens || sent.Prompt != r.Prompt || len(sent.Messages) != len(r.Messages) {
+			prompt, _ := json.Marshal(body["prompt"])
+			if r.Chat() {
+				prompt = nil
+			}
+			if sent.MaxTokens != r.MaxTokens || !bytes.Equal(sent.Prompt, prompt) || len(sent.Messages) != len(r.Messages) {
 				t.Fatalf("%s: the body says %d max_tokens, %d messages", w.Name(), sent.MaxTokens, len(sent.Messages))
 			}
 			for i, m := range r.Messages {

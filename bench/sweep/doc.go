@@ -2,7 +2,9 @@
 // TOML file: shared settings (replicas, duration, warm-up, repetitions,
 // seed, policies, and scheduling profiles: EndpointPickerConfig documents
 // from a file or inline, each under a name the reports label it with) and
-// a list of points, each a workload with its overrides and rates. Every
+// a list of points, each a workload with its overrides and rates, or a
+// trace file (workload.Trace) with its options, at its own rate unless
+// rates say otherwise, whose engines hold its longest request. Every
 // (point, rate, repetition, policy or profile) is one run with a
 // specification; policies and profiles run innermost, so that drift over a
 // long sweep falls on every one alike, and each of a repetition gets the
@@ -18,6 +20,6 @@
 // bytes.
 //
 // Execute joins every goroutine it starts before it returns. The only I/O
-// is reading sweep and profile files and reading and writing result and
-// report files.
+// is reading sweep, profile and trace files and reading and writing result
+// and report files.
 package sweep

@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/inferrail/inferrail/bench/harness"
 	"github.com/inferrail/inferrail/sim/cluster"
+	"github.com/inferrail/inferrail/sim/progress"
+	"github.com/inferrail/inferrail/sim/resume"
 )
 
 // Result is one run's result file.
@@ -87,8 +88,7 @@ func Execute(ctx context.Context, runs []*RunSpec, r Runner, o Options) (ran, sk
 		todo = append(todo, spec)
 	}
 	jobs := max(o.Jobs, 1)
-	pr := &progress{w: o.Progress, total: len(runs), skipped: skipped, start: time.Now()}
-	pr.draw()
+	pr := progress.New(o.Progress, "runs", len(runs), skipped)
 	next := make(chan *RunSpec)
 	var mu sync.Mutex
 	var errs []error
@@ -104,7 +104,7 @@ func Execute(ctx context.Context, runs []*RunSpec, r Runner, o Options) (ran, sk
 					ran++
 				}
 				mu.Unlock()
-				pr.finished()
+				pr.Finished()
 			}
 		})
 	}
@@ -119,7 +119,7 @@ func Execute(ctx context.Context, runs []*RunSpec, r Runner, o Options) (ran, sk
 	}
 	close(next)
 	wg.Wait()
-	pr.end()
+	pr.End()
 	if ctx.Err() != nil {
 		errs = append(errs, ctx.Err())
 	}
@@ -152,33 +152,10 @@ func NewResult(spec *RunSpec, run *harness.Run) *Result {
 
 // WriteResult writes res to path through a temporary file, so that a
 // stopped sweep never leaves half a result.
-func WriteResult(path string, res *Result) error {
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
+func WriteResult(path string, res *Result) error { return resume.Write(path, res) }
 
 // ReadResult reads one result file.
-func ReadResult(path string) (*Result, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var res Result
-	if err := json.Unmarshal(b, &res); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &res, nil
-}
+func ReadResult(path string) (*Result, error) { return resume.Read[Result](path) }
 
 // ReadResults reads every result file under dir, in path order.
 func ReadResults(dir string) ([]*Result, error) {
@@ -195,54 +172,4 @@ func ReadResults(dir string) ([]*Result, error) {
 		return nil
 	})
 	return out, err
-}
-
-// progress draws "done/total, elapsed, ETA" on one line.
-type progress struct {
-	w                    io.Writer
-	mu                   sync.Mutex
-	total, skipped, done int
-	start                time.Time
-}
-
-func (p *progress) finished() {
-	p.mu.Lock()
-	p.done++
-	p.mu.Unlock()
-	p.draw()
-}
-
-func (p *progress) draw() {
-	if p.w == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	const width = 30
-	all := p.done + p.skipped
-	fill := 0
-	if p.total > 0 {
-		fill = all * width / p.total
-	}
-	bar := make([]byte, width)
-	for i := range bar {
-		bar[i] = '.'
-		if i < fill {
-			bar[i] = '#'
-		}
-	}
-	el := time.Since(p.start)
-	eta := "?"
-	if p.done > 0 {
-		left := p.total - all
-		eta = (el / time.Duration(p.done) * time.Duration(left)).Round(time.Second).String()
-	}
-	fmt.Fprintf(p.w, "\r[%s] %d/%d runs (%d resumed), %v elapsed, ETA %s   ", bar, all, p.total, p.skipped,
-		el.Round(time.Second), eta)
-}
-
-func (p *progress) end() {
-	if p.w != nil {
-		fmt.Fprintln(p.w)
-	}
 }

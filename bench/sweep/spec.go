@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
@@ -58,8 +59,10 @@ type Sweep struct {
 
 	// Warnings are what the profiles ask for that Inferrail routes
 	// without, and their deprecations (sched.Parse), each naming its
-	// profile.
+	// profile, and the engines a trace point sizes up to serve it.
 	Warnings []string `toml:"-"`
+	// Notes describe what the trace points replay (workload.Trace.Describe).
+	Notes []string `toml:"-"`
 }
 
 // Profile is a scheduling profile a sweep compares: an EndpointPickerConfig
@@ -80,15 +83,22 @@ type Profile struct {
 type Point struct {
 	// Name names the point in reports ("W1", "W8 CV 2"); unique.
 	Name string `toml:"name"`
-	// Workload is the workload's kind (workload.New), Set its overrides.
+	// Workload is the workload's kind (workload.New, or "trace"), Set its
+	// overrides (a trace's options, workload.TraceOptions).
 	Workload string         `toml:"workload"`
 	Set      toml.Primitive `toml:"set"`
+	// Trace is the file a "trace" point replays (Mooncake's JSON lines or
+	// a request log), relative to the sweep file.
+	Trace string `toml:"trace"`
 	// Rates are the mean request rates swept, per second; Main the one the
 	// headline and verdicts read (about 70% of what a cache-blind fleet
-	// sustains), one of Rates.
+	// sustains), one of Rates. A trace point's rate 0, or no rates, is
+	// the trace's own.
 	Rates []float64 `toml:"rates"`
 	Main  float64   `toml:"main"`
-	// Replicas, Duration and WarmUp override the sweep's when set.
+	// Replicas, Duration and WarmUp override the sweep's when set. A
+	// trace is replayed once: a trace point's run ends with its last
+	// request, or at Duration when that comes first (0 for no bound).
 	Replicas int           `toml:"replicas"`
 	Duration time.Duration `toml:"duration"`
 	WarmUp   time.Duration `toml:"warmup"`
@@ -96,11 +106,13 @@ type Point struct {
 	// indexes (index.kv_events), on top of its routing decisions.
 	KVEvents bool `toml:"kv_events"`
 
-	wl workload.Workload
+	wl     workload.Workload
+	trace  *workload.Trace // a trace point's
+	engine engine.Config
 }
 
-// Load reads and validates a sweep file. A ShareGPT file a point names is
-// read relative to the sweep file.
+// Load reads and validates a sweep file. A ShareGPT file or a trace a
+// point names is read relative to the sweep file.
 func Load(path string) (*Sweep, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -120,6 +132,13 @@ func Parse(text, dir string) (*Sweep, error) {
 	var errs []error
 	for i := range s.Points {
 		p := &s.Points[i]
+		p.engine = sim.DefaultOptions().Engine
+		if p.Workload == workload.KindTrace || p.Trace != "" {
+			if err := s.loadTrace(md, p, dir); err != nil {
+				errs = append(errs, fmt.Errorf("point %q: %w", p.Name, err))
+			}
+			continue
+		}
 		w, err := workload.New(p.Workload)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("point %q: %w", p.Name, err))
@@ -159,6 +178,39 @@ func Parse(text, dir string) (*Sweep, error) {
 	return &s, nil
 }
 
+// loadTrace reads a trace point's file, its options from Set, and sizes
+// its engines to serve the trace's longest request: vLLM refuses a prompt
+// past max_model_len, and the virtual fleet stops at the first.
+func (s *Sweep) loadTrace(md toml.MetaData, p *Point, dir string) error {
+	if p.Workload != workload.KindTrace {
+		return fmt.Errorf("trace %s: only a %q point replays a trace", p.Trace, workload.KindTrace)
+	}
+	if p.Trace == "" {
+		return errors.New("trace: a trace point names its file")
+	}
+	var o workload.TraceOptions
+	if err := md.PrimitiveDecode(p.Set, &o); err != nil {
+		return fmt.Errorf("set: %w", err)
+	}
+	path := p.Trace
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	t, err := workload.LoadTrace(path, o)
+	if err != nil {
+		return err
+	}
+	p.wl, p.trace = t, t
+	s.Notes = append(s.Notes, fmt.Sprintf("point %q: %s", p.Name, t.Describe()))
+	if e := &p.engine; t.Longest() > e.MaxModelLen {
+		e.MaxModelLen = 1 << bits.Len(uint(t.Longest()-1))
+		e.NumBlocks = max(e.NumBlocks, e.MaxModelLen/e.BlockSize)
+		s.Warnings = append(s.Warnings, fmt.Sprintf("point %q: its longest request needs %d tokens: its engines get max_model_len %d and %d KV blocks of %d tokens",
+			p.Name, t.Longest(), e.MaxModelLen, e.NumBlocks, e.BlockSize))
+	}
+	return nil
+}
+
 func (s *Sweep) defaults() {
 	if s.Fanout == 0 {
 		s.Fanout = 16
@@ -179,6 +231,19 @@ func (s *Sweep) defaults() {
 		}
 		if p.WarmUp == 0 {
 			p.WarmUp = s.WarmUp
+		}
+		if p.trace != nil {
+			if len(p.Rates) == 0 {
+				p.Rates = []float64{0}
+			}
+			for k, r := range p.Rates {
+				if r == 0 {
+					p.Rates[k] = p.trace.Rate()
+				}
+			}
+			if p.Main == 0 {
+				p.Main = p.trace.Rate()
+			}
 		}
 		if p.Main == 0 && len(p.Rates) > 0 {
 			p.Main = p.Rates[0]
@@ -235,7 +300,15 @@ func (s *Sweep) validate() error {
 		if p.Replicas < 1 || p.Replicas > maxReplicas {
 			bad("point %q: replicas %d: want 1 to %d", p.Name, p.Replicas, maxReplicas)
 		}
-		if p.Duration <= 0 || p.WarmUp < 0 || p.WarmUp >= p.Duration {
+		if p.trace != nil {
+			for _, r := range p.Rates {
+				if d := p.duration(r); p.Duration < 0 || p.WarmUp < 0 || p.WarmUp >= d {
+					bad("point %q: duration %v, warmup %v: want 0 <= warmup < duration (at %v req/s the trace ends at %v)",
+						p.Name, p.Duration, p.WarmUp, r, p.trace.End(r))
+					break
+				}
+			}
+		} else if p.Duration <= 0 || p.WarmUp < 0 || p.WarmUp >= p.Duration {
 			bad("point %q: duration %v, warmup %v: want 0 <= warmup < duration", p.Name, p.Duration, p.WarmUp)
 		}
 		if len(p.Rates) == 0 || len(p.Rates) > maxRates {
@@ -244,7 +317,7 @@ func (s *Sweep) validate() error {
 		runs += len(p.Rates) * max(s.Repetitions, 1) * max(len(s.Policies)+len(s.Profiles), 1)
 		for _, r := range p.Rates {
 			if !(r > 0) || math.IsInf(r, 0) {
-				bad("point %q: rate %v: want a finite number above 0", p.Name, r)
+				bad("point %q: rate %v: want a finite number above 0 (a trace point's 0 is the trace's own, but this one spans no time)", p.Name, r)
 			}
 		}
 		if len(p.Rates) > 0 && !slices.Contains(p.Rates, p.Main) {
@@ -260,6 +333,18 @@ func (s *Sweep) validate() error {
 		bad("%d runs: want at most %d in one sweep", runs, maxRuns)
 	}
 	return errors.Join(errs...)
+}
+
+// duration is how long p's runs at rate send requests: a trace's until
+// its end, or Duration when that comes first.
+func (p *Point) duration(rate float64) time.Duration {
+	if p.trace == nil {
+		return p.Duration
+	}
+	if end := p.trace.End(rate); p.Duration == 0 || p.Duration > end {
+		return end
+	}
+	return p.Duration
 }
 
 // Bounds of a sweep file, so that a typo costs an error rather than a plan
@@ -392,7 +477,6 @@ func slug(s string) string {
 // Plan lists the sweep's runs in the order they run: by point, rate and
 // repetition, with the policies, then the profiles, innermost.
 func (s *Sweep) Plan(mode string) []*RunSpec {
-	eng := sim.DefaultOptions().Engine
 	type routed struct {
 		name string
 		doc  json.RawMessage
@@ -424,9 +508,9 @@ func (s *Sweep) Plan(mode string) []*RunSpec {
 						Format: Format, Mode: mode, Sweep: s.Name, Point: p.Name, Order: i,
 						Kind: p.Workload, Params: params, Rate: rate, MainRate: p.Main,
 						Policy: r.name, Profile: r.doc, Repetition: rep, Seed: s.Seed*1000 + uint64(rep),
-						Replicas: p.Replicas, Duration: p.Duration, WarmUp: p.WarmUp, Fanout: s.Fanout,
+						Replicas: p.Replicas, Duration: p.duration(rate), WarmUp: p.WarmUp, Fanout: s.Fanout,
 						KVEvents: p.KVEvents,
-						SLO:      harness.SLO{TTFT: s.TTFT, TPOT: s.TPOT}, Engine: eng, wl: p.wl, sched: r.cfg,
+						SLO:      harness.SLO{TTFT: s.TTFT, TPOT: s.TPOT}, Engine: p.engine, wl: p.wl, sched: r.cfg,
 					})
 				}
 			}

@@ -60,19 +60,125 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return sub(ctx, args[1:], stdout, stderr)
 }
 
-// workloadFlags are the flags naming a workload and its overrides.
+// workloadFlags are the flags naming a workload and its overrides, or a
+// trace to replay (registerTrace).
 type workloadFlags struct {
 	kind, set, sharegpt string
+
+	fs        *flag.FlagSet
+	trace     string
+	traceOpts workload.TraceOptions
+	// tr is the trace workload loaded.
+	tr *workload.Trace
+}
+
+// traceFlags are the flags of a trace's options, as [point.set] names them.
+var traceFlags = []struct{ flag, key string }{
+	{"trace-block-size", "block_size"}, {"speed", "speed"}, {"from", "from"}, {"to", "to"},
+	{"sample-sessions", "sample_sessions"}, {"sample-requests", "sample_requests"},
+}
+
+// registerTrace adds --trace and its options.
+func (w *workloadFlags) registerTrace(fs *flag.FlagSet) {
+	o := &w.traceOpts
+	fs.StringVar(&w.trace, "trace", "", "replay this trace instead of --workload: Mooncake's JSON lines or a request log (--set takes its options as in a sweep's [point.set], e.g. 'limit = 500')")
+	fs.IntVar(&o.BlockSize, "trace-block-size", workload.DefaultTraceBlockSize, "--trace: tokens per hash id when the file does not say")
+	fs.Float64Var(&o.Speed, "speed", 1, "--trace: time scaling; 2 replays twice as fast (a --rate given sets the rate instead)")
+	fs.DurationVar(&o.From, "from", 0, "--trace: replay its requests from this time of its own clock")
+	fs.DurationVar(&o.To, "to", 0, "--trace: and up to this time (0: its end)")
+	fs.Float64Var(&o.SampleSessions, "sample-sessions", 1, "--trace: keep this share of its sessions, drawn by session")
+	fs.Float64Var(&o.SampleRequests, "sample-requests", 1, "--trace: keep this share of its requests, drawn by request")
+}
+
+// given reports whether the flag was on the command line.
+func (w *workloadFlags) given(name string) bool {
+	found := false
+	if w.fs != nil {
+		w.fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	}
+	return found
+}
+
+// checkTrace reports flags that contradict --trace, or trace flags without it.
+func (w *workloadFlags) checkTrace() error {
+	if w.trace == "" {
+		if w.kind == workload.KindTrace {
+			return errors.New("--workload trace: name the file with --trace")
+		}
+		for _, f := range traceFlags {
+			if w.given(f.flag) {
+				return fmt.Errorf("--%s: only with --trace", f.flag)
+			}
+		}
+		return nil
+	}
+	if w.given("workload") && w.kind != workload.KindTrace {
+		return fmt.Errorf("--trace and --workload %s: replay a trace or make a workload, not both", w.kind)
+	}
+	if w.sharegpt != "" {
+		return errors.New("--sharegpt: only W2 replays ShareGPT conversations, not --trace")
+	}
+	w.kind = workload.KindTrace
+	return nil
 }
 
 // register adds the flags, --workload defaulting to w.kind ("" for W1).
 func (w *workloadFlags) register(fs *flag.FlagSet) {
+	w.fs = fs
 	fs.StringVar(&w.kind, "workload", cmp.Or(w.kind, "W1"), "workload: "+strings.Join(workload.Kinds(), ", "))
 	fs.StringVar(&w.set, "set", "", `workload overrides as TOML, e.g. 'prompts = 32' or 'arrivals = {process = "gamma", cv = 4}'`)
 	fs.StringVar(&w.sharegpt, "sharegpt", "", "W2: replay conversations from this ShareGPT JSON file")
 }
 
+// traceSet is the trace's options as TOML, as a sweep's [point.set]
+// holds them: the trace flags given, then --set.
+func (w *workloadFlags) traceSet() string {
+	var b strings.Builder
+	for _, f := range traceFlags {
+		if !w.given(f.flag) {
+			continue
+		}
+		v := w.fs.Lookup(f.flag).Value.String()
+		if f.key == "from" || f.key == "to" {
+			v = strconv.Quote(v)
+		}
+		fmt.Fprintf(&b, "%s = %s\n", f.key, v)
+	}
+	b.WriteString(w.set)
+	return b.String()
+}
+
+// loadTrace reads --trace with its options.
+func (w *workloadFlags) loadTrace() (*workload.Trace, error) {
+	var o workload.TraceOptions
+	md, err := toml.Decode(w.traceSet(), &o)
+	if err != nil {
+		return nil, fmt.Errorf("--trace: options: %w", err)
+	}
+	if u := md.Undecoded(); len(u) > 0 {
+		return nil, fmt.Errorf("--set: unknown key %s (a trace's options are a sweep's [point.set] keys)", u[0])
+	}
+	return workload.LoadTrace(w.trace, o)
+}
+
+// The --rate and --duration help of the commands that take --trace.
+const (
+	traceRate     = "with --trace, 0 or none replays at its own rate"
+	traceDuration = "with --trace, at most the trace's end, and its end when not given"
+)
+
 func (w *workloadFlags) workload() (workload.Workload, error) {
+	if err := w.checkTrace(); err != nil {
+		return nil, err
+	}
+	if w.trace != "" {
+		t, err := w.loadTrace()
+		if err != nil {
+			return nil, err
+		}
+		w.tr = t
+		return t, nil
+	}
 	wl, err := workload.New(w.kind)
 	if err != nil {
 		return nil, err
@@ -104,19 +210,31 @@ func benchRun(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	url := fs.String("url", "http://127.0.0.1:8080", "OpenAI-compatible base URL")
 	model := fs.String("model", "sim", "model field of every request")
 	metrics := fs.String("engine-metrics", "", "comma-separated /metrics URLs of the engines, for their prefix cache counters")
-	rate := fs.Float64("rate", 5, "mean requests per second")
-	dur := fs.Duration("duration", time.Minute, "requests are due from 0 to this")
+	rate := fs.Float64("rate", 5, "mean requests per second ("+traceRate+")")
+	dur := fs.Duration("duration", time.Minute, "requests are due from 0 to this ("+traceDuration+")")
 	warm := fs.Duration("warmup", 15*time.Second, "requests due before this are left out of the summary")
 	seed := fs.Uint64("seed", 1, "seed of the requests")
 	out := fs.String("out", "", "also write the summary as JSON to this file")
 	var wf workloadFlags
 	wf.register(fs)
-	if err := parseFlags(fs, args, stderr, "inferrail bench run --url URL --workload W --rate R [flags]"); err != nil {
+	wf.registerTrace(fs)
+	if err := parseFlags(fs, args, stderr, "inferrail bench run --url URL (--workload W | --trace FILE) --rate R [flags]"); err != nil {
 		return err
 	}
 	wl, err := wf.workload()
 	if err != nil {
 		return err
+	}
+	if wf.tr != nil {
+		if !wf.given("rate") || *rate == 0 {
+			if *rate = wf.tr.Rate(); *rate == 0 {
+				return errors.New("--trace: its requests all arrive at once, so it has no rate of its own: give --rate")
+			}
+		}
+		if end := wf.tr.End(*rate); !wf.given("duration") || *dur > end {
+			*dur = end
+		}
+		fmt.Fprintf(stderr, "%s; replayed at %.3g req/s for %v\n", wf.tr.Describe(), *rate, dur.Round(time.Millisecond))
 	}
 	t := harness.Target{URL: strings.TrimRight(*url, "/"), Model: *model}
 	if *metrics != "" {
@@ -232,6 +350,12 @@ func execute(ctx context.Context, sw *sweep.Sweep, mode string, sf sweepFlags, s
 	case sf.requestLogs != "":
 		return errors.New("--request-log: only real-time runs have a gateway to log requests")
 	}
+	for _, n := range sw.Notes {
+		fmt.Fprintln(stderr, n)
+	}
+	for _, w := range sw.Warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
 	runs := sw.Plan(mode)
 	start := time.Now()
 	ran, skipped, err := sweep.Execute(ctx, runs, r, sweep.Options{Dir: sf.out, Jobs: sf.jobs, Progress: stderr})
@@ -244,8 +368,8 @@ func benchCompare(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := flag.NewFlagSet("inferrail bench compare", flag.ContinueOnError)
 	policies := fs.String("policies", strings.Join(sched.Policies(), ","), "comma-separated policies")
 	replicas := fs.Int("replicas", 3, "simulated engines per fleet")
-	rate := fs.Float64("rate", 3, "mean requests per second")
-	dur := fs.Duration("duration", 2*time.Minute, "requests are due from 0 to this")
+	rate := fs.Float64("rate", 3, "mean requests per second ("+traceRate+")")
+	dur := fs.Duration("duration", 2*time.Minute, "requests are due from 0 to this ("+traceDuration+")")
 	warm := fs.Duration("warmup", 30*time.Second, "requests due before this are left out")
 	reps := fs.Int("repetitions", 1, "repetitions, each on a new seed")
 	seed := fs.Uint64("seed", 1, "seed of the first repetition")
@@ -253,15 +377,28 @@ func benchCompare(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	report := fs.String("report", "", "also write the report into this directory")
 	var wf workloadFlags
 	wf.register(fs)
+	wf.registerTrace(fs)
 	var sf sweepFlags
 	sf.register(fs, 1)
 	sf.registerRequestLog(fs)
-	if err := parseFlags(fs, args, stderr, "inferrail bench compare --workload W --rate R --out DIR [flags]"); err != nil {
+	if err := parseFlags(fs, args, stderr, "inferrail bench compare (--workload W | --trace FILE) --rate R --out DIR [flags]"); err != nil {
 		return err
 	}
 	if sf.out == "" {
 		fmt.Fprintln(stderr, "--out is required")
 		return errUsage
+	}
+	if err := wf.checkTrace(); err != nil {
+		return err
+	}
+	if wf.trace != "" {
+		// The sweep reads the trace: rate 0 is its own, duration 0 its end.
+		if !wf.given("rate") {
+			*rate = 0
+		}
+		if !wf.given("duration") {
+			*dur = 0
+		}
 	}
 	var text strings.Builder
 	fmt.Fprintf(&text, "name = %q\nreplicas = %d\nduration = %q\nwarmup = %q\nrepetitions = %d\nseed = %d\npolicies = [",
@@ -274,7 +411,9 @@ func benchCompare(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	fmt.Fprintf(&text, "]\n\n[[point]]\nname = %q\nworkload = %q\nrates = [%s]\n",
 		wf.kind, wf.kind, strconv.FormatFloat(*rate, 'g', -1, 64))
-	if wf.set != "" || wf.sharegpt != "" {
+	if wf.trace != "" {
+		fmt.Fprintf(&text, "trace = %q\n[point.set]\n%s\n", wf.trace, wf.traceSet())
+	} else if wf.set != "" || wf.sharegpt != "" {
 		text.WriteString("[point.set]\n" + wf.set + "\n")
 		if wf.sharegpt != "" {
 			fmt.Fprintf(&text, "sharegpt = %q\n", wf.sharegpt)

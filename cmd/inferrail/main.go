@@ -32,6 +32,7 @@ func commands() []command {
 		{"tokenize", "print a request's rendered prompt, token ids and block hashes", runTokenize},
 		{"calibrate", "fit cost_model's prefill parameters to an idle engine", runCalibrate},
 		{"bench", "benchmark policies: open-loop runs, comparisons, sweeps in real and virtual time, reports", runBench},
+		{"whatif", "how many GPUs each routing policy needs for a trace or workload, in virtual time", runWhatif},
 		{"replay-shadow", "replay an observability.shadow_log and check every shadow pick", runReplayShadow},
 		{"stress", "run the stress and fault suite against in-process gateways and simulators", runStress},
 		{"version", "print the version", func(_ context.Context, _ []string, out, _ io.Writer) error {

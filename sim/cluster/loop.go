@@ -339,8 +339,8 @@ func (r *run) release() error {
 
 // startStep plans p's next step at the current time.
 func (r *run) startStep(p *replica) error {
-	st := p.eng.Stats()
-	p.now = load{running: st.Running, waiting: st.Waiting, kvUsage: st.KVUsage}
+	running, waiting, kv := p.eng.Load()
+	p.now = load{running: running, waiting: waiting, kvUsage: kv}
 	p.step = p.eng.Step(r.now)
 	if !r.cfg.KVEvents {
 		p.step.Events = nil // nobody reads them; drop them early
@@ -352,7 +352,7 @@ func (r *run) startStep(p *replica) error {
 		// A step may only drain KV events; a run of steps that does
 		// nothing at all means the engine cannot make progress.
 		if r.idleSteps++; r.idleSteps > 1000 {
-			return fmt.Errorf("BUG: replica %s: engine makes no progress at %v (%+v)", p.id, r.now, st)
+			return fmt.Errorf("BUG: replica %s: engine makes no progress at %v (%+v)", p.id, r.now, p.eng.Stats())
 		}
 	} else {
 		r.idleSteps = 0

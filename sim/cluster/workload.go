@@ -20,11 +20,12 @@ type arrival struct {
 	class   string
 }
 
-// feed turns a workload's text requests into arrivals. The prompt goes
-// through workload.Encoder, which is token.RenderSimChat and token.Sim as in
-// sim/handlers.go (the encoder's tests hold it to that), and the output is
-// what the simulator generates for that prompt (workload.AppendOutput), so a
-// virtual run and a real one compute the same token ids.
+// feed turns a workload's requests into arrivals. A prompt of token ids (a
+// trace's) is taken as it is; a text prompt goes through workload.Encoder,
+// which is token.RenderSimChat and token.Sim as in sim/handlers.go (the
+// encoder's tests hold it to that). The output is what the simulator
+// generates for that prompt (workload.AppendOutput), so a virtual run and a
+// real one compute the same token ids.
 type feed struct {
 	src        workload.Source
 	enc        *workload.Encoder
@@ -38,7 +39,11 @@ func newFeed(w workload.Workload, seed uint64, rate float64, keepHeader bool) *f
 func (f *feed) next() arrival {
 	r := f.src.Next()
 	a := arrival{at: r.At, class: r.Class, session: SessionKey(r.Session)}
-	a.prompt = f.enc.Encode(nil, &r)
+	if len(r.Tokens) > 0 {
+		a.prompt = r.Tokens // a trace's: the Source made them for this request
+	} else {
+		a.prompt = f.enc.Encode(nil, &r)
+	}
 	a.output = workload.AppendOutput(make([]uint32, 0, r.MaxTokens), a.prompt, r.MaxTokens)
 	if f.keepHeader && r.IsMessages() {
 		a.route = f.enc.EncodeKeepingHeader(nil, &r)

@@ -213,6 +213,13 @@ func (e *Engine) Stats() Stats {
 	}
 }
 
+// Load returns what a metrics scrape reads of the engine's load: Stats'
+// Running, Waiting and KVUsage, without copying its counters, for a caller
+// that reads the load every step.
+func (e *Engine) Load() (running, waiting int, kvUsage float64) {
+	return len(e.running), e.waiting.len(), float64(e.pool.numUsed()) / float64(e.pool.numBlocks())
+}
+
 // Step plans and runs one scheduler step starting at virtual time now.
 //
 // Planning follows Scheduler.schedule: running requests first, in admission

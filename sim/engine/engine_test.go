@@ -413,3 +413,24 @@ func TestGeneratedBlocksAreCached(t *testing.T) {
 		t.Fatalf("follow-up hit %d tokens, want 48", b.CachedTokens)
 	}
 }
+
+// Load reads what Stats reads of the load, step after step.
+func TestLoadMatchesStats(t *testing.T) {
+	cfg := testConfig()
+	cfg.NumBlocks, cfg.MaxNumSeqs, cfg.MaxModelLen = 24, 3, 384 // some wait, the pool fills
+	e := mustNew(t, cfg)
+	for i := range 6 {
+		if err := e.Add(request(string(rune('a'+i)), tokens(100*i, 40+30*i), 5)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var now time.Duration
+	for range 30 {
+		st := e.Stats()
+		running, waiting, kv := e.Load()
+		if running != st.Running || waiting != st.Waiting || kv != st.KVUsage {
+			t.Fatalf("Load %d %d %v, Stats %+v", running, waiting, kv, st)
+		}
+		now += e.Step(now).Duration
+	}
+}

@@ -368,24 +368,33 @@ func readShareGPT(name string) ([]byte, error) { return ReadFile(name, maxShareG
 // ReadFile reads a file a workload or sweep names: a regular file (not a
 // device or a pipe that never ends) of at most limit bytes.
 func ReadFile(name string, limit int64) ([]byte, error) {
-	f, err := os.Open(name)
+	f, err := openFile(name, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", name)
-	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("%s: %d bytes, over %d", name, st.Size(), limit)
-	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err == nil && int64(len(b)) > limit {
 		return nil, fmt.Errorf("%s: over %d bytes", name, limit)
 	}
 	return b, err
+}
+
+// openFile opens a regular file of at most limit bytes.
+func openFile(name string, limit int64) (*os.File, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("%s: not a regular file", name)
+	} else if err == nil && st.Size() > limit {
+		err = fmt.Errorf("%s: %d bytes, over %d", name, st.Size(), limit)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }

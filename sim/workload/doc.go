@@ -3,7 +3,9 @@
 // hot) and of Anthropic Messages requests (claude-code, Claude Code's agent
 // sessions), each with its arrival time, conversation and max_tokens, arriving as
 // a Poisson process, in Gamma bursts of a chosen coefficient of variation, or
-// over a diurnal ramp.
+// over a diurnal ramp. A Trace replays a recorded workload instead (Mooncake's
+// JSON lines or the gateway's request log) as completions whose prompts are
+// token ids, made from the trace's block hash ids.
 //
 // Lengths are counted in the simulator's tokens (token.Sim, builtin:sim):
 // generated text is made of 1 to 3 letter words each followed by a space,
@@ -16,6 +18,6 @@
 //
 // The same workload, seed and rate always give the same requests at the same
 // times. workload starts no goroutines and keeps no globals; the only I/O is
-// reading a ShareGPT file in Conversations.Load. A Source is owned by one
-// goroutine.
+// reading a ShareGPT file in Conversations.Load and a trace in LoadTrace. A
+// Source is owned by one goroutine.
 package workload

@@ -11,7 +11,8 @@ import (
 
 // Encoder tokenizes requests as the simulator does (sim/handlers.go): a
 // chat through token.RenderSimChat with the generation prompt, then
-// token.Sim; a completion prompt through token.Sim. It remembers the tokens
+// token.Sim; a completion prompt through token.Sim, or as it is when it
+// is token ids (Request.Tokens). It remembers the tokens
 // of long messages, since system prompts, tool definitions and conversation
 // histories repeat: every rendered message starts with the "<|im_start|>"
 // marker, and token.Sim always starts a token at '<', so a chat's tokens are
@@ -44,6 +45,9 @@ func NewEncoder() *Encoder {
 func (e *Encoder) Encode(dst []uint32, r *Request) []uint32 {
 	if r.IsMessages() {
 		return encodeMessages(dst, r, false)
+	}
+	if len(r.Tokens) > 0 {
+		return append(dst, r.Tokens...)
 	}
 	if !r.Chat() {
 		return token.Sim{}.Encode(dst, r.Prompt)

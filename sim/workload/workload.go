@@ -23,6 +23,9 @@ type Request struct {
 	Messages []token.Message
 	// Prompt is a completion request's prompt, when Messages is nil.
 	Prompt string
+	// Tokens is a completion request's prompt as token ids, sent as
+	// JSON's "prompt":[…] (Prompt is then ""), as a trace replays them.
+	Tokens []uint32
 	// Anthropic is an Anthropic Messages request (POST /v1/messages), when
 	// Messages is nil: the members of its body but model and stream, as
 	// JSON text ("max_tokens":…,"system":…,"messages":[…]), which
