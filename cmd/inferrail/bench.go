@@ -295,8 +295,10 @@ type sweepFlags struct {
 	out  string
 	jobs int
 	// requestLogs is --request-log: the directory of the real runs'
-	// request logs.
-	requestLogs string
+	// request logs; requestLogBlock is --request-log-block-size, the
+	// log's tokens per hash id (0 keeps observability.request_log's).
+	requestLogs     string
+	requestLogBlock int
 }
 
 func (f *sweepFlags) register(fs *flag.FlagSet, jobs int) {
@@ -309,6 +311,8 @@ func (f *sweepFlags) register(fs *flag.FlagSet, jobs int) {
 func (f *sweepFlags) registerRequestLog(fs *flag.FlagSet) {
 	fs.StringVar(&f.requestLogs, "request-log", "", "write each real run's request log (observability.request_log) into this directory, "+
 		"as POINT/RATE/POLICY-rN.requests.jsonl beside its result's name, for inferrail whatif to replay")
+	fs.IntVar(&f.requestLogBlock, "request-log-block-size", 0, "tokens per hash id in those logs (observability.request_log.block_size; "+
+		"0 keeps its default): the engines' block size keeps every shared block in a replay, 512 is Mooncake's granularity")
 }
 
 func benchSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -346,7 +350,7 @@ func execute(ctx context.Context, sw *sweep.Sweep, mode string, sf sweepFlags, s
 	var r sweep.Runner = sweep.Virtual{}
 	switch {
 	case mode == "real":
-		r = inProcess{requestLogs: sf.requestLogs}
+		r = inProcess{requestLogs: sf.requestLogs, requestLogBlock: sf.requestLogBlock}
 	case sf.requestLogs != "":
 		return errors.New("--request-log: only real-time runs have a gateway to log requests")
 	}
@@ -501,12 +505,15 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 // and a gateway in this process, as inferrail launch starts them, torn down
 // after the run. With requestLogs, each run's gateway writes its request
 // log there, named as its result (RequestLogFile).
-type inProcess struct{ requestLogs string }
+type inProcess struct {
+	requestLogs     string
+	requestLogBlock int
+}
 
 func (p inProcess) Run(ctx context.Context, spec *sweep.RunSpec) (*harness.Run, error) {
 	f := fleetSpec{Replicas: spec.Replicas, Engine: spec.Engine, KVEvents: spec.KVEvents, Policy: spec.Policy, Fanout: spec.Fanout}
 	if p.requestLogs != "" {
-		f.RequestLog = filepath.Join(p.requestLogs, requestLogFile(spec))
+		f.RequestLog, f.RequestLogBlock = filepath.Join(p.requestLogs, requestLogFile(spec)), p.requestLogBlock
 		if err := os.MkdirAll(filepath.Dir(f.RequestLog), 0o755); err != nil {
 			return nil, fmt.Errorf("--request-log: %w", err)
 		}
@@ -534,9 +541,11 @@ type fleetSpec struct {
 	Fanout   int
 	// SessionAffinity is routing.session_affinity.
 	SessionAffinity bool
-	// RequestLog is observability.request_log.path; "" none.
-	RequestLog string
-	Tweaks     benchTweaks
+	// RequestLog is observability.request_log.path, "" none;
+	// RequestLogBlock its block_size, 0 its default.
+	RequestLog      string
+	RequestLogBlock int
+	Tweaks          benchTweaks
 }
 
 // requestLogFile is where a run's request log goes in --request-log's
@@ -570,6 +579,9 @@ func startFleet(ctx context.Context, f fleetSpec) (harness.Target, func(), error
 	cfg.Models = []config.Model{m}
 	cfg.Replicas = replicas
 	cfg.Observability.RequestLog.Path = f.RequestLog
+	if f.RequestLogBlock != 0 {
+		cfg.Observability.RequestLog.BlockSize = f.RequestLogBlock
+	}
 	var metrics []string
 	for _, s := range sims {
 		metrics = append(metrics, s.URL()+"/metrics")
