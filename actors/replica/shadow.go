@@ -186,6 +186,7 @@ func (a *replicaActor) assign(m *Assign) {
 		at.pending = true
 		a.shadow.pendingTokens.Add(int64(at.Tokens))
 	}
+	a.mapped(at.Blocks)
 	at.expects, at.assignedAt = a.expectsEvents(at.Blocks), now
 	switch {
 	case a.mode != IndexExact:
