@@ -551,6 +551,8 @@ func (f *Fleet) doneAttempt(d Decision, o Outcome) {
 		ro = replica.OutcomeFailed
 	case OutcomeCancelled:
 		ro = replica.OutcomeCancelled
+	case OutcomeWithdrawn:
+		ro = replica.OutcomeWithdrawn
 	}
 	f.sys.Root.Send(d.pid, &replica.RequestDone{Outcome: ro, Attempt: d.attempt})
 }

@@ -31,6 +31,12 @@ const (
 	// OutcomeCancelled: the client went away. It says nothing of the
 	// replica and is ignored.
 	OutcomeCancelled
+	// OutcomeWithdrawn: the attempt ended before any response, and the
+	// engine may never have seen it (an endpoint-picker exchange that
+	// ended after its request phase: Envoy gave up, or a later filter
+	// refused the request). Its blocks are taken back, as a failure's, but
+	// it says nothing of the replica's health.
+	OutcomeWithdrawn
 )
 
 // RequestDone reports how one request attempt on the replica ended. It is

@@ -234,7 +234,7 @@ func (a *replicaActor) attemptEnded(at *Attempt, o Outcome) {
 	a.settlePending(at)
 	now := a.cfg.Now()
 	switch o {
-	case OutcomeFailed:
+	case OutcomeFailed, OutcomeWithdrawn:
 		a.est.Failed(at.receipt, at.firstByte, now)
 		a.publishShadow(now)
 	case OutcomeCancelled:

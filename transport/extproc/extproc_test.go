@@ -476,3 +476,38 @@ func TestPredictionAccounted(t *testing.T) {
 		t.Fatalf("delivered %d, accuracy %+v", got, a)
 	}
 }
+
+// TestAbandonedExchangeWithdrawn: an exchange that ends after its request
+// phase, with no response phase (Envoy gave up, or a later filter refused
+// the request), takes its prompt back from the picked replica's index: the
+// same prompt next is not predicted cached on a replica it never reached
+// (issue 32, case 3). The withdrawal is counted, and it says nothing of the
+// replica's health.
+func TestAbandonedExchangeWithdrawn(t *testing.T) {
+	p := startPicker(t, 1, func(c *config.Config) { c.Routing.DefaultPolicy = "cost_model" })
+	body := chat(strings.Repeat("a prompt that never reaches the engine ", 20), 1, false)
+	x, routed := p.route(post(body, 0))
+	if routed.Immediate != nil {
+		t.Fatal("refused")
+	}
+	x.Close()
+	m := p.met.Model(model)
+	waitFor(t, "the withdrawal counted", 5*time.Second, func() bool { return m.Withdrawn.Get() == 1 })
+	if p.inFlight("r0") != 0 || p.pending("r0") != 0 || m.Disconnects.Get() != 0 {
+		t.Fatalf("in flight %d, pending %d, disconnects %d", p.inFlight("r0"), p.pending("r0"), m.Disconnects.Get())
+	}
+	x2, again := p.route(post(body, 0))
+	hdr, err := x2.ResponseHeaders(200, "application/json", again.Endpoints[0], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := hdr["x-inferrail-cached-tokens"]; c != "0" {
+		t.Fatalf("the prompt of an abandoned exchange predicted %s tokens cached, want 0", c)
+	}
+	if _, err := x2.ResponseChunk([]byte(`{"id":"x","choices":[]}`), true); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := p.fl.Snapshot("r0"); s.RequestFailures != 0 {
+		t.Fatalf("the withdrawal counted as %d failures of the replica", s.RequestFailures)
+	}
+}

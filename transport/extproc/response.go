@@ -177,6 +177,17 @@ func (x *exchange) end() {
 		x.finish()
 		return
 	}
+	if !x.sawHeaders {
+		// The exchange ended after its request phase with no response
+		// phase: Envoy gave up on the request (its client left, a
+		// timeout) or a later filter refused it, and the engine may never
+		// have seen it. Its blocks must not be predicted cached there.
+		x.done(fleet.OutcomeWithdrawn, telemetry.StatusCancelled)
+		x.met.Withdrawn.Inc()
+		x.s.log.Info("ext_proc: the exchange ended before any response; the pick is withdrawn from the index",
+			"id", x.requestID, "model", x.model, "replica", x.d.Replica)
+		return
+	}
 	x.met.Disconnects.Inc()
 	x.account(openai.Usage{}, false)
 	x.done(fleet.OutcomeCancelled, telemetry.StatusCancelled)

@@ -100,6 +100,10 @@ type Model struct {
 	name        string
 	Retries     *metrics.Counter // inferrail_upstream_retries_total
 	Disconnects *metrics.Counter // inferrail_client_disconnects_total
+	// Withdrawn counts endpoint-picker picks whose exchange ended with no
+	// response phase, taken back from the shadow index
+	// (inferrail_picks_withdrawn_total).
+	Withdrawn *metrics.Counter
 	// PromptTokens and PredictedCached count, per decision the KV index
 	// priced, the prompt's tokens and the cached tokens predicted on the
 	// chosen replica (inferrail_prompt_tokens_total,
@@ -140,6 +144,7 @@ func (r *Registry) newModel(name string) *Model {
 		name:            name,
 		Retries:         r.global.NewCounter("inferrail_upstream_retries_total" + l),
 		Disconnects:     r.global.NewCounter("inferrail_client_disconnects_total" + l),
+		Withdrawn:       r.global.NewCounter("inferrail_picks_withdrawn_total" + l),
 		PromptTokens:    r.global.NewCounter("inferrail_prompt_tokens_total" + l),
 		PredictedCached: r.global.NewCounter("inferrail_predicted_cached_tokens_total" + l),
 		DeliveredCached: r.global.NewCounter("inferrail_delivered_cached_tokens_total" + l),

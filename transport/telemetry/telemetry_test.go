@@ -89,6 +89,7 @@ func TestSnapshot(t *testing.T) {
 		`inferrail_index_entries{replica="r0"}`,
 		`inferrail_index_resets_total{replica="r0"}`,
 		`inferrail_index_speculative_blocks{replica="r0"}`,
+		`inferrail_picks_withdrawn_total{model="m"}`,
 		`inferrail_prompt_tokens_checked_total{model="m",replica="r0"}`,
 		`inferrail_prompt_tokens_mismatch_total{model="m",replica="r0"}`,
 		`inferrail_prompt_tokens_total{model="m"}`,
