@@ -13,6 +13,7 @@ import (
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/flow"
 	"github.com/inferrail/inferrail/transport/extproc/envoytest"
+	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
 // checkRouted checks a routed request's answer as Envoy would use it.
@@ -348,7 +349,8 @@ func TestCancelMidStream(t *testing.T) {
 	if routed.Immediate != nil {
 		t.Fatal("refused")
 	}
-	if _, err := x.ResponseHeaders(200, "text/event-stream", routed.Endpoints[0], false); err != nil {
+	hdr, err := x.ResponseHeaders(200, "text/event-stream", routed.Endpoints[0], false)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := x.ResponseChunk([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"), false); err != nil {
@@ -362,6 +364,24 @@ func TestCancelMidStream(t *testing.T) {
 	waitFor(t, "the disconnect counted", 5*time.Second, func() bool { return p.met.Model(model).Disconnects.Get() == 1 })
 	if p.inFlight("r0") != 0 || p.pending("r0") != 0 || p.met.Model(model).Disconnects.Get() != 1 {
 		t.Fatalf("in flight %d, pending %d, disconnects %d", p.inFlight("r0"), p.pending("r0"), p.met.Model(model).Disconnects.Get())
+	}
+	// The picker cannot tell an engine that died from a client that left
+	// (issue 32, case 2): either way the stream broke off after its first
+	// byte, which is counted and logged with the request id, replica and
+	// bytes relayed.
+	if n := p.met.Model(model).Cuts(telemetry.CutUnfinished); n != 1 {
+		t.Fatalf("%d cut streams counted, want 1", n)
+	}
+	var line string
+	for _, l := range strings.Split(p.logs.String(), "\n") {
+		if strings.Contains(l, "ended before its last byte") {
+			line = l
+		}
+	}
+	for _, w := range []string{"id=" + hdr["x-request-id"], "replica=r0", "bytes=47", "stream=true"} {
+		if hdr["x-request-id"] == "" || !strings.Contains(line, w) {
+			t.Errorf("the cut's log line lacks %s: %q", w, line)
+		}
 	}
 }
 
