@@ -16,8 +16,10 @@ import (
 
 // dyingEngine answers /health and the like as an engine does, and every
 // POST with a 200 event stream that sends first (one chunk) and then dies
-// mid-body: its connection reset, as a SIGKILLed engine's is.
-func dyingEngine(t *testing.T, first string) string {
+// mid-body: its connection reset, as a SIGKILLed engine's is, or, when
+// clean, its chunked body ended before the stream's last event, as a
+// simulator's Kill ends it.
+func dyingEngine(t *testing.T, first string, clean bool) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -34,7 +36,11 @@ func dyingEngine(t *testing.T, first string) string {
 		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(first), first)
 		buf.Flush()
 		time.Sleep(20 * time.Millisecond) // the gateway relays the chunk before the engine dies
-		conn.(*net.TCPConn).SetLinger(0)
+		if clean {
+			io.WriteString(conn, "0\r\n\r\n")
+		} else {
+			conn.(*net.TCPConn).SetLinger(0)
+		}
 		conn.Close()
 	}))
 	t.Cleanup(srv.Close)
@@ -50,12 +56,19 @@ func dyingEngine(t *testing.T, first string) string {
 func TestStreamCutEndsInErrorEvent(t *testing.T) {
 	for _, c := range []struct {
 		path, body, first string
+		clean             bool     // the engine ends the body, without the stream's last event
 		want              []string // in the body's last bytes, in order
 	}{{
 		path:  "/v1/chat/completions",
 		body:  `{"model":"sim","stream":true,"max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`,
 		first: "data: {\"id\":\"c1\",\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"id\":\"c1\",\"cho",
 		want:  []string{"\"cho\n\n", `data: {"error": {"message": "The engine broke off the response`, `"code": 502}}` + "\n\n", "data: [DONE]\n\n"},
+	}, {
+		path:  "/v1/completions",
+		body:  `{"model":"sim","stream":true,"max_tokens":50,"prompt":"hi"}`,
+		first: "data: {\"id\":\"c1\",\"choices\":[{\"text\":\"a\"}]}\n\n",
+		clean: true,
+		want:  []string{"}]}\n\n" + `data: {"error": {"message": "The engine broke off the response`, "data: [DONE]\n\n"},
 	}, {
 		path:  "/v1/messages",
 		body:  `{"model":"sim","stream":true,"max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`,
@@ -69,7 +82,7 @@ func TestStreamCutEndsInErrorEvent(t *testing.T) {
 		want: []string{"event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":2,\"response\":{\"id\":\"resp_9\",\"object\":\"response\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\""},
 	}} {
 		t.Run(strings.TrimPrefix(c.path, "/v1/"), func(t *testing.T) {
-			g := startWith(t, []string{dyingEngine(t, c.first)}, nil)
+			g := startWith(t, []string{dyingEngine(t, c.first, c.clean)}, nil)
 			waitFor(t, "the replica healthy", 5*time.Second, func() bool { s, _ := g.fl.Snapshot("r0"); return s.Healthy })
 			req, _ := http.NewRequest("POST", g.url(c.path), strings.NewReader(c.body))
 			req.Header.Set("Content-Type", "application/json")

@@ -71,6 +71,10 @@ var _ fasthttp.ReadCloserWithError = (*relayStream)(nil)
 // errRelayCancelled breaks off a response whose client has gone.
 var errRelayCancelled = errors.New("the client disconnected")
 
+// errStreamUnfinished is why an event stream whose body ended before its
+// last event is cut.
+var errStreamUnfinished = errors.New("the engine ended the stream before its last event")
+
 func (s *Server) newRelay(r *request, d fleet.Decision, resp *upstream.Response, actx *attemptCtx,
 	conn net.Conn, series *telemetry.Series, ok fleet.Outcome, status int) *relayStream {
 	rb := relayBufs.Get().(*relayBuf)
@@ -146,9 +150,16 @@ func (rs *relayStream) step() {
 	switch {
 	case err == nil:
 		return
-	case errors.Is(err, io.EOF), rs.complete():
+	case rs.complete():
 	case errors.Is(rs.actx.Cause(), errClientGone):
 		rs.stop(fleet.OutcomeCancelled, errRelayCancelled)
+		return
+	case errors.Is(err, io.EOF) && !(rs.sse && rs.resp.StatusCode() == fasthttp.StatusOK):
+	case errors.Is(err, io.EOF):
+		// A body that ended well, but an event stream without its last
+		// event: the engine stopped mid-stream (a simulator's kill ends
+		// the chunked body so).
+		rs.cut(errStreamUnfinished)
 		return
 	default:
 		rs.cut(err)
