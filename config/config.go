@@ -523,7 +523,10 @@ type Routing struct {
 	// the same replica without sharing any state. Worth it with several
 	// instances without KV events; a lone instance still pays for it under
 	// load, where new prefixes no longer go to the least loaded replica
-	// (W2 in the fleet simulator: hit rate 0.730 → 0.698). Default false.
+	// (W2 in the fleet simulator: hit rate 0.730 → 0.698). Default false:
+	// cost_model turns it on by itself while a replica's engine is found
+	// shared with another router (the shared_engines warning), which a
+	// lone instance never sees.
 	ColdRendezvous bool `koanf:"cold_rendezvous"`
 	// CostModel prices prefill for cost_model, for shadow comparisons and in
 	// /admin/explain. Defaults fit the simulator's default latency model

@@ -230,6 +230,12 @@ type replicaActor struct {
 	// blind: events are configured, but the model has no tokenizer and no
 	// prompt mapped to blocks has come (checkBlind, mapped).
 	blind bool
+
+	// shared judges from the scrapes whether another router sends the
+	// engine requests too; sharedEngine is the verdict published
+	// (isShared, checkShared).
+	shared       load.Shared
+	sharedEngine bool
 }
 
 // Receive handles one message. It never blocks.
@@ -441,5 +447,6 @@ func (a *replicaActor) publish() {
 		EventCounts:     a.eventCounts,
 		Warnings:        a.warnings,
 		IndexMode:       a.indexMode(),
+		SharedEngine:    a.sharedEngine,
 	})
 }

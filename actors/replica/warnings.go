@@ -39,6 +39,12 @@ const (
 	// and they stopped (IndexMode went back to approximate), until they
 	// resume and a resync completes.
 	WarnEventsInterrupted WarningCode = "kv_events_interrupted"
+	// WarnSharedEngines: the engine runs more requests than this gateway
+	// sent it, scrape after scrape (load.Shared), while the index follows
+	// routing decisions: another router or client (a second gateway
+	// instance) sends it requests, whose blocks this gateway never
+	// predicts. cost_model's cold rendezvous is on while it holds.
+	WarnSharedEngines WarningCode = "shared_engines"
 	// WarnTokenizerMismatch: the engine's usage.prompt_tokens disagrees
 	// with the gateway's own count for the same prompt.
 	WarnTokenizerMismatch WarningCode = "tokenizer_mismatch"
@@ -80,7 +86,7 @@ const (
 // WarningCodes lists every code, in the order the metrics page writes them.
 var WarningCodes = []WarningCode{
 	WarnEventsUnmapped, WarnEventsForeignTokens, WarnEventsBlockSize, WarnEventsSilent, WarnEventsInterrupted,
-	WarnEventsNoTokenizer,
+	WarnEventsNoTokenizer, WarnSharedEngines,
 	WarnTokenizerMismatch, WarnMetricsUnreadable, WarnMetricsPartial, WarnCapacityUnits,
 	WarnEngineUnauthorized, WarnFlowStale, WarnNoCachedTokens, WarnWarmStart, WarnResponseLookup,
 }

@@ -36,6 +36,9 @@ type Variant struct {
 	// ColdRendezvous turns on cost_model's cold-prefix rendezvous
 	// (routing.cold_rendezvous).
 	ColdRendezvous bool
+	// IgnoreShared routes as the gateway did before issue 32: no engine
+	// found shared turns the rendezvous on (cluster.Config.IgnoreShared).
+	IgnoreShared bool
 }
 
 // Variants are policies by their names, each of those also in rendezvous
@@ -122,7 +125,7 @@ func Run(o Options) ([]Row, error) {
 				cm.ColdRendezvous = c.policy.ColdRendezvous
 				res, err := cluster.Run(cluster.Config{
 					Replicas: o.Replicas, Engine: o.Engine, Policy: c.policy.Policy, CostModel: &cm, KVEvents: c.events,
-					Instances: c.n, Balance: o.Balance, Fanout: 16,
+					Instances: c.n, Balance: o.Balance, Fanout: 16, IgnoreShared: c.policy.IgnoreShared,
 					Workload: p.Workload, Rate: p.Rate, Duration: o.Duration, WarmUp: o.WarmUp, Seed: o.Seeds[j.s],
 				})
 				mu.Lock()

@@ -132,6 +132,7 @@ func TestSnapshot(t *testing.T) {
 		`inferrail_replica_warning{replica="r0",warning="metrics_partial"}`,
 		`inferrail_replica_warning{replica="r0",warning="metrics_unreadable"}`,
 		`inferrail_replica_warning{replica="r0",warning="response_lookup_failed"}`,
+		`inferrail_replica_warning{replica="r0",warning="shared_engines"}`,
 		`inferrail_replica_warning{replica="r0",warning="tokenizer_mismatch"}`,
 		`inferrail_replica_warning{replica="r0",warning="usage_no_cached_tokens"}`,
 		`inferrail_request_duration_seconds_bucket{model="m",policy="least_request",replica="r0"}`,
