@@ -37,7 +37,8 @@ type Variant struct {
 	// (routing.cold_rendezvous).
 	ColdRendezvous bool
 	// IgnoreShared routes as the gateway did before issue 32: no engine
-	// found shared turns the rendezvous on (cluster.Config.IgnoreShared).
+	// found shared turns the rendezvous on
+	// (routing.shared_engines_rendezvous off).
 	IgnoreShared bool
 }
 
@@ -122,10 +123,10 @@ func Run(o Options) ([]Row, error) {
 				c := cells[j.c]
 				p := o.Points[c.pt]
 				cm := policy.DefaultCostModelParams()
-				cm.ColdRendezvous = c.policy.ColdRendezvous
+				cm.ColdRendezvous, cm.ColdWhenShared = c.policy.ColdRendezvous, !c.policy.IgnoreShared
 				res, err := cluster.Run(cluster.Config{
 					Replicas: o.Replicas, Engine: o.Engine, Policy: c.policy.Policy, CostModel: &cm, KVEvents: c.events,
-					Instances: c.n, Balance: o.Balance, Fanout: 16, IgnoreShared: c.policy.IgnoreShared,
+					Instances: c.n, Balance: o.Balance, Fanout: 16,
 					Workload: p.Workload, Rate: p.Rate, Duration: o.Duration, WarmUp: o.WarmUp, Seed: o.Seeds[j.s],
 				})
 				mu.Lock()

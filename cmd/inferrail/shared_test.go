@@ -58,8 +58,9 @@ func TestSharedEnginesRealTime(t *testing.T) {
 		warned   [][]string    // each gateway's replicas with the warning at the end
 	}
 	const measured = 150
-	run := func(gateways int) outcome {
+	run := func(gateways int, auto bool) outcome {
 		_, cfg := eventFleet(t, "", 400, 6000)
+		cfg.Routing.SharedEnginesRendezvous = auto
 		var addrs, admins []string
 		for range gateways {
 			c := *cfg
@@ -107,9 +108,10 @@ func TestSharedEnginesRealTime(t *testing.T) {
 		}
 		return o
 	}
-	one, two := run(1), run(2)
-	t.Logf("one gateway: hit rate %.3f over %d requests, replicas warned %v; two gateways: every one warned after %s, then hit rate %.3f (%.3f× one's), replicas warned %v",
-		one.hit, measured, one.warned, two.detected.Round(time.Millisecond), two.hit, two.hit/one.hit, two.warned)
+	one, two, off := run(1, true), run(2, true), run(2, false)
+	t.Logf("one gateway: hit rate %.3f over %d requests, replicas warned %v; two gateways: every one warned after %s, then hit rate %.3f (%.3f× one's), replicas warned %v; the same with routing.shared_engines_rendezvous off: warned after %s, hit rate %.3f (%.3f×)",
+		one.hit, measured, one.warned, two.detected.Round(time.Millisecond), two.hit, two.hit/one.hit, two.warned,
+		off.detected.Round(time.Millisecond), off.hit, off.hit/one.hit)
 	if len(one.warned[0]) != 0 {
 		t.Errorf("a lone gateway found its engines shared: %v", one.warned[0])
 	}

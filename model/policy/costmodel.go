@@ -51,6 +51,9 @@ type CostModelParams struct {
 	// owner among the near-best (see CostModel), so that several gateway
 	// instances place a new prefix alike.
 	ColdRendezvous bool
+	// ColdWhenShared turns the rendezvous on while a candidate's engine is
+	// found shared with another router (Candidate.Shared, anyShared).
+	ColdWhenShared bool
 }
 
 // DefaultCostModelParams returns the routing section's defaults.
@@ -60,6 +63,7 @@ func DefaultCostModelParams() CostModelParams {
 		Epsilon:           1.0,
 		Kappa:             0.92,
 		ShortPromptTokens: 256,
+		ColdWhenShared:    true,
 		HotPrefix: HotPrefixParams{
 			Enabled:     true,
 			Blocks:      16,
@@ -524,7 +528,7 @@ func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costSc
 // those within half a cold prefill of best's estimate; rank{i: -1} for a
 // prompt that is not cold.
 func (p *CostModel) cold(req *Request, cands []Candidate, guard []Guard, best rank) rank {
-	shared := anyShared(cands)
+	shared := p.p.ColdWhenShared && anyShared(cands)
 	if !p.p.ColdRendezvous && !shared || len(req.Blocks) == 0 {
 		return rank{i: -1}
 	}
@@ -556,8 +560,8 @@ func (p *CostModel) cold(req *Request, cands []Candidate, guard []Guard, best ra
 }
 
 // anyShared reports whether a candidate's engine is shared with another
-// router (Candidate.Shared): the rendezvous is then on whatever
-// ColdRendezvous says. It is the agreement several instances without KV
+// router (Candidate.Shared): with ColdWhenShared the rendezvous is then on
+// whatever ColdRendezvous says. It is the agreement several instances without KV
 // events need, and a lone instance, whose engines are never found shared,
 // never pays for it (issue 32). While it holds, a prompt seen lately and
 // predicted nowhere also goes to its owner: most such prompts were placed

@@ -88,10 +88,7 @@ type Config struct {
 	// Balance is how the load balancer spreads the requests over the
 	// instances.
 	Balance Balance
-	// IgnoreShared routes as if no instance ever found an engine shared
-	// with another (load.Shared), as the gateway did before issue 32: no
-	// instance then turns cost_model's cold rendezvous on by itself.
-	IgnoreShared bool
+
 	// Faults are what goes wrong during the run (issue 17's fault runs).
 	Faults Faults
 

@@ -668,7 +668,7 @@ func (r *run) see(g *gate) {
 		}
 		// As the replica actor publishes it: an index that follows the
 		// engines' events is not misled by the others' requests.
-		v.Shared = sh.shared.Active() && !r.cfg.KVEvents && !r.cfg.IgnoreShared
+		v.Shared = sh.shared.Active() && !r.cfg.KVEvents
 		g.views = append(g.views, v)
 	}
 }
