@@ -52,7 +52,7 @@ func scrapeLoop(ctx context.Context, run *scrapeRun, send actor.SenderContext, s
 	// started by then, for the shared-engine check's idle sign.
 	lastAfter, lastStarted, primed := 0, uint64(0), false
 	for {
-		at, before := time.Now(), counters.InFlight()
+		at, before, startedBefore := time.Now(), counters.InFlight(), counters.Started()
 		sctx, cancel := context.WithTimeout(ctx, timeout)
 		rep, err := s.Scrape(sctx, url)
 		cancel()
@@ -67,7 +67,7 @@ func scrapeLoop(ctx context.Context, run *scrapeRun, send actor.SenderContext, s
 			return
 		}
 		send.Send(self, &scraped{run: run, report: rep, at: at, inFlight: min(before, after),
-			inFlightMax: max(before, after), idle: idle, err: err})
+			inFlightMax: max(before, after), steady: started == startedBefore, idle: idle, err: err})
 		select {
 		case <-ctx.Done():
 			return
@@ -120,7 +120,7 @@ func (a *replicaActor) scraped(m *scraped) {
 		a.engineRestarts++
 		a.log.Info("engine restarted: its prefix cache counters went backwards; its shadow index is cleared")
 	}
-	sc := load.SharedScrape{Engine: m.report.Running + m.report.Waiting, Ours: m.inFlightMax, Idle: m.idle}
+	sc := load.SharedScrape{Engine: m.report.Running + m.report.Waiting, Ours: m.inFlightMax, Steady: m.steady, Idle: m.idle}
 	if !a.loadAt.IsZero() && a.load.Has(load.FieldPrefix) && m.report.Has(load.FieldPrefix) {
 		sc.Queries = max(m.report.PrefixQueries-a.load.PrefixQueries, 0) // 0 for a restarted engine
 	}

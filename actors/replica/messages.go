@@ -150,11 +150,11 @@ type scraped struct {
 	at     time.Time // when the scrape began, so that its age is never understated
 	// inFlight is the replica's requests in flight as the scrape ran: the
 	// fewer of the counts when it began and when it ended; inFlightMax
-	// the more, for the shared-engine check (load.Shared), with idle:
-	// nothing was in flight when the last page was read and nothing
-	// started since.
+	// the more, for the shared-engine check (load.Shared), with steady:
+	// no request started while the page was read, and idle: nothing was
+	// in flight when the last page was read and nothing started since.
 	inFlight, inFlightMax int
-	idle                  bool
+	steady, idle          bool
 	err                   error
 }
 

@@ -6,7 +6,8 @@ package load
 // it directly (issue 32). A scrape shows someone else's requests when
 //
 //   - the engine's running + waiting is above the most requests the gateway
-//     had in flight to it while the page was read: one gateway alone never
+//     had in flight to it while the page was read, none having started
+//     meanwhile (one could come and go unseen): one gateway alone never
 //     has fewer, since its count takes a request before the engine sees it
 //     and releases it after the engine's last byte; or
 //   - the engine's prefix-cache queries (the prompt tokens it admitted) grew
@@ -33,9 +34,11 @@ type Shared struct {
 // SharedScrape is what one scrape tells Shared.
 type SharedScrape struct {
 	// Engine is the engine's running + waiting requests; Ours the most
-	// requests the gateway had in flight to it while the page was read.
+	// requests the gateway had in flight to it while the page was read,
+	// and Steady that none started meanwhile.
 	Engine float64
 	Ours   int
+	Steady bool
 	// Queries is how many prefix-cache queries (tokens) the engine
 	// counted since the last scrape; 0 when unknown (a page without
 	// them, the first page, a restarted engine). Idle reports that the
@@ -62,7 +65,7 @@ const (
 // Observe records one scrape. It reports whether the verdict changed.
 func (s *Shared) Observe(o SharedScrape) bool {
 	s.scrapes++
-	if o.Engine >= float64(o.Ours)+1 || o.Idle && o.Queries > 0 {
+	if o.Steady && o.Engine >= float64(o.Ours)+1 || o.Idle && o.Queries > 0 {
 		s.excess++
 	}
 	changed := false

@@ -12,7 +12,7 @@ func TestShared(t *testing.T) {
 		// The engine runs what the gateway sent, or less (a request not
 		// arrived yet, or finished but not yet relayed); it admits
 		// tokens only while the gateway has sent it something.
-		o := SharedScrape{Engine: float64(i % 4), Ours: i%4 + i%2, Queries: float64(100 * (i % 3)), Idle: i%3 == 0}
+		o := SharedScrape{Engine: float64(i % 4), Ours: i%4 + i%2, Steady: true, Queries: float64(100 * (i % 3)), Idle: i%3 == 0}
 		if s.Observe(o) || s.Active() {
 			t.Fatalf("scrape %d (%+v): judged shared", i, o)
 		}
@@ -24,7 +24,7 @@ func TestShared(t *testing.T) {
 		if i%(SharedWindow/SharedRaise) == 0 {
 			extra = 1
 		}
-		if s.Observe(SharedScrape{Engine: 2 + extra, Ours: 2}) {
+		if s.Observe(SharedScrape{Engine: 2 + extra, Ours: 2, Steady: true}) {
 			changes++
 		}
 	}
@@ -36,12 +36,19 @@ func TestShared(t *testing.T) {
 	}
 	// SharedQuiet whole windows without: ended.
 	for range (SharedQuiet + 1) * SharedWindow {
-		if s.Observe(SharedScrape{Engine: 1, Ours: 1}) {
+		if s.Observe(SharedScrape{Engine: 1, Ours: 1, Steady: true}) {
 			changes++
 		}
 	}
 	if s.Active() || changes != 2 {
 		t.Fatalf("active %v after %d changes; want ended", s.Active(), changes)
+	}
+	// More running than the gateway had while a request of its started
+	// during the read: no sign (it may have come and gone unseen).
+	for range (SharedQuiet + 1) * SharedWindow {
+		if s.Observe(SharedScrape{Engine: 3, Ours: 1}) {
+			t.Fatal("a read during which requests started made a verdict")
+		}
 	}
 	// Tokens admitted while the gateway had nothing there.
 	for i := range SharedWindow {

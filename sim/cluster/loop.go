@@ -90,7 +90,7 @@ type shadow struct {
 // observe feeds one scrape of the engine, st, to the shared-engine check,
 // as the replica actor's scrape loop does.
 func (p *shadow) observe(st engine.Stats) {
-	o := engload.SharedScrape{Engine: float64(st.Running + st.Waiting), Ours: p.inFlight,
+	o := engload.SharedScrape{Engine: float64(st.Running + st.Waiting), Ours: p.inFlight, Steady: true,
 		Idle: p.scraped && p.lastInFlight == 0 && p.started == p.lastStarted}
 	if p.scraped {
 		o.Queries = float64(st.PrefixQueries - p.lastQueries)
