@@ -523,8 +523,18 @@ type Routing struct {
 	// the same replica without sharing any state. Worth it with several
 	// instances without KV events; a lone instance still pays for it under
 	// load, where new prefixes no longer go to the least loaded replica
-	// (W2 in the fleet simulator: hit rate 0.730 → 0.698). Default false.
+	// (W2 in the fleet simulator: hit rate 0.730 → 0.698). Default false;
+	// shared_engines_rendezvous turns it on while it is needed.
 	ColdRendezvous bool `koanf:"cold_rendezvous"`
+	// SharedEnginesRendezvous has cost_model turn the cold rendezvous on
+	// while a replica's engine is found shared with another router or
+	// client (the shared_engines warning: the engine runs more requests
+	// than this gateway sent it, or admits prompts while this gateway sent
+	// it none), and send a prefix seen lately but predicted nowhere to its
+	// owner too, since the other router most likely placed it. A lone
+	// instance never finds its engines shared and pays nothing. Default
+	// true.
+	SharedEnginesRendezvous bool `koanf:"shared_engines_rendezvous"`
 	// CostModel prices prefill for cost_model, for shadow comparisons and in
 	// /admin/explain. Defaults fit the simulator's default latency model
 	// (an 8B model on one 24 GB GPU); inferrail calibrate fits a real engine.
@@ -900,12 +910,13 @@ func Default() *Config {
 			File:       EndpointFile{Watch: true, Scheme: "http", MaxConcurrency: 1024, EngineType: string(kvevent.EngineVLLM)},
 		},
 		Routing: Routing{
-			DefaultPolicy:     "least_request",
-			EstimateDeadline:  2 * time.Millisecond,
-			EstimateFanout:    16,
-			Epsilon:           1.0,
-			Kappa:             0.92,
-			ShortPromptTokens: 256,
+			DefaultPolicy:           "least_request",
+			SharedEnginesRendezvous: true,
+			EstimateDeadline:        2 * time.Millisecond,
+			EstimateFanout:          16,
+			Epsilon:                 1.0,
+			Kappa:                   0.92,
+			ShortPromptTokens:       256,
 			CostModel: CostModel{
 				PrefillTokenSecs:       0.0001,
 				PrefillPairSecs:        0.0000000033,

@@ -542,3 +542,17 @@ func TestProblemsAreBounded(t *testing.T) {
 		t.Errorf("Load: %.200v", err)
 	}
 }
+
+// routing.shared_engines_rendezvous is on by default and can be turned off
+// (issue 32).
+func TestSharedEnginesRendezvousKey(t *testing.T) {
+	if c := mustParse(t, base); !c.Routing.SharedEnginesRendezvous {
+		t.Error("off by default")
+	}
+	if c := mustParse(t, base+"routing: {shared_engines_rendezvous: false}\n"); c.Routing.SharedEnginesRendezvous {
+		t.Error("routing.shared_engines_rendezvous: false left it on")
+	}
+	if c := mustParse(t, base, "INFERRAIL_ROUTING__SHARED_ENGINES_RENDEZVOUS=false"); c.Routing.SharedEnginesRendezvous {
+		t.Error("the environment did not turn it off")
+	}
+}

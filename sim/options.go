@@ -170,11 +170,11 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.Var((*stringList)(&o.MetricsOmit), "metrics-omit", "leave a family off /metrics, such as vllm:prefix_cache_queries (repeatable; not a vLLM flag)")
 	fs.StringVar(&o.KVEventsFormat, "kv-events-format", o.KVEventsFormat, "whose KV events to publish: vllm or sglang")
 	fs.StringVar(&o.KVEventsEncoding, "kv-events-encoding", o.KVEventsEncoding, "vLLM's KV event layout: map (vLLM >= 0.23) or array (<= 0.22)")
-	fs.Var(durFlag{&e.Latency.PrefillToken, time.Microsecond}, "prefill-token-us", "prefill cost a per uncached token, µs (default 100)")
+	fs.Var(durFlag{&e.Latency.PrefillToken, time.Microsecond}, "prefill-token-us", "prefill cost a per uncached token, µs")
 	fs.Float64Var(&e.Latency.PrefillPair, "prefill-pair-ns", e.Latency.PrefillPair, "prefill cost b per token pair, ns")
-	fs.Var(durFlag{&e.Latency.PrefillFixed, time.Millisecond}, "prefill-fixed-ms", "fixed prefill cost d per prompt, ms (default 5)")
-	fs.Var(durFlag{&e.Latency.DecodeToken, time.Millisecond}, "decode-token-ms", "decode step time for one sequence, ms (default 20)")
-	fs.Var(durFlag{&e.Latency.DecodeSeq, time.Microsecond}, "decode-seq-us", "time each further sequence adds to a decode step, µs (default 100)")
+	fs.Var(durFlag{&e.Latency.PrefillFixed, time.Millisecond}, "prefill-fixed-ms", "fixed prefill cost d per prompt, ms")
+	fs.Var(durFlag{&e.Latency.DecodeToken, time.Millisecond}, "decode-token-ms", "decode step time for one sequence, ms")
+	fs.Var(durFlag{&e.Latency.DecodeSeq, time.Microsecond}, "decode-seq-us", "time each further sequence adds to a decode step, µs")
 	fs.BoolVar(&e.Latency.Zero, "zero-latency", e.Latency.Zero, "answer as fast as possible, for overhead benchmarks")
 }
 

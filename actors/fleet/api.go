@@ -69,6 +69,10 @@ const (
 	OutcomeFailed
 	// OutcomeCancelled: the client went away; says nothing of the replica.
 	OutcomeCancelled
+	// OutcomeWithdrawn: the attempt ended before any response, and may
+	// never have reached the engine (replica.OutcomeWithdrawn): its blocks
+	// leave the shadow index; says nothing of the replica.
+	OutcomeWithdrawn
 )
 
 // ModelInfo is one entry of GET /v1/models, in config order: a configured

@@ -44,6 +44,9 @@ type Options struct {
 	// events with token ids past it are foreign (replica.Config.EventChecks).
 	// A model missing, or at 0, is not checked.
 	VocabSizes map[string]int
+	// NoTokenizer lists the models, by configured name, without a
+	// tokenizer (replica.Config.NoTokenizer).
+	NoTokenizer map[string]bool
 	// Resolver resolves the DNS groups. Required when the config has any.
 	Resolver Resolver
 	// Logger gets membership, health and ejection changes. Nil discards.
@@ -244,6 +247,7 @@ func Start(cfg *config.Config, opts Options) (*Fleet, error) {
 	}
 	st.replicaCfg.Events = opts.Events
 	st.replicaCfg.SpeculativeTTL, st.replicaCfg.MaxSilence = cfg.KVEvents.SpeculativeTTL, cfg.KVEvents.MaxSilence
+	st.replicaCfg.NoTokenizer = opts.NoTokenizer
 	st.replicaCfg.EventChecks = make(map[string]estimate.EventChecks, len(cfg.Models))
 	for _, m := range cfg.Models {
 		st.replicaCfg.EventChecks[m.Name] = estimate.EventChecks{BlockSize: m.BlockSize, VocabSize: opts.VocabSizes[m.Name]}
@@ -547,6 +551,8 @@ func (f *Fleet) doneAttempt(d Decision, o Outcome) {
 		ro = replica.OutcomeFailed
 	case OutcomeCancelled:
 		ro = replica.OutcomeCancelled
+	case OutcomeWithdrawn:
+		ro = replica.OutcomeWithdrawn
 	}
 	f.sys.Root.Send(d.pid, &replica.RequestDone{Outcome: ro, Attempt: d.attempt})
 }

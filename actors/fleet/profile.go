@@ -69,7 +69,7 @@ func modelSpec(cfg *config.Config, m *config.Model) policy.Spec {
 	cm := policy.DefaultCostModelParams()
 	cm.Model = cost.Model(cfg.RoutingFor(m).CostModel)
 	cm.Epsilon, cm.Kappa, cm.ShortPromptTokens = rt.Epsilon, rt.Kappa, rt.ShortPromptTokens
-	cm.SessionAffinity, cm.ColdRendezvous = rt.SessionAffinity, rt.ColdRendezvous
+	cm.SessionAffinity, cm.ColdRendezvous, cm.ColdWhenShared = rt.SessionAffinity, rt.ColdRendezvous, rt.SharedEnginesRendezvous
 	cm.HotPrefix = policy.HotPrefixParams{
 		Enabled: rt.HotPrefix.Enabled, Blocks: rt.HotPrefix.Blocks,
 		Window: rt.HotPrefix.Window, Utilization: rt.HotPrefix.Utilization,

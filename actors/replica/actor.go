@@ -71,6 +71,11 @@ type Config struct {
 	// stored blocks before it falls back to the approximate index. At most
 	// 0 takes 2s.
 	MaxSilence time.Duration
+	// NoTokenizer lists the models, by configured name, that have no
+	// tokenizer (none configured, or it failed to load): the gateway maps
+	// only their prompts of token ids to blocks. A replica of one with KV
+	// events reports IndexNoTokenizer until such a prompt comes.
+	NoTokenizer map[string]bool
 }
 
 // Metrics are the counters replica actors update; safe for concurrent use.
@@ -222,6 +227,15 @@ type replicaActor struct {
 	lastBatchAt  time.Time
 	overdueSince time.Time
 	everExact    bool
+	// blind: events are configured, but the model has no tokenizer and no
+	// prompt mapped to blocks has come (checkBlind, mapped).
+	blind bool
+
+	// shared judges from the scrapes whether another router sends the
+	// engine requests too; sharedEngine is the verdict published
+	// (isShared, checkShared).
+	shared       load.Shared
+	sharedEngine bool
 }
 
 // Receive handles one message. It never blocks.
@@ -283,6 +297,7 @@ func (a *replicaActor) started(ctx actor.Context) {
 	a.backoff = a.cfg.Health.EjectionBackoff
 	a.mode = IndexApproximate
 	a.est = estimate.New(a.capacity())
+	a.checkBlind()
 	a.publishShadow(a.cfg.Now())
 	a.cfg.Budget.JoinAs(a.id, a.models, a.h)
 	a.publish()
@@ -431,6 +446,7 @@ func (a *replicaActor) publish() {
 		Events:          a.stream,
 		EventCounts:     a.eventCounts,
 		Warnings:        a.warnings,
-		IndexMode:       a.mode,
+		IndexMode:       a.indexMode(),
+		SharedEngine:    a.sharedEngine,
 	})
 }

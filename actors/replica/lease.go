@@ -8,8 +8,9 @@ import "sync/atomic"
 // restarted actor gets the same Counters, because the requests they count
 // are still running.
 type Counters struct {
-	inFlight atomic.Int64 // requests between acquire and release
-	pending  atomic.Int64 // of those, requests still waiting for a response head
+	inFlight atomic.Int64  // requests between acquire and release
+	pending  atomic.Int64  // of those, requests still waiting for a response head
+	started  atomic.Uint64 // requests ever acquired, for the shared-engine check
 
 	maxConcurrency int64 // cap on inFlight; 0 means none
 	maxPending     int64 // cap on pending; 0 means none
@@ -22,6 +23,9 @@ func NewCounters(maxConcurrency, maxPending int) *Counters {
 
 // InFlight is the number of requests in flight.
 func (c *Counters) InFlight() int { return int(c.inFlight.Load()) }
+
+// Started is the number of requests ever acquired.
+func (c *Counters) Started() uint64 { return c.started.Load() }
 
 // Pending is the number of requests in flight without a response head yet.
 func (c *Counters) Pending() int { return int(c.pending.Load()) }
@@ -50,6 +54,7 @@ func (c *Counters) TryAcquire() (*Lease, bool) {
 		c.inFlight.Add(-1)
 		return nil, false
 	}
+	c.started.Add(1)
 	return &Lease{c: c}, true
 }
 
@@ -60,6 +65,7 @@ func (c *Counters) TryAcquire() (*Lease, bool) {
 func (c *Counters) Acquire() *Lease {
 	c.inFlight.Add(1)
 	c.pending.Add(1)
+	c.started.Add(1)
 	return &Lease{c: c}
 }
 

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -47,19 +48,26 @@ func scrapeLoop(ctx context.Context, run *scrapeRun, send actor.SenderContext, s
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	// The last scrape's count after its page was read, and the requests
+	// started by then, for the shared-engine check's idle sign.
+	lastAfter, lastStarted, primed := 0, uint64(0), false
 	for {
-		at, inFlight := time.Now(), counters.InFlight()
+		at, before, startedBefore := time.Now(), counters.InFlight(), counters.Started()
 		sctx, cancel := context.WithTimeout(ctx, timeout)
 		rep, err := s.Scrape(sctx, url)
 		cancel()
 		// The fewer of the counts before and after: requests that finished
 		// while the page was read may be on it, and flow control must not
-		// think the engine emptier than it is (flow.Endpoint).
-		inFlight = min(inFlight, counters.InFlight())
+		// think the engine emptier than it is (flow.Endpoint). The more
+		// of them bounds what the page can count of the gateway's own.
+		after, started := counters.InFlight(), counters.Started()
+		idle := primed && lastAfter == 0 && started == lastStarted
+		lastAfter, lastStarted, primed = after, started, true
 		if ctx.Err() != nil {
 			return
 		}
-		send.Send(self, &scraped{run: run, report: rep, at: at, inFlight: inFlight, err: err})
+		send.Send(self, &scraped{run: run, report: rep, at: at, inFlight: min(before, after),
+			inFlightMax: max(before, after), steady: started == startedBefore, idle: idle, err: err})
 		select {
 		case <-ctx.Done():
 			return
@@ -112,12 +120,44 @@ func (a *replicaActor) scraped(m *scraped) {
 		a.engineRestarts++
 		a.log.Info("engine restarted: its prefix cache counters went backwards; its shadow index is cleared")
 	}
+	sc := load.SharedScrape{Engine: m.report.Running + m.report.Waiting, Ours: m.inFlightMax, Steady: m.steady, Idle: m.idle}
+	if !a.loadAt.IsZero() && a.load.Has(load.FieldPrefix) && m.report.Has(load.FieldPrefix) {
+		sc.Queries = max(m.report.PrefixQueries-a.load.PrefixQueries, 0) // 0 for a restarted engine
+	}
 	a.load, a.loadAt, a.loadInFlight = m.report, m.at, m.inFlight
+	if a.shared.Observe(sc) || a.sharedEngine != a.isShared() {
+		a.checkShared()
+	}
 	if c := a.capacity(); c != a.est.Index.Capacity() {
 		a.est.Index.SetCapacity(c)
 		a.publishShadow(a.cfg.Now())
 	}
 	a.publish()
+}
+
+// isShared reports whether the engine is found serving another router's
+// requests (load.Shared) while the index follows routing decisions: an
+// exact index follows the engine's own events, which another router's
+// requests cannot mislead.
+func (a *replicaActor) isShared() bool { return a.shared.Active() && a.mode != IndexExact }
+
+// checkShared raises or clears WarnSharedEngines as isShared says, and
+// publishes the verdict, which turns cost_model's cold rendezvous on
+// (policy.Candidate.Shared).
+func (a *replicaActor) checkShared() {
+	a.sharedEngine = a.isShared()
+	if a.sharedEngine {
+		excess, of := a.shared.Seen()
+		a.warnings.Raise(a.log, a.cfg.Now(), WarnSharedEngines, fmt.Sprintf(
+			"the engine runs more requests than this gateway sent it (in %d of %d scrapes): another router or "+
+				"client sends it requests too, such as a second gateway instance behind a load balancer, and this "+
+				"gateway's cache predictions, fed by its own decisions alone, miss what the others placed; "+
+				"remedies: configure kv_events on every replica, so that every instance follows what the engines "+
+				"cache, or set routing.cold_rendezvous, so that instances place new prefixes alike (cost_model "+
+				"does so on its own while this warning holds)", excess, of))
+	} else {
+		a.warnings.Clear(a.log, WarnSharedEngines)
+	}
 }
 
 // unreadableMessage is WarnMetricsUnreadable's message for err: the

@@ -124,7 +124,13 @@ func TestScrapeMissingFamilies(t *testing.T) {
 	h := newHarness(t)
 	var logs logLines
 	s := &scriptScraper{results: make(chan scrapeResult)}
-	hd := NewHandle("r0", "http://10.0.0.1:8000", []string{"m"}, NewCounters(0, 0))
+	own := NewCounters(0, 0)
+	// The gateway has as many requests in flight as the pages count: the
+	// engine is not shared (WarnSharedEngines).
+	for range 4 {
+		defer own.Acquire().Release()
+	}
+	hd := NewHandle("r0", "http://10.0.0.1:8000", []string{"m"}, own)
 	pid := h.spawn(hd, Config{Health: testHealth(), Scraper: s, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		Load: config.LoadSignals{ScrapeInterval: time.Millisecond, ScrapeTimeout: time.Second, MaxAge: 250 * time.Millisecond}})
 	snap := func() *Snapshot { return hd.Snapshot() }
@@ -216,4 +222,57 @@ func TestScrapeRecordsInFlight(t *testing.T) {
 		t.Fatalf("LoadInFlight %d after one of 2 leases was released", got)
 	}
 	b.Release()
+}
+
+// TestSharedEngineWarning: an engine whose pages keep counting more
+// requests than the gateway has in flight there serves another router too
+// (issue 32, case 4): WarnSharedEngines is raised once, naming the cause
+// and the remedies, and the snapshot says so (which turns cost_model's
+// cold rendezvous on); a whole window of pages without them clears it.
+func TestSharedEngineWarning(t *testing.T) {
+	h := newHarness(t)
+	var logs logLines
+	s := &scriptScraper{results: make(chan scrapeResult)}
+	own := NewCounters(0, 0)
+	defer own.Acquire().Release() // one request of this gateway's in flight
+	hd := NewHandle("r0", "http://10.0.0.1:8000", []string{"m"}, own)
+	pid := h.spawn(hd, Config{Health: testHealth(), Scraper: s, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Load: config.LoadSignals{ScrapeInterval: time.Millisecond, ScrapeTimeout: time.Second, MaxAge: 250 * time.Millisecond}})
+	page := func(running, waiting float64) {
+		t.Helper()
+		s.next(t, load.Report{Engine: load.EngineVLLM, Running: running, Waiting: waiting}, nil)
+	}
+	// As many as this gateway sent, or fewer: not shared.
+	for i := range 2 * load.SharedWindow {
+		page(float64(i%2), 0)
+	}
+	h.sync(t, pid)
+	if w := hd.Snapshot().Warnings; w.Active(WarnSharedEngines) || hd.Snapshot().SharedEngine {
+		t.Fatalf("a lone gateway's engine judged shared: %+v", w.List())
+	}
+	// One more than sent in one page of five.
+	for i := range load.SharedWindow {
+		page(1, float64(1-min(i%5, 1)))
+	}
+	page(1, 0) // the page after: the actor has applied those before
+	h.sync(t, pid)
+	ws := hd.Snapshot().Warnings.List()
+	if len(ws) != 1 || ws[0].Code != WarnSharedEngines || !hd.Snapshot().SharedEngine {
+		t.Fatalf("warnings %+v, shared %v", ws, hd.Snapshot().SharedEngine)
+	}
+	for _, want := range []string{"another router or client", "kv_events", "routing.cold_rendezvous"} {
+		if !strings.Contains(ws[0].Message, want) {
+			t.Errorf("the message lacks %q: %s", want, ws[0].Message)
+		}
+	}
+	if n := logs.count("level=WARN", "warning=shared_engines"); n != 1 {
+		t.Errorf("%d warning lines, want 1:\n%s", n, logs.String())
+	}
+	for range (load.SharedQuiet + 1) * load.SharedWindow {
+		page(1, 0)
+	}
+	h.sync(t, pid)
+	if hd.Snapshot().Warnings.Active(WarnSharedEngines) || hd.Snapshot().SharedEngine {
+		t.Fatal("still shared after SharedQuiet windows without another router's requests")
+	}
 }

@@ -31,6 +31,12 @@ const (
 	// OutcomeCancelled: the client went away. It says nothing of the
 	// replica and is ignored.
 	OutcomeCancelled
+	// OutcomeWithdrawn: the attempt ended before any response, and the
+	// engine may never have seen it (an endpoint-picker exchange that
+	// ended after its request phase: Envoy gave up, or a later filter
+	// refused the request). Its blocks are taken back, as a failure's, but
+	// it says nothing of the replica's health.
+	OutcomeWithdrawn
 )
 
 // RequestDone reports how one request attempt on the replica ended. It is
@@ -143,9 +149,13 @@ type scraped struct {
 	report load.Report
 	at     time.Time // when the scrape began, so that its age is never understated
 	// inFlight is the replica's requests in flight as the scrape ran: the
-	// fewer of the counts when it began and when it ended.
-	inFlight int
-	err      error
+	// fewer of the counts when it began and when it ended; inFlightMax
+	// the more, for the shared-engine check (load.Shared), with steady:
+	// no request started while the page was read, and idle: nothing was
+	// in flight when the last page was read and nothing started since.
+	inFlight, inFlightMax int
+	steady, idle          bool
+	err                   error
 }
 
 func (*scraped) replicaMsg()              {}

@@ -24,10 +24,17 @@ const (
 	// not arrived yet, or one that fell back because they stopped
 	// (FallbackReasons).
 	IndexApproximate IndexMode = "approximate"
+	// IndexNoTokenizer: the replica is configured for KV events, but its
+	// model has no tokenizer and no prompt mapped to blocks has reached
+	// it (prompts of token ids need none): whatever the events store, no
+	// request queries it, and routing on the replica is cache-blind
+	// (WarnEventsNoTokenizer). Underneath, the index follows its events
+	// as in exact mode, ready for the first prompt it can query.
+	IndexNoTokenizer IndexMode = "no_tokenizer"
 )
 
 // IndexModes lists every mode, in the order the metrics page writes them.
-var IndexModes = []IndexMode{IndexExact, IndexApproximate}
+var IndexModes = []IndexMode{IndexExact, IndexApproximate, IndexNoTokenizer}
 
 // FallbackReason is why a replica in exact mode fell back to the
 // approximate index: the label of inferrail_kv_events_fallbacks_total.
@@ -108,6 +115,41 @@ func (c *EventCounts) LastBatch() (seq uint64, at time.Time, ok bool) {
 // decisions recorded meanwhile turning speculative; after a loss, whose
 // mapping was reset, once the events place most of a window of stored
 // blocks again (they know the parents of what the engine stores).
+
+// indexMode is the mode the replica reports: no_tokenizer while it is blind,
+// else the index's own.
+func (a *replicaActor) indexMode() IndexMode {
+	if a.blind {
+		return IndexNoTokenizer
+	}
+	return a.mode
+}
+
+// checkBlind, when a replica starts, tells the operator once that its KV
+// events feed an index its model's prompts cannot query.
+func (a *replicaActor) checkBlind() {
+	if a.cfg.Events == nil || a.stream.Endpoint == "" || len(a.models) == 0 || !a.cfg.NoTokenizer[a.models[0]] {
+		return
+	}
+	a.blind = true
+	a.warnings.Raise(a.log, a.cfg.Now(), WarnEventsNoTokenizer, fmt.Sprintf(
+		"KV events are configured, but model %s has no tokenizer (see its start-up tokenizer line): the "+
+			"gateway cannot map its text prompts to blocks, so the index the events fill is never queried and "+
+			"routing on this replica ignores the cache (prompts sent as token ids are the exception); set "+
+			"models[].tokenizer to the engine's tokenizer", a.models[0]), "endpoint", a.stream.Endpoint)
+}
+
+// mapped notes a prompt that maps to blocks: the index can be queried.
+func (a *replicaActor) mapped(blocks []prefix.Hash) {
+	if !a.blind || len(blocks) == 0 {
+		return
+	}
+	a.blind = false
+	if a.warnings.Clear(a.log, WarnEventsNoTokenizer) {
+		a.log.Info("KV events: a prompt mapped to blocks (token ids); the index is queried", "mode", string(a.mode))
+	}
+	a.publish()
+}
 
 // exactTick checks, at now, whether the events went silent, and expires
 // speculative entries while they are not overdue.

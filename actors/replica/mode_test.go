@@ -268,3 +268,50 @@ func TestFallbackWarningSaysWhy(t *testing.T) {
 		t.Fatalf("warnings %+v", ws)
 	}
 }
+
+// TestEventsNoTokenizer: a replica whose engine publishes KV events but
+// whose model has no tokenizer reports the no_tokenizer mode, not exact,
+// with one warning naming the fix, even once the events arrive (issue 32,
+// case 1); the first prompt mapped to blocks (token ids) ends both.
+func TestEventsNoTokenizer(t *testing.T) {
+	var logs logBuffer
+	r := newExactRig(t, Config{SpeculativeTTL: 2 * time.Second, NoTokenizer: map[string]bool{"m": true}, Logger: logs.logger()})
+	w := r.hd.Snapshot().Warnings
+	if r.mode() != IndexNoTokenizer {
+		t.Fatalf("mode %s before any batch, want %s", r.mode(), IndexNoTokenizer)
+	}
+	r.stored(0, 0, 4)
+	r.empty(1)
+	if r.mode() != IndexNoTokenizer {
+		t.Fatalf("mode %s after the engine's batches, want %s", r.mode(), IndexNoTokenizer)
+	}
+	l := w.List()
+	if len(l) != 1 || l[0].Code != WarnEventsNoTokenizer || !strings.Contains(l[0].Message, "models[].tokenizer") {
+		t.Fatalf("warnings %+v", l)
+	}
+	if n := strings.Count(logs.String(), string(WarnEventsNoTokenizer)); n != 1 {
+		t.Fatalf("the warning logged %d times, want once:\n%s", n, logs.String())
+	}
+	// A text prompt the gateway could not map assigns no blocks: still blind.
+	r.h.send(r.pid, &Assign{Attempt: &Attempt{Seq: r.hd.Shadow().Next()}})
+	r.h.sync(t, r.pid)
+	if r.mode() != IndexNoTokenizer {
+		t.Fatalf("mode %s after an unmapped prompt", r.mode())
+	}
+	r.route(4) // a prompt of token ids maps to blocks without a tokenizer
+	if r.mode() != IndexExact {
+		t.Fatalf("mode %s after a prompt mapped to blocks, want exact", r.mode())
+	}
+	if w.Active(WarnEventsNoTokenizer) {
+		t.Fatal("still warned after a prompt mapped to blocks")
+	}
+}
+
+// A model with a tokenizer gets neither the mode nor the warning.
+func TestEventsWithTokenizerExact(t *testing.T) {
+	r := newExactRig(t, Config{NoTokenizer: map[string]bool{"other": true}})
+	r.empty(0)
+	if r.mode() != IndexExact || r.hd.Snapshot().Warnings.Active(WarnEventsNoTokenizer) {
+		t.Fatalf("mode %s, warnings %+v", r.mode(), r.hd.Snapshot().Warnings.List())
+	}
+}

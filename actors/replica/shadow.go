@@ -186,6 +186,7 @@ func (a *replicaActor) assign(m *Assign) {
 		at.pending = true
 		a.shadow.pendingTokens.Add(int64(at.Tokens))
 	}
+	a.mapped(at.Blocks)
 	at.expects, at.assignedAt = a.expectsEvents(at.Blocks), now
 	switch {
 	case a.mode != IndexExact:
@@ -233,7 +234,7 @@ func (a *replicaActor) attemptEnded(at *Attempt, o Outcome) {
 	a.settlePending(at)
 	now := a.cfg.Now()
 	switch o {
-	case OutcomeFailed:
+	case OutcomeFailed, OutcomeWithdrawn:
 		a.est.Failed(at.receipt, at.firstByte, now)
 		a.publishShadow(now)
 	case OutcomeCancelled:

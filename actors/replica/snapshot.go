@@ -78,6 +78,10 @@ type Snapshot struct {
 	// IndexMode is how its cache prediction is fed: exact while it
 	// follows its engine's KV events in step, else approximate.
 	IndexMode IndexMode
+	// SharedEngine reports that the engine serves another router's
+	// requests too while the index follows routing decisions
+	// (WarnSharedEngines).
+	SharedEngine bool
 }
 
 // Serves reports whether the replica serves the configured model.

@@ -29,10 +29,22 @@ const (
 	// WarnEventsSilent: the replica is configured for KV events and none
 	// has arrived.
 	WarnEventsSilent WarningCode = "kv_events_silent"
+	// WarnEventsNoTokenizer: the replica is configured for KV events but
+	// its model has no tokenizer (none configured, or it failed to load),
+	// so the gateway maps no text prompt to blocks: the index the events
+	// fill is never queried, and routing on the replica ignores the cache.
+	// It clears with the first prompt that maps to blocks (token ids).
+	WarnEventsNoTokenizer WarningCode = "kv_events_no_tokenizer"
 	// WarnEventsInterrupted: the replica followed its engine's KV events
 	// and they stopped (IndexMode went back to approximate), until they
 	// resume and a resync completes.
 	WarnEventsInterrupted WarningCode = "kv_events_interrupted"
+	// WarnSharedEngines: the engine runs more requests than this gateway
+	// sent it, scrape after scrape (load.Shared), while the index follows
+	// routing decisions: another router or client (a second gateway
+	// instance) sends it requests, whose blocks this gateway never
+	// predicts. cost_model's cold rendezvous is on while it holds.
+	WarnSharedEngines WarningCode = "shared_engines"
 	// WarnTokenizerMismatch: the engine's usage.prompt_tokens disagrees
 	// with the gateway's own count for the same prompt.
 	WarnTokenizerMismatch WarningCode = "tokenizer_mismatch"
@@ -74,6 +86,7 @@ const (
 // WarningCodes lists every code, in the order the metrics page writes them.
 var WarningCodes = []WarningCode{
 	WarnEventsUnmapped, WarnEventsForeignTokens, WarnEventsBlockSize, WarnEventsSilent, WarnEventsInterrupted,
+	WarnEventsNoTokenizer, WarnSharedEngines,
 	WarnTokenizerMismatch, WarnMetricsUnreadable, WarnMetricsPartial, WarnCapacityUnits,
 	WarnEngineUnauthorized, WarnFlowStale, WarnNoCachedTokens, WarnWarmStart, WarnResponseLookup,
 }

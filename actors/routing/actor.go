@@ -236,6 +236,7 @@ func (a *routingActor) see(now time.Time) {
 				l := &s.Load
 				v.Fresh, v.Running, v.KVUsage, v.Waiting = true, int(l.Running), l.KVUsage, int(l.Waiting)
 			}
+			v.Shared = s.SharedEngine
 		}
 		a.snaps = append(a.snaps, s)
 	}

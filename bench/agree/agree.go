@@ -36,6 +36,10 @@ type Variant struct {
 	// ColdRendezvous turns on cost_model's cold-prefix rendezvous
 	// (routing.cold_rendezvous).
 	ColdRendezvous bool
+	// IgnoreShared routes as the gateway did before issue 32: no engine
+	// found shared turns the rendezvous on
+	// (routing.shared_engines_rendezvous off).
+	IgnoreShared bool
 }
 
 // Variants are policies by their names, each of those also in rendezvous
@@ -119,7 +123,7 @@ func Run(o Options) ([]Row, error) {
 				c := cells[j.c]
 				p := o.Points[c.pt]
 				cm := policy.DefaultCostModelParams()
-				cm.ColdRendezvous = c.policy.ColdRendezvous
+				cm.ColdRendezvous, cm.ColdWhenShared = c.policy.ColdRendezvous, !c.policy.IgnoreShared
 				res, err := cluster.Run(cluster.Config{
 					Replicas: o.Replicas, Engine: o.Engine, Policy: c.policy.Policy, CostModel: &cm, KVEvents: c.events,
 					Instances: c.n, Balance: o.Balance, Fanout: 16,

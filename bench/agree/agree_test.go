@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/sim"
-	"github.com/inferrail/inferrail/sim/workload"
 )
 
 // The matrix has a row per point, variant, events and instance count, in
@@ -51,13 +50,7 @@ func TestRun(t *testing.T) {
 // its hit rate, and without events it must keep two gateways within
 // issue 17's 0.9× of one and make them agree more often.
 func TestRendezvousOnSmallEngines(t *testing.T) {
-	w := &workload.Shared{Label: "small", Prompts: 12, SystemTokens: workload.Range{Min: 1520, Max: 1580},
-		QuestionTokens: workload.Range{Min: 4, Max: 12}, OutputTokens: workload.Range{Min: 4, Max: 4}}
-	eng := sim.DefaultOptions().Engine
-	eng.NumBlocks, eng.MaxModelLen = 400, 6000
-	rows, err := Run(Options{Points: []Point{{Name: "small", Workload: w, Rate: 4}},
-		Variants: Variants([]string{"cost_model"}, []string{"cost_model"}), Instances: []int{1, 2}, Replicas: 3,
-		Engine: eng, Duration: 90 * time.Second, WarmUp: 15 * time.Second, Seeds: []uint64{1, 2, 3, 4, 5, 6, 7, 8}, Jobs: 2})
+	rows, err := Run(smallEngines(Variants([]string{"cost_model"}, []string{"cost_model"})))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -210,44 +211,79 @@ func postRequest(host, path string, body []byte, extra ...string) []byte {
 	return append(b, body...)
 }
 
-// streamResult is one streamed request's outcome.
+// streamResult is one streamed request's outcome: complete, or cut (it
+// ended in the gateway's error event and data: [DONE], in a properly ended
+// body), or err for anything else (an unterminated body, a hang past the
+// deadline, a stream that ends without its last event).
 type streamResult struct {
 	replica string
+	cut     bool
 	err     error
 	took    time.Duration
 }
 
 // stream sends spec (a streamed request) to addr on a connection of its
-// own and checks the whole answer.
-func stream(ctx context.Context, addr string, spec loadgen.Spec, deadline time.Time) (res streamResult) {
+// own and checks the whole answer; a cut stream is an error.
+func stream(ctx context.Context, addr string, spec loadgen.Spec, deadline time.Time) streamResult {
+	res := streamOrCut(ctx, addr, spec, deadline)
+	if res.cut && res.err == nil {
+		res.err = errors.New("the stream ended in an error event")
+	}
+	return res
+}
+
+// streamOrCut sends spec (a streamed request) to addr on a connection of
+// its own and reads the whole answer, which may be cut.
+func streamOrCut(ctx context.Context, addr string, spec loadgen.Spec, deadline time.Time) (res streamResult) {
 	start := time.Now()
 	defer func() { res.took = time.Since(start) }()
-	c, err := dialRaw(ctx, addr)
+	c, resp, err := openStream(ctx, addr, spec, deadline)
 	if err != nil {
 		res.err = err
 		return res
 	}
 	defer c.Close()
+	defer resp.Body.Close()
+	res.replica = resp.Header.Get("X-Inferrail-Replica")
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		res.err = fmt.Errorf("body after %d bytes: %w", len(body), err)
+		return res
+	}
+	if i := bytes.Index(body, []byte(`data: {"error": `)); i >= 0 {
+		res.cut = true
+		if !bytes.HasSuffix(body[i:], []byte("}}\n\ndata: [DONE]\n\n")) {
+			res.err = fmt.Errorf("an error event not ending the stream: %s", trim(body[i:], 200))
+		}
+		return res
+	}
+	rest := bytes.NewReader(body)
+	resp.Body = io.NopCloser(rest)
+	if res.err = loadgen.Check(resp, spec, nil); res.err == nil && rest.Len() != 0 {
+		res.err = fmt.Errorf("%d bytes after the stream's end", rest.Len())
+	}
+	return res
+}
+
+// openStream sends spec to addr on a connection of its own, which ends at
+// deadline, and reads the response's head; the caller closes the
+// connection.
+func openStream(ctx context.Context, addr string, spec loadgen.Spec, deadline time.Time) (*rawConn, *http.Response, error) {
+	c, err := dialRaw(ctx, addr)
+	if err != nil {
+		return nil, nil, err
+	}
 	c.SetDeadline(deadline)
 	if _, err := c.Write(postRequest(addr, spec.Path(), bodyFor(spec))); err != nil {
-		res.err = err
-		return res
+		c.Close()
+		return nil, nil, err
 	}
 	resp, err := c.readResponse()
 	if err != nil {
-		res.err = fmt.Errorf("response head: %w", err)
-		return res
+		c.Close()
+		return nil, nil, fmt.Errorf("response head: %w", err)
 	}
-	defer resp.Body.Close()
-	res.replica = resp.Header.Get("X-Inferrail-Replica")
-	res.err = loadgen.Check(resp, spec, nil)
-	if res.err == nil {
-		// The connection must be at a clean end of the response.
-		if n, _ := io.Copy(io.Discard, resp.Body); n != 0 {
-			res.err = fmt.Errorf("%d bytes after the stream's end", n)
-		}
-	}
-	return res
+	return c, resp, nil
 }
 
 // every calls fn every interval on a goroutine of wg's until stop is

@@ -147,23 +147,83 @@ func runKill(t *T) error {
 	t.Checkf(!outAt.IsZero() && outAt.Sub(killAt) <= 500*time.Millisecond, "out of rotation %s after the kill, want ≤ 500 ms", since(outAt, killAt))
 	t.Checkf(!backAt.IsZero() && backAt.Sub(restartAt) <= time.Second, "back in rotation %s after the restart, want ≤ 1 s", since(backAt, restartAt))
 	t.Checkf(!served.IsZero(), "the restarted engine served nothing")
+	return killStreams(t)
+}
+
+// killStreams kills a simulator while streams are in the middle of their
+// bodies on it (issue 32, case 2): every stream it was serving must end in
+// the API's error event and a properly ended body, none may hang, and the
+// streams on the other engines must complete.
+func killStreams(t *T) error {
+	const streams, tokens = 60, 100
+	// 100 tokens at 20 ms a step: each stream takes 2 s; the kill comes
+	// 500 ms in, mid-body.
+	sims, gw, err := roundRobinFleet(t, func(o *sim.Options) { o.Engine.Latency.DecodeToken = 20 * time.Millisecond })
+	if err != nil {
+		return err
+	}
+	victim, id := sims[0], replicaID(0)
+	deadline := time.Now().Add(20 * time.Second)
+	results := make([]streamResult, streams)
+	var wg sync.WaitGroup
+	for i := range streams {
+		wg.Go(func() { results[i] = streamOrCut(t.ctx, gw.Addr, specN("killstream", i, tokens, true), deadline) })
+	}
+	if !sleepCtx(t.ctx, 500*time.Millisecond) {
+		wg.Wait()
+		return t.ctx.Err()
+	}
+	killAt := time.Now()
+	victim.Kill()
+	wg.Wait()
+	var onVictim, cut, completed, slowest int
+	var longest time.Duration
+	kinds := map[string]int{}
+	for i, r := range results {
+		if r.replica == id {
+			onVictim++
+		}
+		switch {
+		case r.err != nil:
+			addKind(kinds, r.replica+": "+r.err.Error())
+		case r.cut:
+			cut++
+		default:
+			completed++
+		}
+		if r.took > longest {
+			longest, slowest = r.took, i
+		}
+	}
+	t.Figf("%d streams of %d tokens over 3 simulators, one killed %s after they started: %d of them on it; %d ended in an error event, %d completed, %d failed otherwise; the longest took %s (stream %d)",
+		streams, tokens, 500*time.Millisecond, onVictim, cut, completed, streams-cut-completed, longest.Round(time.Millisecond), slowest)
+	t.Checkf(onVictim > 0 && cut == onVictim, "%d streams on the killed engine, %d of them ended in an error event", onVictim, cut)
+	t.Checkf(len(kinds) == 0, "streams failed without an error event: %v", kinds)
+	t.Checkf(time.Since(killAt) < 15*time.Second, "the streams took %s after the kill to end", time.Since(killAt).Round(time.Millisecond))
 	return nil
+}
+
+// roundRobinFleet starts 3 simulators (their options edited by opt) and a
+// gateway routing round robin over them, probing every 100 ms.
+func roundRobinFleet(t *T, opt func(*sim.Options)) ([]*sim.Server, *gateway, error) {
+	sims, err := t.startSims(3, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	gw, err := t.startGateway(simURLs(sims), func(c *config.Config) {
+		fastProbes(c)
+		c.Routing.DefaultPolicy = "round_robin"
+	})
+	return sims, gw, err
 }
 
 func runHang(t *T) error {
 	const rate = 400.0
 	const before, total = time.Second, 3 * time.Second
 	n := int(rate * total.Seconds())
-	sims, err := t.startSims(3, zeroLatency)
-	if err != nil {
-		return err
-	}
 	// Round robin, so that a third of the requests keep landing on the hung
 	// replica until it is marked down.
-	gw, err := t.startGateway(simURLs(sims), func(c *config.Config) {
-		fastProbes(c)
-		c.Routing.DefaultPolicy = "round_robin"
-	})
+	sims, gw, err := roundRobinFleet(t, zeroLatency)
 	if err != nil {
 		return err
 	}

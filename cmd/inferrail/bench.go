@@ -41,6 +41,14 @@ Commands:
 Run 'inferrail bench <command> --help' for a command's flags.
 `
 
+// benchCommands maps each bench subcommand to its runner.
+func benchCommands() map[string]func(context.Context, []string, io.Writer, io.Writer) error {
+	return map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+		"run": benchRun, "compare": benchCompare, "sweep": benchSweep, "sim": benchSim, "report": benchReport,
+		"instances": benchInstances, "messages": benchMessages,
+	}
+}
+
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, benchUsage)
@@ -49,10 +57,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return nil
 	}
-	sub := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"run": benchRun, "compare": benchCompare, "sweep": benchSweep, "sim": benchSim, "report": benchReport,
-		"instances": benchInstances, "messages": benchMessages,
-	}[args[0]]
+	sub := benchCommands()[args[0]]
 	if sub == nil {
 		fmt.Fprintf(stderr, "inferrail bench: unknown command %q\n\n%s", args[0], benchUsage)
 		return errUsage

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inferrail/inferrail/actors/replica"
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/kvevent"
 	"github.com/inferrail/inferrail/transport/calibrate"
@@ -91,7 +92,7 @@ func checkEngine(ctx context.Context, cfg *config.Config, models map[string]*tok
 // the replica or group ID. Without one for a stream only what the gateway's
 // side settles is checked. Warnings do not fail the check; a value that is
 // not a valid --kv-events-config does.
-func checkEvents(cfg *config.Config, engines []string, out io.Writer) error {
+func checkEvents(cfg *config.Config, engines []string, tokenizers []tokenize.Status, out io.Writer) error {
 	var all string
 	byID := map[string]string{}
 	for _, v := range engines {
@@ -109,11 +110,12 @@ func checkEvents(cfg *config.Config, engines []string, out io.Writer) error {
 		what, id, engine string
 		sub, replay      string
 		bind             bool
+		model            string // whose blocks the events describe
 	}
 	var streams []stream
 	for _, r := range cfg.Replicas {
 		if r.KVEvents != "" {
-			streams = append(streams, stream{"replica " + r.ID, r.ID, r.EngineType, r.KVEvents, r.KVEventsReplay, r.KVEventsBind})
+			streams = append(streams, stream{"replica " + r.ID, r.ID, r.EngineType, r.KVEvents, r.KVEventsReplay, r.KVEventsBind, r.Models[0]})
 		}
 	}
 	for _, g := range cfg.Discovery.DNS {
@@ -121,11 +123,27 @@ func checkEvents(cfg *config.Config, engines []string, out io.Writer) error {
 			continue
 		}
 		at := func(port int) string { return "tcp://MEMBER:" + strconv.Itoa(port) }
-		s := stream{what: "discovery.dns " + g.Name, id: g.Name, engine: g.EngineType, sub: at(g.KVEventsPort)}
+		s := stream{what: "discovery.dns " + g.Name, id: g.Name, engine: g.EngineType, sub: at(g.KVEventsPort), model: g.Models[0]}
 		if g.KVEventsReplayPort != 0 {
 			s.replay = at(g.KVEventsReplayPort)
 		}
 		streams = append(streams, s)
+	}
+	// Events feed an index that only prompts mapped to blocks query: a
+	// model without a tokenizer maps none of its text prompts.
+	for _, st := range tokenizers {
+		var who []string
+		for _, s := range streams {
+			if s.model == st.Model {
+				who = append(who, s.what)
+			}
+		}
+		if len(who) > 0 && !st.Loaded() {
+			fmt.Fprintf(out, "  model %s: KV events: WARNING: %s follow KV events, but the model has no tokenizer, so "+
+				"its text prompts never query what the events store and routing ignores the cache (%s at run time); "+
+				"set models[].tokenizer to the engine's tokenizer\n", st.Model, strings.Join(who, ", "),
+				replica.WarnEventsNoTokenizer)
+		}
 	}
 	for _, s := range streams {
 		js, ok := byID[s.id]

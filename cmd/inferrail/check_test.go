@@ -22,14 +22,7 @@ func TestCheckReportsTokenizers(t *testing.T) {
 replicas:
   - {id: a, url: "http://127.0.0.1:8001", models: [inferrail/sim-8b, broken, plain]}
 `
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
-	if err := runCheck(t.Context(), []string{"--config", path}, &out, &errb); err != nil {
-		t.Fatalf("check: %v\n%s", err, errb.String())
-	}
-	got := out.String()
+	got := checkConfig(t, path, cfg)
 	for _, want := range []string{
 		"gw.yaml: ok",
 		"model inferrail/sim-8b: tokenizer loaded (builtin:sim",
@@ -44,6 +37,19 @@ replicas:
 		t.Errorf("the broken tokenizer's line does not say what failed: %q", line)
 	}
 	t.Logf("\n%s", got)
+}
+
+// checkConfig writes cfg to path and returns what check prints for it.
+func checkConfig(t *testing.T, path, cfg string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if err := runCheck(t.Context(), []string{"--config", path}, &out, &errb); err != nil {
+		t.Fatalf("check: %v\n%s", err, errb.String())
+	}
+	return out.String()
 }
 
 func lineWith(s, sub string) string {
@@ -156,4 +162,30 @@ discovery:
 		t.Errorf("SGLang's config with vLLM's key: %v", err)
 	}
 	t.Logf("\n%s", got)
+}
+
+// check warns about a model whose replicas follow KV events but which has
+// no tokenizer: its text prompts never query the index (issue 32, case 1).
+// A model with one, or without events, is not warned about.
+func TestCheckEventsWithoutTokenizer(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gw.yaml")
+	cfg := `models:
+  - {name: blind}
+  - {name: seeing, tokenizer: "builtin:sim"}
+  - {name: quiet}
+replicas:
+  - {id: a, url: "http://127.0.0.1:8001", models: [blind], kv_events: "tcp://127.0.0.1:5557"}
+  - {id: b, url: "http://127.0.0.1:8002", models: [seeing], kv_events: "tcp://127.0.0.1:5558"}
+  - {id: c, url: "http://127.0.0.1:8003", models: [quiet]}
+`
+	got := checkConfig(t, path, cfg)
+	line := lineWith(got, "model blind: KV events: WARNING")
+	if !strings.Contains(line, "replica a follow") || !strings.Contains(line, "models[].tokenizer") ||
+		!strings.Contains(line, "kv_events_no_tokenizer") {
+		t.Errorf("no warning for the model without a tokenizer:\n%s", got)
+	}
+	if strings.Contains(got, "model seeing: KV events") || strings.Contains(got, "model quiet: KV events") {
+		t.Errorf("warned about a model with a tokenizer or without events:\n%s", got)
+	}
 }

@@ -113,11 +113,18 @@ func TestDecisionLogEndToEnd(t *testing.T) {
 // serve has, so that what it writes on the way out can be read.
 func startGatewayStoppable(t *testing.T, cfg *config.Config) (addr, admin string, stop func()) {
 	t.Helper()
+	return startGatewayLogging(t, cfg, io.Discard)
+}
+
+// startGatewayLogging is startGatewayStoppable with the gateway's log
+// written to logs.
+func startGatewayLogging(t *testing.T, cfg *config.Config, logs io.Writer) (addr, admin string, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, cfg, io.Discard, io.Discard, func(a, b string) { ready <- [2]string{a, b} })
+		done <- serve(ctx, cfg, io.Discard, logs, func(a, b string) { ready <- [2]string{a, b} })
 	}()
 	var once sync.Once
 	stop = func() {

@@ -89,7 +89,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, st := range statuses {
 		fmt.Fprintf(stdout, "  %s\n", st)
 	}
-	if err := checkEvents(cfg, engineEvents, stdout); err != nil {
+	if err := checkEvents(cfg, engineEvents, statuses, stdout); err != nil {
 		return err
 	}
 	if *engine == "" {
@@ -290,18 +290,18 @@ func runGatewayWith(ctx context.Context, tweaks benchTweaks, epp bool, path stri
 	routingMetrics, tokMetrics := metrics.NewSet(), metrics.NewSet()
 	tok := tweaks.pool(cfg, tokMetrics)
 	defer tok.Close()
-	vocab := make(map[string]int)
+	vocab, noTokenizer := make(map[string]int), make(map[string]bool)
 	for _, st := range tok.Status() {
-		if st.Loaded() {
-			vocab[st.Model] = st.VocabSize
-		}
 		switch {
 		case st.Loaded():
+			vocab[st.Model] = st.VocabSize
 			log.Info("tokenizer", "status", st.String())
-		case errors.Is(st.Err, tokenize.ErrNoTokenizer):
+		case st.Err == nil || errors.Is(st.Err, tokenize.ErrNoTokenizer):
+			noTokenizer[st.Model] = true
 			log.Info("tokenizer", "status", st.String())
 		default:
-			log.Warn("tokenizer failed to load; the model routes without cache predictions", "status", st.String())
+			noTokenizer[st.Model] = true
+			log.Warn("tokenizer failed to load", "status", st.String())
 		}
 	}
 	opts := fleet.Options{
@@ -309,6 +309,7 @@ func runGatewayWith(ctx context.Context, tweaks benchTweaks, epp bool, path stri
 		Scraper:        scraper,
 		Events:         kvevents.Source{},
 		VocabSizes:     vocab,
+		NoTokenizer:    noTokenizer,
 		Resolver:       net.DefaultResolver,
 		Logger:         log,
 		RoutingMetrics: routingMetrics,

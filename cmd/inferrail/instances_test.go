@@ -41,7 +41,9 @@ func TestTwoGatewaysAgree(t *testing.T) {
 			format = "vllm"
 		}
 		_, cfg := eventFleet(t, format, 400, 6000)
-		cfg.Routing.ColdRendezvous = rendezvous
+		// Without the rendezvous means without the automatic one too
+		// (issue 32), which two gateways here would turn on.
+		cfg.Routing.ColdRendezvous, cfg.Routing.SharedEnginesRendezvous = rendezvous, rendezvous
 		var addrs, admins []string
 		for range gateways {
 			c := *cfg

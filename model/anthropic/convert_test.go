@@ -231,6 +231,16 @@ func TestAppendError(t *testing.T) {
 	f(502, `{"type":"error","error":{"type":"api_error","message":"no \"x\""}}`)
 }
 
+// AppendStreamError is one SSE event named error carrying AppendError's
+// body.
+func TestAppendStreamError(t *testing.T) {
+	got := string(AppendStreamError(nil, TypeAPI, `engine "r0" broke`))
+	want := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"engine \\\"r0\\\" broke\"}}\n\n"
+	if got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
 // KeepBillingHeader, which only the benchmark sets, keeps the billing
 // header blocks of the system prompt and of inline system messages where
 // they came; without it the same body drops both.

@@ -64,3 +64,15 @@ func AppendErrorType(dst []byte, typ, message string) []byte {
 // writes it (json.dumps(ensure_ascii=False), pydantic's model_dump_json):
 // <, >, & and U+2028 as they are, not as encoding/json escapes them.
 func AppendString(dst []byte, s string) []byte { return openai.AppendString(dst, s) }
+
+// AppendStreamError appends the event Anthropic's API ends a stream with
+// when it fails after the 200 header went out
+// (https://docs.anthropic.com/en/docs/build-with-claude/streaming, "Error
+// events"):
+//
+//	event: error\ndata: {"type":"error","error":{"type":"…","message":"…"}}\n\n
+func AppendStreamError(dst []byte, typ, message string) []byte {
+	dst = append(dst, "event: error\ndata: "...)
+	dst = AppendErrorType(dst, typ, message)
+	return append(dst, "\n\n"...)
+}

@@ -66,13 +66,7 @@ func TestCostModelColdBand(t *testing.T) {
 		p := NewCostModel(rendezvous())
 		cands := keyed(rng, n)
 		req := &Request{PromptTokens: prompt, Blocks: chain(rng, prompt/16), BlockSize: 16, Now: time.Unix(0, 0)}
-		root := hashKey(req.Blocks[0])
-		owner := 0
-		for i := range cands {
-			if hrw(root, cands[i].Key) > hrw(root, cands[owner].Key) {
-				owner = i
-			}
-		}
+		owner := rendezvousOwner(req, cands)
 		cands[owner].QueuedPrefill = prefill/2 + time.Millisecond
 		if i, _ := p.Pick(req, cands, rng); i == owner {
 			t.Fatalf("trial %d: the owner %v behind the best was picked", k, cands[owner].QueuedPrefill)
@@ -99,13 +93,7 @@ func TestCostModelColdEvicted(t *testing.T) {
 		p := NewCostModel(rendezvous())
 		cands := keyed(rng, n)
 		req := &Request{PromptTokens: prompt, Blocks: chain(rng, prompt/16), BlockSize: 16, Now: now}
-		root := hashKey(req.Blocks[0])
-		owner := 0
-		for i := range cands {
-			if hrw(root, cands[i].Key) > hrw(root, cands[owner].Key) {
-				owner = i
-			}
-		}
+		owner := rendezvousOwner(req, cands)
 		// The owner is near-best but not best: a new prompt goes there.
 		cands[owner].QueuedPrefill = prefill / 10
 		if i, _ := p.Pick(req, cands, rng); i != owner || p.Last().Steer != SteerCold {
@@ -118,6 +106,43 @@ func TestCostModelColdEvicted(t *testing.T) {
 			t.Fatalf("trial %d: an evicted prompt went back to its owner %d (steer %q)", k, i, p.Last().Steer)
 		}
 	}
+}
+
+// Without routing.cold_rendezvous, the rendezvous is on while a
+// candidate's engine is found shared with another router (issue 32): a new
+// prompt goes to its owner; with no engine shared it goes by the estimate.
+func TestCostModelColdWhenShared(t *testing.T) {
+	rng := rand.New(rand.NewPCG(37, 37))
+	const n, prompt = 3, 1000
+	prefill := cost.Default().Prefill(prompt, 0)
+	for k := 0; k < 100; k++ {
+		cands := keyed(rng, n)
+		req := &Request{PromptTokens: prompt, Blocks: chain(rng, prompt/16), BlockSize: 16, Now: time.Unix(0, 0)}
+		owner := rendezvousOwner(req, cands)
+		cands[owner].QueuedPrefill = prefill / 10 // near-best, not best
+		lone := NewCostModel(DefaultCostModelParams())
+		if i, _ := lone.Pick(req, cands, rng); i == owner || lone.Last().Steer == SteerCold {
+			t.Fatalf("trial %d: no engine shared, yet the prompt went to its owner (steer %q)", k, lone.Last().Steer)
+		}
+		cands[(owner+1)%n].Shared = true
+		shared := NewCostModel(DefaultCostModelParams())
+		if i, _ := shared.Pick(req, cands, rng); i != owner || shared.Last().Steer != SteerCold {
+			t.Fatalf("trial %d: an engine shared, the prompt went to %d (steer %q), its owner is %d", k, i, shared.Last().Steer, owner)
+		}
+	}
+}
+
+// rendezvousOwner is the position in cands of the highest rendezvous weight
+// for req's first block.
+func rendezvousOwner(req *Request, cands []Candidate) int {
+	root := hashKey(req.Blocks[0])
+	owner := 0
+	for i := range cands {
+		if hrw(root, cands[i].Key) > hrw(root, cands[owner].Key) {
+			owner = i
+		}
+	}
+	return owner
 }
 
 func rendezvous() CostModelParams {

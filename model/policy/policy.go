@@ -54,6 +54,10 @@ type Candidate struct {
 	// Session reports that the caller knows this replica as the last one
 	// of the request's conversation (besides cost_model's own table).
 	Session bool
+	// Shared reports that the replica's engine also serves requests the
+	// caller did not send it (another router or client; load.Shared),
+	// while the caller's index is fed by its own decisions alone.
+	Shared bool
 
 	// The fields below feed the scheduling pipeline's plugins (model/sched);
 	// the policies above ignore them, and zero values are safe.

@@ -3,6 +3,7 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 
 	"github.com/inferrail/inferrail/model/openai"
 )
@@ -263,4 +264,37 @@ func (s *scanner) space() {
 	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\r' || s.b[s.i] == '\n') {
 		s.i++
 	}
+}
+
+// AppendFailed appends the event OpenAI's Responses API ends a stream with
+// when the response fails after it started: response.failed, numbered seq,
+// with the response (id, status "failed") and its error, code
+// server_error:
+//
+//	event: response.failed\ndata: {"type":"response.failed","sequence_number":7,"response":{"id":"resp_…","object":"response","status":"failed","error":{"code":"server_error","message":"…"}}}\n\n
+func AppendFailed(dst []byte, id string, seq int64, message string) []byte {
+	dst = append(dst, `event: response.failed`+"\n"+`data: {"type":"response.failed","sequence_number":`...)
+	dst = strconv.AppendInt(dst, seq, 10)
+	dst = append(dst, `,"response":{"id":`...)
+	dst = openai.AppendString(dst, id)
+	dst = append(dst, `,"object":"response","status":"failed","error":{"code":"server_error","message":`...)
+	dst = openai.AppendString(dst, message)
+	return append(dst, "}}}\n\n"...)
+}
+
+// NextSequence is the sequence_number the event after the data values
+// each gives (a stream's last events, in order) is to carry: one past the
+// last sequence_number seen, 0 when none is.
+func NextSequence(each func(fn func(v []byte))) int64 {
+	next := int64(0)
+	each(func(v []byte) {
+		f, err := openai.FindMember(v, "sequence_number")
+		if err != nil || !f.Found || f.IsString {
+			return
+		}
+		if n, err := strconv.ParseInt(string(v[f.Start:f.End]), 10, 64); err == nil && n >= next {
+			next = n + 1
+		}
+	})
+	return next
 }

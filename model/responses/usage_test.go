@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -80,4 +81,43 @@ func TestID(t *testing.T) {
 	f("event: response.created\ndata: {\"sequence_number\":0,\"response\":{\"id\":\"r\\\"q\"}}", `r"q`)
 	f(`[]`, "")
 	f("", "")
+}
+
+// AppendFailed writes one response.failed event whose data is the JSON
+// OpenAI's Responses API sends, and NextSequence numbers it after the
+// events before it.
+func TestAppendFailed(t *testing.T) {
+	tail := []string{`{"type":"response.output_text.delta","sequence_number":5,"delta":"a"}`,
+		`{"type":"response.output_text.delta","sequence_number":6,"delta":"b"}`, `[DONE]`}
+	seq := NextSequence(func(fn func(v []byte)) {
+		for _, v := range tail {
+			fn([]byte(v))
+		}
+	})
+	if seq != 7 {
+		t.Fatalf("next sequence %d, want 7", seq)
+	}
+	b := AppendFailed(nil, "resp_1", seq, `engine "r0" broke`)
+	ev, data, ok := strings.Cut(string(b), "\n")
+	if !ok || ev != "event: response.failed" || !strings.HasSuffix(data, "\n\n") {
+		t.Fatalf("event %q", b)
+	}
+	var v struct {
+		Type     string `json:"type"`
+		Seq      int64  `json:"sequence_number"`
+		Response struct {
+			ID, Object, Status string
+			Error              struct{ Code, Message string }
+		} `json:"response"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(strings.TrimSpace(data), "data: ")), &v); err != nil {
+		t.Fatalf("%v: %s", err, data)
+	}
+	if v.Type != "response.failed" || v.Seq != 7 || v.Response.ID != "resp_1" || v.Response.Status != "failed" ||
+		v.Response.Error.Code != "server_error" || v.Response.Error.Message != `engine "r0" broke` {
+		t.Fatalf("%+v", v)
+	}
+	if NextSequence(func(func([]byte)) {}) != 0 {
+		t.Fatal("no events: want 0")
+	}
 }

@@ -57,6 +57,9 @@ type View struct {
 	// Waiting is the engine's waiting requests while Fresh. Only read for
 	// a detailed collection.
 	Waiting int
+	// Shared reports that the engine serves another router's requests
+	// too (policy.Candidate.Shared). Only read for a detailed collection.
+	Shared bool
 	// PendingTokens is the replica's published count of the tokens to
 	// compute of the requests routed there that await their first byte
 	// (policy.Candidate.PendingTokens). Only read for a detailed
@@ -148,7 +151,7 @@ func candidate(c *policy.Candidate, i int, v *View, detail bool) {
 	if !detail {
 		return
 	}
-	c.Key, c.PendingTokens = v.Key, v.PendingTokens
+	c.Key, c.PendingTokens, c.Shared = v.Key, v.PendingTokens, v.Shared
 	c.Running = max(c.InFlight-c.Pending, 0)
 	if v.Fresh {
 		c.Running, c.KVUsage, c.Waiting, c.Fresh = v.Running, v.KVUsage, v.Waiting, true

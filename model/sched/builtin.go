@@ -77,6 +77,7 @@ func costModelPlugins(s policy.Spec) []any {
 			"sessionAffinity":        p.SessionAffinity,
 			"sessionSlots":           p.SessionSlots,
 			"coldRendezvous":         p.ColdRendezvous,
+			"coldWhenShared":         p.ColdWhenShared,
 			"hotPrefix": map[string]any{
 				"enabled": on, "blocks": hp.Blocks, "window": hp.Window, "utilization": hp.Utilization,
 				"sketchDepth": hp.SketchDepth, "sketchWidth": hp.SketchWidth,

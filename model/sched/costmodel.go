@@ -102,6 +102,7 @@ var costModelPicker = Type{
 		Param{Name: "sessionAffinity", Default: costDefaults.SessionAffinity, Doc: "Send a conversation back to its last replica while the filters allow (routing.session_affinity)."},
 		Param{Name: "sessionSlots", Default: costDefaults.SessionSlots, Doc: "Size of the conversation table, rounded up to a power of two."},
 		Param{Name: "coldRendezvous", Default: costDefaults.ColdRendezvous, Doc: "Place a prompt no replica holds on its first block's rendezvous owner among the near-best, so that several gateway instances agree (routing.cold_rendezvous)."},
+		Param{Name: "coldWhenShared", Default: costDefaults.ColdWhenShared, Doc: "Turn the rendezvous on while a replica's engine is found shared with another router, the shared_engines warning (routing.shared_engines_rendezvous)."},
 		Param{Name: "hotPrefix", Doc: "Hot-prefix replication (routing.hot_prefix).", Fields: []Param{
 			{Name: "enabled", Default: costDefaults.HotPrefix.Enabled, Doc: "Give a hot root prefix more owners."},
 			{Name: "blocks", Default: costDefaults.HotPrefix.Blocks, Doc: "Leading blocks that make a root prefix."},
@@ -120,6 +121,7 @@ func newCostModelPicker(f *Fields) any {
 		SessionAffinity: f.Bool("sessionAffinity"),
 		SessionSlots:    f.Int("sessionSlots"),
 		ColdRendezvous:  f.Bool("coldRendezvous"),
+		ColdWhenShared:  f.Bool("coldWhenShared"),
 	}
 	if p.SessionSlots < 1 || p.SessionSlots > policy.MaxSessionSlots {
 		f.Fail("sessionSlots", "want 1 to %d, got %d", policy.MaxSessionSlots, p.SessionSlots)

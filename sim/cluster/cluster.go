@@ -88,6 +88,7 @@ type Config struct {
 	// Balance is how the load balancer spreads the requests over the
 	// instances.
 	Balance Balance
+
 	// Faults are what goes wrong during the run (issue 17's fault runs).
 	Faults Faults
 

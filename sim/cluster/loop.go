@@ -11,6 +11,7 @@ import (
 
 	"github.com/inferrail/inferrail/model/estimate"
 	"github.com/inferrail/inferrail/model/kvevent"
+	engload "github.com/inferrail/inferrail/model/load"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/prefix"
 	"github.com/inferrail/inferrail/model/route"
@@ -75,6 +76,27 @@ type shadow struct {
 	// seq is the last assignment number taken: the replica applies each
 	// assignment as it is made (its ledger, route.Ledger).
 	seq uint64
+	// shared judges, scrape by scrape, whether the engine runs other
+	// instances' requests too, as the replica actor does (load.Shared),
+	// from started (requests ever routed there) and, as of the last
+	// scrape, lastStarted, lastInFlight and the engine's lastQueries.
+	shared               engload.Shared
+	started, lastStarted int
+	lastInFlight         int
+	lastQueries          int64
+	scraped              bool
+}
+
+// observe feeds one scrape of the engine, st, to the shared-engine check,
+// as the replica actor's scrape loop does.
+func (p *shadow) observe(st engine.Stats) {
+	o := engload.SharedScrape{Engine: float64(st.Running + st.Waiting), Ours: p.inFlight, Steady: true,
+		Idle: p.scraped && p.lastInFlight == 0 && p.started == p.lastStarted}
+	if p.scraped {
+		o.Queries = float64(st.PrefixQueries - p.lastQueries)
+	}
+	p.shared.Observe(o)
+	p.lastStarted, p.lastInFlight, p.lastQueries, p.scraped = p.started, p.inFlight, st.PrefixQueries, true
 }
 
 // Next takes the replica's next assignment number (route.Ledger).
@@ -287,8 +309,16 @@ func (r *run) loop() error {
 				return err
 			}
 		case evScrape:
-			for _, p := range r.reps {
+			for i, p := range r.reps {
 				p.seen, p.seenAt, p.seenOK = p.now, at, true
+				// The shared-engine check reads the engine as it is: a
+				// real engine's gauges drop a finished request with the
+				// step that finished it, where p.now, the last step's
+				// start, still counts it while the engine idles.
+				st := p.eng.Stats()
+				for _, g := range r.gates {
+					g.reps[i].observe(st)
+				}
 			}
 			r.nextScrape += r.scrape
 		case evArrival:
@@ -542,6 +572,7 @@ func (r *run) arrive() error {
 		}
 	}
 	sh.inFlight++
+	sh.started++
 	sh.pending++
 	sh.pendingTokens += f.tokens
 
@@ -635,6 +666,9 @@ func (r *run) see(g *gate) {
 		if p.seenOK && r.now-p.seenAt <= r.maxAge {
 			v.Fresh, v.Running, v.Waiting, v.KVUsage = true, p.seen.running, p.seen.waiting, p.seen.kvUsage
 		}
+		// As the replica actor publishes it: an index that follows the
+		// engines' events is not misled by the others' requests.
+		v.Shared = sh.shared.Active() && !r.cfg.KVEvents
 		g.views = append(g.views, v)
 	}
 }

@@ -77,6 +77,7 @@ type exchange struct {
 	// sawHeaders: the response headers came, so the attempt committed and
 	// its prediction was counted.
 	sawHeaders bool
+	relayed    int64 // the response body's bytes that went through
 	tail       openai.StreamTail
 	json       []byte // a JSON response's body, up to maxUsageBody
 	jsonCut    bool

@@ -13,6 +13,7 @@ import (
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/flow"
 	"github.com/inferrail/inferrail/transport/extproc/envoytest"
+	"github.com/inferrail/inferrail/transport/telemetry"
 )
 
 // checkRouted checks a routed request's answer as Envoy would use it.
@@ -344,23 +345,43 @@ func TestAnswerOrder(t *testing.T) {
 // disconnect.
 func TestCancelMidStream(t *testing.T) {
 	p := startPicker(t, 1, nil)
-	cancelMidStream(t, p)
+	hdr := cancelMidStream(t, p)
 	waitFor(t, "the lease released", 5*time.Second, func() bool { return p.inFlight("r0") == 0 })
 	waitFor(t, "the disconnect counted", 5*time.Second, func() bool { return p.met.Model(model).Disconnects.Get() == 1 })
 	if p.inFlight("r0") != 0 || p.pending("r0") != 0 || p.met.Model(model).Disconnects.Get() != 1 {
 		t.Fatalf("in flight %d, pending %d, disconnects %d", p.inFlight("r0"), p.pending("r0"), p.met.Model(model).Disconnects.Get())
 	}
+	// The picker cannot tell an engine that died from a client that left
+	// (issue 32, case 2): either way the stream broke off after its first
+	// byte, which is counted and logged with the request id, replica and
+	// bytes relayed.
+	if n := p.met.Model(model).Cuts(telemetry.CutUnfinished); n != 1 {
+		t.Fatalf("%d cut streams counted, want 1", n)
+	}
+	var line string
+	for _, l := range strings.Split(p.logs.String(), "\n") {
+		if strings.Contains(l, "ended before its last byte") {
+			line = l
+		}
+	}
+	for _, w := range []string{"id=" + hdr["x-request-id"], "replica=r0", "bytes=47", "stream=true"} {
+		if hdr["x-request-id"] == "" || !strings.Contains(line, w) {
+			t.Errorf("the cut's log line lacks %s: %q", w, line)
+		}
+	}
 }
 
 // cancelMidStream routes a stream on r0 and closes it after its headers
-// and one event, as Envoy does when the client leaves.
-func cancelMidStream(t *testing.T, p *picker) {
+// and one event, as Envoy does when the client leaves, and returns the
+// headers the picker added to the response.
+func cancelMidStream(t *testing.T, p *picker) map[string]string {
 	t.Helper()
 	x, routed := p.route(post(chat("cancel me", 64, true), 0))
 	if routed.Immediate != nil {
 		t.Fatal("refused")
 	}
-	if _, err := x.ResponseHeaders(200, "text/event-stream", routed.Endpoints[0], false); err != nil {
+	hdr, err := x.ResponseHeaders(200, "text/event-stream", routed.Endpoints[0], false)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := x.ResponseChunk([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"), false); err != nil {
@@ -370,6 +391,7 @@ func cancelMidStream(t *testing.T, p *picker) {
 		t.Fatalf("in flight %d mid-stream", p.inFlight("r0"))
 	}
 	x.Close()
+	return hdr
 }
 
 // TestShedQueued: with flow control, a request that waited its
@@ -481,5 +503,40 @@ func TestPredictionAccounted(t *testing.T) {
 	}
 	if got := p.met.Model(model).DeliveredCached.Get(); got != a.DeliveredCached || got < 100000 {
 		t.Fatalf("delivered %d, accuracy %+v", got, a)
+	}
+}
+
+// TestAbandonedExchangeWithdrawn: an exchange that ends after its request
+// phase, with no response phase (Envoy gave up, or a later filter refused
+// the request), takes its prompt back from the picked replica's index: the
+// same prompt next is not predicted cached on a replica it never reached
+// (issue 32, case 3). The withdrawal is counted, and it says nothing of the
+// replica's health.
+func TestAbandonedExchangeWithdrawn(t *testing.T) {
+	p := startPicker(t, 1, func(c *config.Config) { c.Routing.DefaultPolicy = "cost_model" })
+	body := chat(strings.Repeat("a prompt that never reaches the engine ", 20), 1, false)
+	x, routed := p.route(post(body, 0))
+	if routed.Immediate != nil {
+		t.Fatal("refused")
+	}
+	x.Close()
+	m := p.met.Model(model)
+	waitFor(t, "the withdrawal counted", 5*time.Second, func() bool { return m.Withdrawn.Get() == 1 })
+	if p.inFlight("r0") != 0 || p.pending("r0") != 0 || m.Disconnects.Get() != 0 {
+		t.Fatalf("in flight %d, pending %d, disconnects %d", p.inFlight("r0"), p.pending("r0"), m.Disconnects.Get())
+	}
+	x2, again := p.route(post(body, 0))
+	hdr, err := x2.ResponseHeaders(200, "application/json", again.Endpoints[0], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := hdr["x-inferrail-cached-tokens"]; c != "0" {
+		t.Fatalf("the prompt of an abandoned exchange predicted %s tokens cached, want 0", c)
+	}
+	if _, err := x2.ResponseChunk([]byte(`{"id":"x","choices":[]}`), true); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := p.fl.Snapshot("r0"); s.RequestFailures != 0 {
+		t.Fatalf("the withdrawal counted as %d failures of the replica", s.RequestFailures)
 	}
 }

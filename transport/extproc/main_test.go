@@ -1,12 +1,14 @@
 package extproc
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,6 +53,25 @@ type picker struct {
 	met  *telemetry.Registry
 	srv  *Server
 	conn *grpc.ClientConn
+	logs *logBuffer // the picker's log, at info level and above
+}
+
+// logBuffer is a log destination safe for concurrent use.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // simTokenizer prepares prompts as the simulator tokenizes them
@@ -89,7 +110,7 @@ func startPicker(t testing.TB, n int, cfgEdit func(*config.Config)) *picker {
 			s.Close()
 		}
 	})
-	p := &picker{t: t, sims: sims}
+	p := &picker{t: t, sims: sims, logs: &logBuffer{}}
 	cfg := config.Default()
 	cfg.Models = []config.Model{config.NewModel(model, "sim")}
 	cfg.Health.Interval = 100 * time.Millisecond
@@ -109,7 +130,7 @@ func startPicker(t testing.TB, n int, cfgEdit func(*config.Config)) *picker {
 	p.cfg = cfg
 	scraper := scrape.New(scrape.Options{})
 	t.Cleanup(scraper.Close)
-	log := slog.New(slog.DiscardHandler)
+	log := slog.New(slog.NewTextHandler(p.logs, nil))
 	p.fl, err = fleet.Start(cfg, fleet.Options{Prober: health.NewProber(), Scraper: scraper, Resolver: net.DefaultResolver, Logger: log})
 	if err != nil {
 		t.Fatal(err)

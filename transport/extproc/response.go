@@ -85,6 +85,7 @@ func (x *exchange) responseBody(b *extprocv3.HttpBody) error {
 		Response: &extprocv3.CommonResponse{BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_StreamedResponse{
 			StreamedResponse: &extprocv3.StreamedBodyResponse{Body: b.Body, EndOfStream: b.EndOfStream}}}}}}}
 	if x.live {
+		x.relayed += int64(len(b.Body))
 		if len(b.Body) > 0 && x.firstChunk() {
 			x.firstAt = time.Now()
 			x.series.TTFT.Update(x.firstAt.Sub(x.start).Seconds())
@@ -178,6 +179,26 @@ func (x *exchange) end() {
 	if x.sse && x.tail.Done() {
 		x.finish()
 		return
+	}
+	if !x.sawHeaders {
+		// The exchange ended after its request phase with no response
+		// phase: Envoy gave up on the request (its client left, a
+		// timeout) or a later filter refused it, and the engine may never
+		// have seen it. Its blocks must not be predicted cached there.
+		x.done(fleet.OutcomeWithdrawn, telemetry.StatusCancelled)
+		x.met.Withdrawn.Inc()
+		x.s.log.Info("ext_proc: the exchange ended before any response; the pick is withdrawn from the index",
+			"id", x.requestID, "model", x.model, "replica", x.d.Replica)
+		return
+	}
+	if x.sawBody {
+		// The response broke off after its first byte. The engine may have
+		// died (Envoy resets the client's stream then) or the client left:
+		// the ext_proc stream ends the same way, and Envoy sends no more
+		// body messages the picker could add an error event to.
+		x.met.Cut(telemetry.CutUnfinished)
+		x.s.log.Warn("ext_proc: the response ended before its last byte (the engine broke off, or the client left)",
+			"id", x.requestID, "model", x.model, "replica", x.d.Replica, "bytes", x.relayed, "stream", x.sse)
 	}
 	x.met.Disconnects.Inc()
 	x.account(openai.Usage{}, false)

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/inferrail/inferrail/actors/fleet"
+	"github.com/inferrail/inferrail/model/anthropic"
 	"github.com/inferrail/inferrail/model/openai"
+	"github.com/inferrail/inferrail/model/responses"
 	"github.com/inferrail/inferrail/transport/telemetry"
 	"github.com/inferrail/inferrail/transport/tracing"
 	"github.com/inferrail/inferrail/transport/upstream"
@@ -54,6 +57,7 @@ type relayStream struct {
 	first        bool
 	firstAt      time.Time // when the first byte was relayed
 	out          []byte    // read from the engine, not yet returned
+	last         [4]byte   // the last bytes the client got, to tell an event's end
 	// end is what Read returns once out is drained: io.EOF, or the error
 	// that broke the response off; outcome, usage and found are the
 	// attempt's, set with it.
@@ -67,6 +71,10 @@ var _ fasthttp.ReadCloserWithError = (*relayStream)(nil)
 
 // errRelayCancelled breaks off a response whose client has gone.
 var errRelayCancelled = errors.New("the client disconnected")
+
+// errStreamUnfinished is why an event stream whose body ended before its
+// last event is cut.
+var errStreamUnfinished = errors.New("the engine ended the stream before its last event")
 
 func (s *Server) newRelay(r *request, d fleet.Decision, resp *upstream.Response, actx *attemptCtx,
 	conn net.Conn, series *telemetry.Series, ok fleet.Outcome, status int) *relayStream {
@@ -105,6 +113,12 @@ func (rs *relayStream) pass(p []byte) {
 		p = rs.rb.out
 	}
 	rs.out = p
+	if k := len(rs.last); len(p) >= k {
+		copy(rs.last[:], p[len(p)-k:])
+	} else {
+		copy(rs.last[:], rs.last[len(p):])
+		copy(rs.last[k-len(p):], p)
+	}
 }
 
 // step reads the engine once: out gets what came, and at the body's end
@@ -138,15 +152,19 @@ func (rs *relayStream) step() {
 	switch {
 	case err == nil:
 		return
-	case errors.Is(err, io.EOF), rs.complete():
+	case rs.complete():
 	case errors.Is(rs.actx.Cause(), errClientGone):
 		rs.stop(fleet.OutcomeCancelled, errRelayCancelled)
 		return
+	case errors.Is(err, io.EOF) && !(rs.sse && rs.resp.StatusCode() == fasthttp.StatusOK):
+	case errors.Is(err, io.EOF):
+		// A body that ended well, but an event stream without its last
+		// event: the engine stopped mid-stream (a simulator's kill ends
+		// the chunked body so).
+		rs.cut(errStreamUnfinished)
+		return
 	default:
-		// The engine broke the stream: cut the client's connection so
-		// that it sees a truncated response, not a complete one.
-		rs.conn.Close()
-		rs.stop(fleet.OutcomeFailed, errEngineBroke)
+		rs.cut(err)
 		return
 	}
 	if rs.strip {
@@ -156,6 +174,74 @@ func (rs *relayStream) step() {
 		rs.strip = false
 	}
 	rs.finishBody()
+}
+
+// cut ends a response the engine broke off after its first byte (it died,
+// reset the connection, or the attempt was cancelled under it: a timeout,
+// a failed health check, the shutdown), with err. It is counted by reason
+// and logged with the request id, replica and bytes relayed. An event
+// stream ends in the API's own error event (cutEvent) and a properly ended
+// body, as vLLM ends a stream that fails, so that clients raise an error
+// rather than hang or read a truncation; any other body cannot say it
+// failed, so the client's connection is cut, and it sees a truncated
+// response, not a complete one.
+func (rs *relayStream) cut(err error) {
+	r := rs.r
+	reason, e := cutError(rs.actx.Cause())
+	r.met.Cut(reason)
+	rs.s.log.Warn("response cut after its first byte", "id", r.id, "model", r.model, "replica", rs.d.Replica,
+		"bytes", rs.sent, "reason", reason, "stream", rs.sse, "err", err)
+	if !rs.sse {
+		rs.conn.Close()
+		rs.stop(fleet.OutcomeFailed, errEngineBroke)
+		return
+	}
+	out := slices.Clone(rs.out)
+	if len(out) == 0 && rs.sent > 0 && !eventEnded(rs.last[:]) || len(out) > 0 && !eventEnded(out) {
+		// The engine stopped inside an event: end it, so that the error
+		// event is one of its own.
+		out = append(out, "\n\n"...)
+	}
+	rs.out = cutEvent(out, r, e, &rs.rb.head, &rs.rb.tail)
+	rs.stop(fleet.OutcomeFailed, io.EOF)
+}
+
+// cutError is the reason a stream was cut, from its attempt's cause, and
+// the error the client is told.
+func cutError(cause error) (string, *openai.Error) {
+	switch {
+	case errors.Is(cause, errTimeout):
+		return telemetry.CutTimeout, apiError(fasthttp.StatusGatewayTimeout, "",
+			"The engine did not finish the response within server.request_timeout.", "")
+	case errors.Is(cause, errShutdown):
+		return telemetry.CutShutdown, apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
+			"The gateway shut down before the engine finished the response.", "")
+	case errors.Is(cause, errReplicaUnhealthy):
+		return telemetry.CutUnhealthy, apiError(fasthttp.StatusBadGateway, "BadGatewayError",
+			"The engine failed its health checks before it finished the response.", "")
+	}
+	return telemetry.CutEngine, apiError(fasthttp.StatusBadGateway, "BadGatewayError",
+		"The engine broke off the response (it stopped, or reset the connection).", "")
+}
+
+// cutEvent appends to dst the event that ends r's stream with e, in r's
+// API: vLLM's error event and data: [DONE] for the OpenAI API, an error
+// event for Anthropic's Messages, response.failed for Responses (numbered
+// after the last event in tail, for the response head names).
+func cutEvent(dst []byte, r *request, e *openai.Error, head *streamHead, tail *openai.StreamTail) []byte {
+	switch {
+	case r.messages:
+		return anthropic.AppendStreamError(dst, anthropic.ErrorType(e.Status), e.Message)
+	case r.responses:
+		return responses.AppendFailed(dst, responses.ID(head.b[:head.n]), responses.NextSequence(tail.EachData), e.Message)
+	}
+	return openai.AppendDone(openai.AppendStreamError(dst, e))
+}
+
+// eventEnded reports whether b, the end of a stream, ends an event: its
+// last line and then a blank one (\n\n, \r\n\r\n or \r\r).
+func eventEnded(b []byte) bool {
+	return bytes.HasSuffix(b, []byte("\n\n")) || bytes.HasSuffix(b, []byte("\r\n\r\n")) || bytes.HasSuffix(b, []byte("\r\r"))
 }
 
 // finishBody ends a body the client has had whole: ok, with the usage of a

@@ -39,6 +39,19 @@ const (
 	StatusCancelled = "cancelled" // the client left
 )
 
+// Reasons a response stream was cut after its first byte
+// (inferrail_streams_cut_total{model,reason}).
+const (
+	CutEngine    = "engine"            // the engine's connection broke: it died, or reset it
+	CutTimeout   = "timeout"           // server.request_timeout passed mid-stream
+	CutShutdown  = "shutdown"          // the gateway's shutdown cut it
+	CutUnhealthy = "replica_unhealthy" // the replica failed its health checks mid-stream
+	// CutUnfinished: under inferrail epp, the exchange ended before the
+	// stream's last event; the picker cannot tell whether the engine or
+	// the client ended it.
+	CutUnfinished = "unfinished"
+)
+
 var statuses = [...]string{Status2xx, Status4xx, Status5xx, StatusAborted, StatusCancelled}
 
 // StatusClass maps an HTTP status to its class.
@@ -100,6 +113,10 @@ type Model struct {
 	name        string
 	Retries     *metrics.Counter // inferrail_upstream_retries_total
 	Disconnects *metrics.Counter // inferrail_client_disconnects_total
+	// Withdrawn counts endpoint-picker picks whose exchange ended with no
+	// response phase, taken back from the shadow index
+	// (inferrail_picks_withdrawn_total).
+	Withdrawn *metrics.Counter
 	// PromptTokens and PredictedCached count, per decision the KV index
 	// priced, the prompt's tokens and the cached tokens predicted on the
 	// chosen replica (inferrail_prompt_tokens_total,
@@ -112,7 +129,8 @@ type Model struct {
 	// adds nothing, and counts as unknown in inferrail_prediction_total.
 	DeliveredCached *metrics.Counter
 	errMu           sync.Mutex
-	errs            map[string]*metrics.Counter
+	errs            map[string]*metrics.Counter                  // by reason
+	cuts            map[string]*metrics.Counter                  // by reason
 	estimated       cowMap[string, *metrics.PrometheusHistogram] // by policy; written under errMu
 }
 
@@ -140,24 +158,40 @@ func (r *Registry) newModel(name string) *Model {
 		name:            name,
 		Retries:         r.global.NewCounter("inferrail_upstream_retries_total" + l),
 		Disconnects:     r.global.NewCounter("inferrail_client_disconnects_total" + l),
+		Withdrawn:       r.global.NewCounter("inferrail_picks_withdrawn_total" + l),
 		PromptTokens:    r.global.NewCounter("inferrail_prompt_tokens_total" + l),
 		PredictedCached: r.global.NewCounter("inferrail_predicted_cached_tokens_total" + l),
 		DeliveredCached: r.global.NewCounter("inferrail_delivered_cached_tokens_total" + l),
 		errs:            make(map[string]*metrics.Counter),
+		cuts:            make(map[string]*metrics.Counter),
 	}
 }
 
 // Error counts one error the gateway answered itself, by reason.
 func (m *Model) Error(reason string) {
+	m.byReason(m.errs, "inferrail_request_errors_total", reason).Inc()
+}
+
+// Cut counts one response stream cut after its first byte, by reason
+// (CutEngine, ...).
+func (m *Model) Cut(reason string) { m.byReason(m.cuts, "inferrail_streams_cut_total", reason).Inc() }
+
+// Cuts is how many streams were cut for reason.
+func (m *Model) Cuts(reason string) uint64 {
+	return m.byReason(m.cuts, "inferrail_streams_cut_total", reason).Get()
+}
+
+// byReason is the counter name{model,reason}, made on first use and kept
+// in byReason (guarded by errMu).
+func (m *Model) byReason(byReason map[string]*metrics.Counter, name, reason string) *metrics.Counter {
 	m.errMu.Lock()
-	c := m.errs[reason]
+	defer m.errMu.Unlock()
+	c := byReason[reason]
 	if c == nil {
-		c = m.set.GetOrCreateCounter(`inferrail_request_errors_total{model=` + strconv.Quote(m.name) +
-			`,reason=` + strconv.Quote(reason) + `}`)
-		m.errs[reason] = c
+		c = m.set.GetOrCreateCounter(name + `{model=` + strconv.Quote(m.name) + `,reason=` + strconv.Quote(reason) + `}`)
+		byReason[reason] = c
 	}
-	m.errMu.Unlock()
-	c.Inc()
+	return c
 }
 
 // ModelPolicy reports that policy routes percent of model's traffic:

@@ -28,7 +28,7 @@ func ExamplePool_Prepare() {
 	fmt.Println(r)
 	// Output:
 	// model inferrail/sim-8b: tokenizer loaded (builtin:sim, vocab size 32000, block size 16)
-	// model other: no tokenizer configured; its requests route without cache predictions
+	// model other: no tokenizer configured; its text prompts route without cache predictions (prompts of token ids are still predicted)
 	// ok 30 tokens, 1 full blocks
 	// unavailable
 }

@@ -23,8 +23,8 @@ import (
 // Sim is the tokenizer setting of the simulator's built-in tokenizer.
 const Sim = "builtin:sim"
 
-// ErrNoTokenizer means a model has no tokenizer configured: its requests
-// route without cache predictions.
+// ErrNoTokenizer means a model has no tokenizer configured: its
+// text prompts route without cache predictions.
 var ErrNoTokenizer = errors.New("no tokenizer configured")
 
 // Model is one model's tokenizer, chat template and block size, loaded. It
@@ -376,15 +376,20 @@ type Status struct {
 	Err          error // why it did not load; nil when loaded or not configured
 }
 
+// noTokenizerEffect is what a model without a tokenizer loses: the gateway
+// maps a prompt to blocks by tokenizing it, except a prompt already of token
+// ids (a completion's), which it hashes as it is.
+const noTokenizerEffect = "its text prompts route without cache predictions (prompts of token ids are still predicted)"
+
 // Loaded reports whether the tokenizer loaded.
 func (s Status) Loaded() bool { return s.Kind != "" }
 
 func (s Status) String() string {
 	switch {
 	case s.Err != nil:
-		return s.Err.Error() + "; its requests route without cache predictions"
+		return s.Err.Error() + "; " + noTokenizerEffect
 	case !s.Loaded():
-		return "model " + s.Model + ": no tokenizer configured; its requests route without cache predictions"
+		return "model " + s.Model + ": no tokenizer configured; " + noTokenizerEffect
 	}
 	msg := fmt.Sprintf("model %s: tokenizer loaded (%s", s.Model, s.Kind)
 	if s.Dir != "" {

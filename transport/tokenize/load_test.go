@@ -226,9 +226,9 @@ func TestLoadAllStatus(t *testing.T) {
 		"model mistral: tokenizer loaded (tokenizer.json from " + filepath.Join(hub, "models--mistralai--Mistral-7B-v0.1", "snapshots", commitMain) +
 			", vocab size 32000, block size 16, no chat template: chat requests are not predicted)",
 		"model sim: tokenizer loaded (builtin:sim, vocab size 32000, block size 16)",
-		"model none: no tokenizer configured; its requests route without cache predictions",
+		"model none: no tokenizer configured; its text prompts route without cache predictions (prompts of token ids are still predicted)",
 		"model broken: tokenizer Org/Broken: no tokenizer.json in " + filepath.Join(hub, "models--Org--Broken", "snapshots", commitMain) +
-			"; its requests route without cache predictions",
+			"; its text prompts route without cache predictions (prompts of token ids are still predicted)",
 	}
 	for i, s := range st {
 		if s.String() != want[i] {
