@@ -47,6 +47,9 @@ func (r Reply) Fill(c *policy.Candidate) {
 type Replica struct {
 	Index *kvindex.Index
 	Queue cost.PrefillQueue
+	// Fit is the replica's online fit of its prefill (calibrate.go), nil
+	// unless its cost model is auto.
+	Fit *cost.Online
 }
 
 // New returns a Replica whose index holds capacity blocks.

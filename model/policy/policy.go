@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/prefix"
 )
 
@@ -54,6 +55,10 @@ type Candidate struct {
 	// Session reports that the caller knows this replica as the last one
 	// of the request's conversation (besides cost_model's own table).
 	Session bool
+	// Model, when not nil, is the replica's own cost model, fitted online
+	// (routing.cost_model: auto), which prices it instead of the policy's.
+	// Read only: it points into the replica's published snapshot.
+	Model *cost.Model
 
 	// The fields below feed the scheduling pipeline's plugins (model/sched);
 	// the policies above ignore them, and zero values are safe.
@@ -139,3 +144,12 @@ type estimating interface{ routesOnEstimates() }
 func (*PrefixHash) routesOnEstimates() {}
 func (*KVAware) routesOnEstimates()    {}
 func (*CostModel) routesOnEstimates()  {}
+
+// Cost returns the cost model that prices c: its own (Model) when it has
+// one, else def.
+func (c *Candidate) Cost(def *cost.Model) *cost.Model {
+	if c.Model != nil {
+		return c.Model
+	}
+	return def
+}

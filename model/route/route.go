@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/inferrail/inferrail/model/cost"
+
 	"github.com/inferrail/inferrail/model/estimate"
 	"github.com/inferrail/inferrail/model/policy"
 )
@@ -68,6 +70,9 @@ type View struct {
 	// Ledger is the replica's published assignment numbers and prefill
 	// queue; nil for a replica that keeps none, which is then not priced.
 	Ledger Ledger
+	// Model is the replica's own cost model, fitted online, or nil
+	// (policy.Candidate.Model). Only read for a detailed collection.
+	Model *cost.Model
 }
 
 // Ledger is what a replica publishes of its assignments and prefill queue
@@ -148,7 +153,7 @@ func candidate(c *policy.Candidate, i int, v *View, detail bool) {
 	if !detail {
 		return
 	}
-	c.Key, c.PendingTokens = v.Key, v.PendingTokens
+	c.Key, c.PendingTokens, c.Model = v.Key, v.PendingTokens, v.Model
 	c.Running = max(c.InFlight-c.Pending, 0)
 	if v.Fresh {
 		c.Running, c.KVUsage, c.Waiting, c.Fresh = v.Running, v.KVUsage, v.Waiting, true

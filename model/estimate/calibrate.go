@@ -1,0 +1,102 @@
+package estimate
+
+import (
+	"time"
+
+	"github.com/inferrail/inferrail/model/cost"
+)
+
+// Online calibration (routing.cost_model: auto): a replica with a Fit
+// measures the prefill of the requests routed to it and fits a, b and d to
+// them (cost.Online). The gateway's replica actors and the fleet simulator
+// measure with this code, so that the simulator's fits are the gateway's.
+//
+// What a sample is. The gateway sees, per request, the time from its
+// assignment to its first byte. That is the engine's queue wait plus the
+// prefill plus the decode steps that run alongside. Three ways to get the
+// prefill out of it were weighed:
+//
+//   - Less the estimated queue wait (W, the virtual queue and the decode
+//     interference): the virtual queue is made of this very fit's
+//     estimates, so a fit k times too low leaves W too low and the sample
+//     too high, and the error fed back is the queue's share of the time.
+//     Under load, where the queue is longer than the prefill, that does not
+//     converge.
+//   - The engine's TTFT histogram, when one request got its first token
+//     between two scrapes: the buckets (vLLM's step from 0.25 s to 0.5 s
+//     to 0.75 s, say) locate a sample within 30% to 50%, scrapes are
+//     seconds apart and, under load, rarely see one first token alone; and
+//     which request it was, so its u and c, is a guess.
+//   - Only the requests that had nothing queued ahead of them on the
+//     replica and nothing added behind them until their first byte: for
+//     those the estimated queue is empty, so y = first byte - assignment -
+//     decode interference (what the estimate adds, DecodeInterferenceSecs
+//     per running request) is the prefill as the estimate prices it, with
+//     no estimate of this fit's in it. It costs samples (a busy replica
+//     has fewer lone requests), and nothing else.
+//
+// The third is what Measure does. What the gateway cannot see stays in the
+// sample: a request of another gateway instance on the same engine, and the
+// engine's decode steps beyond what DecodeInterferenceSecs prices, which
+// the fit then counts as prefill (mostly in d), as the estimate it feeds
+// should.
+
+// Timing is what a replica keeps of a request routed to it, to measure its
+// prefill at its first byte. A Timing is a value.
+type Timing struct {
+	// At is when it was assigned.
+	At time.Time
+	// Computed and Cached are the tokens it was predicted to compute and
+	// to find cached, and Running the requests decoding there then.
+	Computed, Cached, Running int
+	seq                       uint64 // its number in the queue
+	alone                     bool   // nothing was queued ahead of it
+}
+
+// Time returns the Timing of the request just added to the queue (Assign,
+// or Queue.Add) at now.
+func (r *Replica) Time(computed, cached, running int, now time.Time) Timing {
+	return Timing{At: now, Computed: computed, Cached: cached, Running: running,
+		seq: r.Queue.Added(), alone: r.Queue.Waiting() == 1}
+}
+
+// Measure returns the prefill sample of a request timed t, at its first
+// byte now, with decode interference priced by m, and whether it counts:
+// the request had nothing queued ahead of it, nothing was added behind it
+// since, and its time is positive.
+func (r *Replica) Measure(t Timing, m cost.Model, now time.Time) (cost.Sample, bool) {
+	if !t.alone || r.Queue.Added() != t.seq || t.At.IsZero() {
+		return cost.Sample{}, false
+	}
+	y := now.Sub(t.At) - m.Queue(0, t.Running)
+	if y <= 0 {
+		return cost.Sample{}, false
+	}
+	return cost.Sample{Computed: t.Computed, Cached: t.Cached, Secs: y.Seconds()}, true
+}
+
+// Agrees reports whether a cache prediction of predicted tokens agrees
+// with the engine's count of cached tokens, within one block: the engine
+// computes a prompt's last token even when all of it is cached. Only the
+// samples of predictions that agree (or of an index that follows the
+// engine's events) are fitted: a sample whose u and c are wrong teaches
+// the fit a wrong curve.
+func Agrees(predicted, engine, blockSize int) bool {
+	d := predicted - engine
+	return d <= blockSize && d >= -blockSize
+}
+
+// Calibrate feeds the replica's Fit, when it has one, the sample of a
+// request timed t at its first byte now, when it counts (Measure) and its
+// prediction held (exact). It returns the verdict, and false when nothing
+// was fed.
+func (r *Replica) Calibrate(t Timing, exact bool, now time.Time) (cost.Verdict, bool) {
+	if r.Fit == nil || !exact {
+		return 0, false
+	}
+	s, ok := r.Measure(t, r.Fit.Model(), now)
+	if !ok {
+		return 0, false
+	}
+	return r.Fit.Observe(s), true
+}
