@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/estimate"
 	"github.com/inferrail/inferrail/model/kvindex"
 	"github.com/inferrail/inferrail/model/prefix"
@@ -40,6 +41,12 @@ type Shadow struct {
 	bytes       atomic.Int64 // the index's memory
 	resets      atomic.Int64 // engines found restarted, so the index was cleared
 	speculative atomic.Int64 // of the blocks, those a decision put there and no event confirmed yet
+
+	// calib is the configured cost model the online fit starts from, nil
+	// when the replica does not calibrate (SetCalibration); fit is the fit
+	// the actor last published (calibrate.go).
+	calib atomic.Pointer[cost.Model]
+	fit   atomic.Pointer[Fit]
 }
 
 // SetConfiguredCapacity sets kv_capacity_blocks for the replica (0: ask the
@@ -114,6 +121,14 @@ type Attempt struct {
 	// predicted cached there, counted in its pending tokens until the
 	// first byte. With Price the actor sets it from its own prediction.
 	Tokens int
+	// Cached is the tokens predicted cached there, and Running the
+	// requests the decision saw running there: what the online fit's
+	// sample of its prefill is priced with (routing.cost_model: auto).
+	Cached, Running int
+	// EngineCached is 1 + the cached tokens the engine reported in the
+	// response's usage, 0 when unknown. The request path sets it before
+	// RequestDone (fleet.Decision.ReportCached); it confirms a held sample.
+	EngineCached int
 
 	receipt   kvindex.Receipt
 	pending   bool // Tokens are counted in Shadow.pendingTokens
@@ -123,6 +138,12 @@ type Attempt struct {
 	// store for it, and when it was assigned.
 	expects    bool
 	assignedAt time.Time
+	// For the online fit (calibrate.go): its timing from the assignment,
+	// whether the index was exact then, and a sample held until its end.
+	timing        estimate.Timing
+	exactAtAssign bool
+	sample        cost.Sample
+	held          bool
 }
 
 // maxReportedCapacity bounds the index capacity taken from an engine's
@@ -196,6 +217,7 @@ func (a *replicaActor) assign(m *Assign) {
 	default:
 		a.est.Queue.Add(now, at.Prefill)
 	}
+	a.timeAttempt(at, now)
 	if at.Seq > a.shadow.applied.Load() {
 		a.shadow.applied.Store(at.Seq)
 	}
@@ -210,6 +232,7 @@ func (a *replicaActor) firstByte(m *FirstByte) {
 	at.firstByte = true
 	a.settlePending(at)
 	now := a.cfg.Now()
+	a.measureAttempt(at, now)
 	a.est.FirstByte(now)
 	a.publishQueue(now)
 }
@@ -231,6 +254,9 @@ func (a *replicaActor) attemptEnded(at *Attempt, o Outcome) {
 	}
 	at.ended = true
 	a.settlePending(at)
+	if o == OutcomeOK {
+		a.settleSample(at)
+	}
 	now := a.cfg.Now()
 	switch o {
 	case OutcomeFailed:

@@ -58,6 +58,9 @@ type Config struct {
 	Records bool
 	// CostModel prices the winner's prefill for its prefill queue.
 	CostModel cost.Model
+	// Auto prices each replica with its own online fit of CostModel's
+	// prefill, when it has one (routing.cost_model: auto; replica.Fit).
+	Auto bool
 	// Fanout is routing.estimate_fanout: at most this many replicas are
 	// asked per decision (route.Shortlist); 0 asks all.
 	Fanout int
@@ -236,6 +239,9 @@ func (a *routingActor) see(now time.Time) {
 				l := &s.Load
 				v.Fresh, v.Running, v.KVUsage, v.Waiting = true, int(l.Running), l.KVUsage, int(l.Waiting)
 			}
+			if a.st.Auto && s.Shadow != nil {
+				v.Model = s.Shadow.Fit().Priced()
+			}
 		}
 		a.snaps = append(a.snaps, s)
 	}
@@ -343,7 +349,8 @@ func (a *routingActor) assign(p *Picked, w *policy.Candidate, req *policy.Reques
 	}
 	p.CachedTokens, p.Estimate, p.Estimated = as.CachedTokens, as.Estimate, true
 	p.Attempt = &replica.Attempt{Blocks: req.Blocks, Prefill: as.Estimate.Prefill, Seq: as.Seq,
-		Tokens: max(req.PromptTokens-as.CachedTokens, 0)}
+		Tokens: max(req.PromptTokens-as.CachedTokens, 0), Cached: as.CachedTokens, Running: w.Running,
+		BlockSize: route.BlockSize(req)}
 	a.count()
 }
 

@@ -120,7 +120,11 @@ func (rs *relayStream) step() {
 	}
 	if n > 0 {
 		if rs.first {
-			rs.series.TTFT.Update(time.Since(r.start).Seconds())
+			ttft := time.Since(r.start)
+			rs.series.TTFT.Update(ttft.Seconds())
+			if rs.d.Predicted {
+				r.met.TTFTRatio(rs.d.Estimate, ttft)
+			}
 			r.up.Event(tracing.FirstChunk)
 			rs.first = false
 		}

@@ -1,0 +1,182 @@
+package replica
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/inferrail/inferrail/model/cost"
+	"github.com/inferrail/inferrail/model/estimate"
+)
+
+// Online calibration (routing.cost_model: auto, issue 30). The fleet sets
+// a replica's configured starting point on its Shadow (SetCalibration) for
+// as long as one of the models it serves has auto on; the actor keeps the
+// fit (estimate.Replica.Fit) and publishes it (Shadow.Fit), and the routing
+// actors of those models price the replica with it. A replica serving
+// several models (adapters of one base model, one engine) fits once, from
+// the configured values of the first of them with auto on.
+
+// Fit is a replica's online calibration as its actor last published it.
+// Immutable once published.
+type Fit struct {
+	// Model is the fit in effect: the configured values until the fit has
+	// enough spread (Stats.Fitted), or while a warning keeps them.
+	Model cost.Model
+	// Configured are the values it started from.
+	Configured cost.Model
+	// Stats are the fit's counts, age and error.
+	Stats cost.OnlineStats
+	// Fitted reports that Model is fitted rather than configured.
+	Fitted bool
+}
+
+// The bounds of the calibration warnings: a replica with calibNoSpread
+// accepted samples and never a fit raises WarnFitNoSpread; one whose fit's
+// relative RMS error over the window is above calibPoorError once the
+// window is full raises WarnFitPoor and is priced with the configured
+// values until its error falls below calibPoorError/2.
+const (
+	calibNoSpread  = 4 * cost.OnlineWindow
+	calibPoorError = 0.5
+)
+
+// SetCalibration sets the configured cost model a replica's online fit
+// starts from, or nil to turn its calibration off (the configured values
+// price it again). m is the shadow's from then on. Safe for concurrent use:
+// the fleet sets it as configs apply, and the actor picks it up at its next
+// assignment.
+func (s *Shadow) SetCalibration(m *cost.Model) {
+	if old := s.calib.Load(); old == nil && m == nil || old != nil && m != nil && *old == *m {
+		return
+	}
+	s.calib.Store(m)
+}
+
+// Fit returns the replica's published calibration, nil while it has none.
+func (s *Shadow) Fit() *Fit { return s.fit.Load() }
+
+// Priced returns the cost model a calibrated replica is priced with: its
+// fit's, nil while the configured values price it.
+func (f *Fit) Priced() *cost.Model {
+	if f == nil || !f.Fitted {
+		return nil
+	}
+	return &f.Model
+}
+
+// syncCalibration takes up the calibration the fleet set: a new starting
+// point restarts the fit, nil drops it; a change of the decode interference
+// alone keeps it.
+func (a *replicaActor) syncCalibration() {
+	want := a.shadow.calib.Load()
+	if want == a.calibFrom {
+		return
+	}
+	a.calibFrom = want
+	switch {
+	case want == nil:
+		a.est.Fit = nil
+		a.shadow.fit.Store(nil)
+		a.warnings.Clear(a.log, WarnFitNoSpread)
+		a.warnings.Clear(a.log, WarnFitPoor)
+		return
+	case a.est.Fit != nil && samePrefill(a.est.Fit.Prior(), *want):
+		a.est.Fit.SetDecodeInterference(want.DecodeInterferenceSecs)
+	default:
+		a.est.Fit = cost.NewOnline(*want)
+		a.warnings.Clear(a.log, WarnFitNoSpread)
+		a.warnings.Clear(a.log, WarnFitPoor)
+	}
+	a.publishFit()
+}
+
+// samePrefill reports whether x and y have the same a, b and d.
+func samePrefill(x, y cost.Model) bool {
+	return x.PrefillTokenSecs == y.PrefillTokenSecs && x.PrefillPairSecs == y.PrefillPairSecs &&
+		x.PrefillFixedSecs == y.PrefillFixedSecs
+}
+
+// timeAttempt starts measuring an attempt just added to the queue, when
+// the replica calibrates.
+func (a *replicaActor) timeAttempt(at *Attempt, now time.Time) {
+	a.syncCalibration()
+	if a.est.Fit == nil || at.Price != nil {
+		// A decision made without an estimate has no prediction of its
+		// own to check the sample's c against.
+		return
+	}
+	at.timing = a.est.Time(at.Tokens, at.Cached, at.Running, now)
+	at.exactAtAssign = a.mode == IndexExact
+}
+
+// measureAttempt takes an attempt's sample at its first byte now: fed at
+// once when the index followed the engine's events at its assignment,
+// else held until its end, when the engine's cached tokens may confirm
+// its prediction.
+func (a *replicaActor) measureAttempt(at *Attempt, now time.Time) {
+	if a.est.Fit == nil || at.timing.At.IsZero() {
+		return
+	}
+	s, ok := a.est.Measure(at.timing, a.est.Fit.Model(), now)
+	if !ok {
+		return
+	}
+	if at.exactAtAssign {
+		a.observe(s)
+		return
+	}
+	at.sample, at.held = s, true
+}
+
+// settleSample feeds a held sample when the attempt ended with the engine
+// reporting cached tokens that agree with the prediction.
+func (a *replicaActor) settleSample(at *Attempt) {
+	if at == nil || !at.held || a.est.Fit == nil {
+		return
+	}
+	at.held = false
+	if at.EngineCached > 0 && estimate.Agrees(at.Cached, at.EngineCached-1, at.BlockSize) {
+		a.observe(at.sample)
+	}
+}
+
+// observe feeds the fit one sample, checks the warnings and publishes.
+func (a *replicaActor) observe(s cost.Sample) {
+	a.est.Fit.Observe(s)
+	a.publishFit()
+}
+
+// publishFit publishes the fit in effect, and raises or clears the
+// calibration warnings.
+func (a *replicaActor) publishFit() {
+	o := a.est.Fit
+	if o == nil {
+		return
+	}
+	st := o.Stats()
+	now := a.cfg.Now()
+	f := &Fit{Model: o.Model(), Configured: o.Prior(), Stats: st, Fitted: st.Fitted}
+	if !st.Fitted && st.Samples >= calibNoSpread {
+		a.warnings.RaiseNew(a.log, now, WarnFitNoSpread, fmt.Sprintf("cost_model auto: %d prefills measured and none "+
+			"varied enough in computed and cached tokens to fit a, b and d; the configured values price the replica", st.Samples),
+			"replica", a.id)
+	} else if st.Fitted {
+		a.warnings.Clear(a.log, WarnFitNoSpread)
+	}
+	poor := a.warnings.Active(WarnFitPoor)
+	switch {
+	case st.Fitted && !poor && st.RelError > calibPoorError && st.Samples >= cost.OnlineWindow:
+		a.warnings.RaiseNew(a.log, now, WarnFitPoor, fmt.Sprintf("cost_model auto: the fitted prefill explains the "+
+			"replica's measured prefills with a relative error of %.0f%% (above %.0f%%): the prefill times vary for "+
+			"reasons the model does not price (other clients of the engine, preemptions); the configured values "+
+			"price the replica", 100*st.RelError, 100*calibPoorError), "replica", a.id)
+		poor = true
+	case poor && st.RelError < calibPoorError/2:
+		a.warnings.Clear(a.log, WarnFitPoor)
+		poor = false
+	}
+	if poor {
+		f.Model, f.Fitted = o.Prior(), false
+	}
+	a.shadow.fit.Store(f)
+}
