@@ -19,26 +19,21 @@ import (
 // Fit is a replica's online calibration as its actor last published it.
 // Immutable once published.
 type Fit struct {
-	// Model is the fit in effect: the configured values until the fit has
-	// enough spread (Stats.Fitted), or while a warning keeps them.
+	// Model is the model in effect (cost.Online.InEffect): the configured
+	// values until the fit has enough spread, or while it is poor.
 	Model cost.Model
 	// Configured are the values it started from.
 	Configured cost.Model
 	// Stats are the fit's counts, age and error.
 	Stats cost.OnlineStats
-	// Fitted reports that Model is fitted rather than configured.
+	// Fitted reports that Model is the fit rather than the configured
+	// values.
 	Fitted bool
 }
 
-// The bounds of the calibration warnings: a replica with calibNoSpread
-// accepted samples and never a fit raises WarnFitNoSpread; one whose fit's
-// relative RMS error over the window is above calibPoorError once the
-// window is full raises WarnFitPoor and is priced with the configured
-// values until its error falls below calibPoorError/2.
-const (
-	calibNoSpread  = 4 * cost.OnlineWindow
-	calibPoorError = 0.5
-)
+// calibNoSpread is how many accepted samples without a fit raise
+// WarnFitNoSpread. A poor fit (cost.OnlineStats.Poor) raises WarnFitPoor.
+const calibNoSpread = 4 * cost.OnlineWindow
 
 // SetCalibration sets the configured cost model a replica's online fit
 // starts from, or nil to turn its calibration off (the configured values
@@ -52,8 +47,14 @@ func (s *Shadow) SetCalibration(m *cost.Model) {
 	s.calib.Store(m)
 }
 
-// Fit returns the replica's published calibration, nil while it has none.
-func (s *Shadow) Fit() *Fit { return s.fit.Load() }
+// Fit returns the replica's published calibration, nil while it has none
+// (or s is nil).
+func (s *Shadow) Fit() *Fit {
+	if s == nil {
+		return nil
+	}
+	return s.fit.Load()
+}
 
 // Priced returns the cost model a calibrated replica is priced with: its
 // fit's, nil while the configured values price it.
@@ -155,7 +156,8 @@ func (a *replicaActor) publishFit() {
 	}
 	st := o.Stats()
 	now := a.cfg.Now()
-	f := &Fit{Model: o.Model(), Configured: o.Prior(), Stats: st, Fitted: st.Fitted}
+	m, fitted := o.InEffect()
+	f := &Fit{Model: m, Configured: o.Prior(), Stats: st, Fitted: fitted}
 	if !st.Fitted && st.Samples >= calibNoSpread {
 		a.warnings.RaiseNew(a.log, now, WarnFitNoSpread, fmt.Sprintf("cost_model auto: %d prefills measured and none "+
 			"varied enough in computed and cached tokens to fit a, b and d; the configured values price the replica", st.Samples),
@@ -163,20 +165,13 @@ func (a *replicaActor) publishFit() {
 	} else if st.Fitted {
 		a.warnings.Clear(a.log, WarnFitNoSpread)
 	}
-	poor := a.warnings.Active(WarnFitPoor)
-	switch {
-	case st.Fitted && !poor && st.RelError > calibPoorError && st.Samples >= cost.OnlineWindow:
+	if st.Poor {
 		a.warnings.RaiseNew(a.log, now, WarnFitPoor, fmt.Sprintf("cost_model auto: the fitted prefill explains the "+
 			"replica's measured prefills with a relative error of %.0f%% (above %.0f%%): the prefill times vary for "+
 			"reasons the model does not price (other clients of the engine, preemptions); the configured values "+
-			"price the replica", 100*st.RelError, 100*calibPoorError), "replica", a.id)
-		poor = true
-	case poor && st.RelError < calibPoorError/2:
+			"price the replica", 100*st.RelError, 100*cost.PoorError), "replica", a.id)
+	} else {
 		a.warnings.Clear(a.log, WarnFitPoor)
-		poor = false
-	}
-	if poor {
-		f.Model, f.Fitted = o.Prior(), false
 	}
 	a.shadow.fit.Store(f)
 }

@@ -158,6 +158,9 @@ type routingActor struct {
 	req policy.Request
 	// ranked is a decision's ranking, positions in its candidates.
 	ranked []int
+	// pooled prices the calibrating replicas without a fit of their own
+	// (route.PoolFits).
+	pooled cost.Model
 }
 
 // Receive handles one message. It never blocks.
@@ -239,11 +242,14 @@ func (a *routingActor) see(now time.Time) {
 				l := &s.Load
 				v.Fresh, v.Running, v.KVUsage, v.Waiting = true, int(l.Running), l.KVUsage, int(l.Waiting)
 			}
-			if a.st.Auto && s.Shadow != nil {
-				v.Model = s.Shadow.Fit().Priced()
+			if f := s.Shadow.Fit(); a.st.Auto && f != nil {
+				v.Model, v.Calibrating = f.Priced(), true
 			}
 		}
 		a.snaps = append(a.snaps, s)
+	}
+	if a.st.Auto && a.st.detail {
+		route.PoolFits(a.views, &a.pooled)
 	}
 }
 

@@ -36,6 +36,7 @@ Commands:
   report   the Markdown report and charts of result directories
   instances  1, 2 and 3 gateway instances on the same engines, in virtual time (--real: processes)
   messages   Claude Code sessions over /v1/messages: cost_model, round_robin and a router hashing the billing header
+  calibration  cost_model: auto against engines 2× and 0.5× as slow as configured, and one changing speed, in virtual time
 
 Run 'inferrail bench <command> --help' for a command's flags.
 `
@@ -50,7 +51,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	sub := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"run": benchRun, "compare": benchCompare, "sweep": benchSweep, "sim": benchSim, "report": benchReport,
-		"instances": benchInstances, "messages": benchMessages,
+		"instances": benchInstances, "messages": benchMessages, "calibration": benchCalibration,
 	}[args[0]]
 	if sub == nil {
 		fmt.Fprintf(stderr, "inferrail bench: unknown command %q\n\n%s", args[0], benchUsage)

@@ -18,6 +18,7 @@ import (
 //
 //	TTFT = W + P(u, c) + X
 //	W    = queued prefill + DecodeInterferenceSecs * running
+//	       (+ DecodeStepSecs while running > 0)
 //	P    = a*u + b*u*(c + u/2) + d
 //
 // for u tokens the replica would compute after c it has cached, with
@@ -38,6 +39,13 @@ type Model struct {
 	// DecodeInterferenceSecs is the delay each running request adds to a
 	// new request's prefill (its share of a decode step).
 	DecodeInterferenceSecs float64
+	// DecodeStepSecs is the delay a new request's prefill takes while any
+	// request decodes, once: the decode step it shares (vLLM batches a
+	// prefill chunk with the running decodes, and the step's fixed cost is
+	// paid whatever the count). No config key sets it; the online fit
+	// (routing.cost_model: auto) does, and it is 0 otherwise. It is part of
+	// W, not of P, so that the prefill queue does not add it per request.
+	DecodeStepSecs float64
 }
 
 // Default returns routing.cost_model's defaults, fitted to the simulator's
@@ -91,9 +99,13 @@ func (m Model) PrefillSecs(u, c int) float64 {
 func (m Model) Prefill(u, c int) time.Duration { return secs(m.PrefillSecs(u, c)) }
 
 // Queue returns W: queued prefill plus decode interference per running
-// request.
+// request, plus the decode step while any runs.
 func (m Model) Queue(queued time.Duration, running int) time.Duration {
-	return max(queued, 0) + secs(m.DecodeInterferenceSecs*float64(max(running, 0)))
+	d := m.DecodeInterferenceSecs * float64(max(running, 0))
+	if running > 0 {
+		d += m.DecodeStepSecs
+	}
+	return max(queued, 0) + secs(d)
 }
 
 // Estimate prices a prompt of prompt tokens on a replica holding cached of

@@ -103,6 +103,10 @@ func (p Plan) Probes() []Probe {
 type Sample struct {
 	Computed, Cached int
 	Secs             float64
+	// Decoding reports that requests were decoding on the engine as the
+	// prefill ran, so that it shared their decode step (Online fits that
+	// as DecodeStepSecs); Fit's samples, on an idle engine, never are.
+	Decoding bool
 }
 
 // ErrFit means the samples cannot determine a, b and d.

@@ -3,6 +3,7 @@ package cost
 import (
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // Online calibration (routing.cost_model: auto, issue 30): each replica fits
@@ -25,14 +26,13 @@ import (
 // d, which prices every short request.
 //
 // Bounds on what moves the fit:
-//   - Repeats: a sample of the same u and c as one in the window takes its
+//   - Repeats: a sample of the same u and c (and decoding or not) as one in the window takes its
 //     place and triggers no refit, so repeated prompts hold one slot and
 //     cannot crowd the window, however many come.
 //   - Spread: a refit changes a parameter only when the window tells it
 //     apart from the others (the weighted regressors are not nearly
-//     collinear, Gram determinant at least spreadAll for a, b and d, else
-//     spreadTwo for a and d with b held). A stream of identical prompts
-//     determines one combination of the three, and moves none.
+//     collinear: see refit). A stream of identical prompts determines one
+//     combination of them, and moves none.
 //   - Prior: the configured values are the fit in effect until the window
 //     first tells a and d apart, and b stays at them until it tells b
 //     apart too. They do not enter the solve as pseudo-samples: a parameter
@@ -61,6 +61,11 @@ const (
 	// materialChange is the relative change of a parameter that makes the
 	// fit new (OnlineStats.Age starts over).
 	materialChange = 0.05
+	// PoorError is the relative RMS error above which a fit of a full
+	// window is poor (OnlineStats.Poor) until its error halves: the prefill
+	// times vary for reasons the model does not price, and the configured
+	// values are the safer price.
+	PoorError = 0.5
 	// spreadAll and spreadTwo are the least Gram determinants of the
 	// window's unit-scaled regressors for a refit of a, b and d, and of a
 	// and d with b held.
@@ -99,9 +104,13 @@ type OnlineStats struct {
 	Spread bool
 	// Refits counts the refits tried, with or without enough spread.
 	Refits int
+	// Poor reports that the fit's error went above PoorError over a full
+	// window and has not fallen below half of it since.
+	Poor bool
 }
 
-// Online fits a, b and d to a replica's measured prefills as they come.
+// Online fits a, b, d and the decode step (Model.DecodeStepSecs) to a
+// replica's measured prefills as they come.
 // It starts no goroutines and reads no clock: the caller passes each
 // sample. An Online is owned by one replica actor (or one simulated
 // replica) and is not safe for concurrent use.
@@ -135,9 +144,19 @@ func (o *Online) SetDecodeInterference(secs float64) {
 	o.prior.DecodeInterferenceSecs, o.fit.DecodeInterferenceSecs = secs, secs
 }
 
-// Model returns the fit in effect: the configured values until the first
-// refit with enough spread, with the prior's DecodeInterferenceSecs.
+// Model returns the fit: the configured values until the first refit
+// with enough spread, with the prior's DecodeInterferenceSecs.
 func (o *Online) Model() Model { return o.fit }
+
+// InEffect returns the model that should price the replica, and whether
+// it is the fit: the fit once fitted and while not Poor, else the
+// configured values.
+func (o *Online) InEffect() (Model, bool) {
+	if o.stats.Fitted && !o.stats.Poor {
+		return o.fit, true
+	}
+	return o.prior, false
+}
 
 // Stats returns the fit's state.
 func (o *Online) Stats() OnlineStats { return o.stats }
@@ -162,7 +181,7 @@ func (o *Online) Observe(s Sample) Verdict {
 	o.stats.Samples++
 	o.stats.Age++
 	for i := range o.n {
-		if r := &o.ring[i]; r.Computed == s.Computed && r.Cached == s.Cached {
+		if r := &o.ring[i]; r.Computed == s.Computed && r.Cached == s.Cached && r.Decoding == s.Decoding {
 			// A prompt the window holds: its time is refreshed, and it
 			// brings no new shape, so no refit.
 			r.Secs = s.Secs
@@ -179,112 +198,237 @@ func (o *Online) Observe(s Sample) Verdict {
 	return Accepted
 }
 
-// refit fits the window, as far as its spread allows.
+// The fitted terms, in the order of a Sample's regressors (terms).
+const (
+	termA = iota // a, per computed token
+	termB        // b, per pair
+	termD        // d, per prefill
+	termE        // DecodeStepSecs, per prefill sharing a decode step
+	nTerms
+)
+
+// terms are a sample's weighted regressors: u/y, u(c+u/2)/y, 1/y, and
+// 1/y again when it shared a decode step (else 0).
+func terms(s Sample) [nTerms]float64 {
+	u, c, w := float64(s.Computed), float64(s.Cached), 1/s.Secs
+	t := [nTerms]float64{u * w, u * (c + u/2) * w, w, 0}
+	if s.Decoding {
+		t[termE] = w
+	}
+	return t
+}
+
+// params and setParams map a Model to the fitted terms and back.
+func params(m Model) [nTerms]float64 {
+	return [nTerms]float64{m.PrefillTokenSecs, m.PrefillPairSecs, m.PrefillFixedSecs, m.DecodeStepSecs}
+}
+
+func setParams(m *Model, p [nTerms]float64) {
+	m.PrefillTokenSecs, m.PrefillPairSecs, m.PrefillFixedSecs, m.DecodeStepSecs = p[0], p[1], p[2], p[3]
+}
+
+// refit fits the window, as far as its spread allows: the first of these
+// sets of free terms the window tells apart (spreadAll for three or four,
+// spreadTwo for two), the others held.
+//
+// d and the decode step are told apart only by samples taken with nothing
+// decoding, which ordinary traffic on a busy engine rarely has. Without
+// enough of both kinds, the window's fixed time F (d, plus the decode step
+// where it applies) is fitted as one term and split: on a window of mostly
+// decoding samples d keeps the configured value (or F, when less) and the
+// decode step takes the rest of F; on a mostly idle one d is F. Put whole
+// into d, the decode step would be added to the prefill queue for every
+// queued request, while the engine pays it once per batched step.
 func (o *Online) refit() {
 	o.fresh = 0
 	o.stats.Refits++
 	win := o.ring[:o.n]
-	var next Model
-	switch {
-	case gramDet(win, true) >= spreadAll:
-		next = o.solve(win, true)
-	case gramDet(win, false) >= spreadTwo:
-		next = o.solve(win, false)
-	default:
-		o.stats.Spread = false
-		return
-	}
-	o.stats.Spread = true
-	next.DecodeInterferenceSecs = o.prior.DecodeInterferenceSecs
-	o.fit = next
-	o.stats.Fitted = true
-	o.stats.RelError = RelError(next, win)
-	if changed(o.anchor, next) {
-		o.anchor = next
-		o.stats.Age = 0
-	}
-}
-
-// solve is the weighted non-negative fit of the window: of a, b and d with all, else of a and d with b held at the fit in
-// effect.
-func (o *Online) solve(win []Sample, all bool) Model {
-	b := o.fit.PrefillPairSecs
-	cols := 2
-	if all {
-		cols = 3
-	}
-	rows := make([][]float64, 0, len(win)+cols)
-	rhs := make([]float64, 0, len(win)+cols)
+	decoding, idle := 0, 0
 	for _, s := range win {
-		u, c, w := float64(s.Computed), float64(s.Cached), 1/s.Secs
-		if all {
-			rows = append(rows, []float64{u * w, u * (c + u/2) * w, w})
-			rhs = append(rhs, 1)
+		if s.Decoding {
+			decoding++
+		} else {
+			idle++
+		}
+	}
+	sets := [][]int{{termA, termB, termD}, {termA, termD}}
+	both := min(decoding, idle) >= onlineMin/4
+	if both {
+		sets = append([][]int{{termA, termB, termD, termE}}, sets...)
+	}
+	for _, free := range sets {
+		least := spreadAll
+		if len(free) == 2 {
+			least = spreadTwo
+		}
+		merged := !slices.Contains(free, termE)
+		if gramDet(win, free, merged) < least {
 			continue
 		}
-		// b's term is known: fit what is left of the time.
-		rows = append(rows, []float64{u * w, w})
-		rhs = append(rhs, 1-b*u*(c+u/2)*w)
+		next, ok := o.solve(win, free, merged)
+		if !ok {
+			continue
+		}
+		if merged {
+			next = o.split(next, decoding > idle)
+		}
+		o.stats.Spread = true
+		o.fit = next
+		o.stats.Fitted = true
+		o.stats.RelError = onlineError(next, win)
+		switch {
+		case o.n == OnlineWindow && o.stats.RelError > PoorError:
+			o.stats.Poor = true
+		case o.stats.RelError < PoorError/2:
+			o.stats.Poor = false
+		}
+		if changed(o.anchor, next) {
+			o.anchor = next
+			o.stats.Age = 0
+		}
+		return
+	}
+	o.stats.Spread = false
+}
+
+// split divides a merged fit's fixed time F (in its d) between d and the
+// decode step: on a mostly decoding window d is the configured value, or F
+// when less, and the step the rest; else d is F and the step stays.
+func (o *Online) split(m Model, decoding bool) Model {
+	if decoding {
+		f := m.PrefillFixedSecs
+		m.PrefillFixedSecs = min(o.prior.PrefillFixedSecs, f)
+		m.DecodeStepSecs = f - m.PrefillFixedSecs
+		return m
+	}
+	m.DecodeStepSecs = o.fit.DecodeStepSecs
+	return m
+}
+
+// solve is the weighted non-negative fit of the window's free terms, the
+// others held at the fit in effect. merged fits the fixed time as one term
+// (d's), whether a sample shared a decode step or not.
+func (o *Online) solve(win []Sample, free []int, merged bool) (Model, bool) {
+	held := params(o.fit)
+	if merged {
+		held[termD], held[termE] = o.fit.PrefillFixedSecs+o.fit.DecodeStepSecs, 0
+	}
+	rows := make([][]float64, 0, len(win))
+	rhs := make([]float64, 0, len(win))
+	for _, s := range win {
+		t := terms(s)
+		if merged {
+			t[termE] = 0
+		}
+		row := make([]float64, len(free))
+		r := 1.0
+		for k := range t {
+			if j := slices.Index(free, k); j >= 0 {
+				row[j] = t[k]
+			} else {
+				r -= held[k] * t[k]
+			}
+		}
+		rows, rhs = append(rows, row), append(rhs, r)
 	}
 	x, err := scaledNNLS(rows, rhs)
 	if err != nil {
-		return o.fit // a column without effect: keep what is in effect
+		return Model{}, false
 	}
-	if all {
-		return Model{PrefillTokenSecs: x[0], PrefillPairSecs: x[1], PrefillFixedSecs: x[2]}
+	p := held
+	for j, k := range free {
+		p[k] = x[j]
 	}
-	return Model{PrefillTokenSecs: x[0], PrefillPairSecs: b, PrefillFixedSecs: x[1]}
+	next := o.prior
+	setParams(&next, p)
+	return next, true
 }
 
-// changed reports whether any of a, b and d differs between x and y by
+// onlineError is RelError with the decode step priced on the samples that
+// shared one.
+func onlineError(m Model, win []Sample) float64 {
+	var ss float64
+	for _, s := range win {
+		t := terms(s)
+		p := params(m)
+		pred := 0.0
+		for k := range t {
+			pred += p[k] * t[k] // relative: each term is over the time
+		}
+		ss += (pred - 1) * (pred - 1)
+	}
+	return math.Sqrt(ss / float64(max(len(win), 1)))
+}
+
+// changed reports whether any fitted term differs between x and y by
 // materialChange or more, relative to x (or at all, where x's is 0).
 func changed(x, y Model) bool {
-	for _, p := range [][2]float64{
-		{x.PrefillTokenSecs, y.PrefillTokenSecs},
-		{x.PrefillPairSecs, y.PrefillPairSecs},
-		{x.PrefillFixedSecs, y.PrefillFixedSecs},
-	} {
-		if math.Abs(p[1]-p[0]) > materialChange*math.Abs(p[0]) || p[0] == 0 && p[1] != 0 {
+	px, py := params(x), params(y)
+	for k := range px {
+		if math.Abs(py[k]-px[k]) > materialChange*math.Abs(px[k]) || px[k] == 0 && py[k] != 0 {
 			return true
 		}
 	}
 	return false
 }
 
-// gramDet is the determinant of the Gram matrix of the window's weighted
-// regressors scaled to unit length (u/y, u(c+u/2)/y and 1/y with all; u/y
-// and 1/y without): 1 when they are orthogonal, 0 when they are collinear,
-// as identical samples make them.
-func gramDet(win []Sample, all bool) float64 {
-	var g [3][3]float64
+// gramDet is the determinant of the Gram matrix of the window's free
+// weighted regressors (terms) scaled to unit length: 1 when they are
+// orthogonal, 0 when they are collinear, as identical samples make them.
+func gramDet(win []Sample, free []int, merged bool) float64 {
+	n := len(free)
+	g := make([][]float64, n)
+	for i := range g {
+		g[i] = make([]float64, n)
+	}
 	for _, s := range win {
-		u, c, w := float64(s.Computed), float64(s.Cached), 1/s.Secs
-		r := [3]float64{u * w, w, u * (c + u/2) * w}
-		for i := range 3 {
-			for j := range 3 {
-				g[i][j] += r[i] * r[j]
+		t := terms(s)
+		if merged {
+			t[termE] = 0
+		}
+		for i, ki := range free {
+			for j, kj := range free {
+				g[i][j] += t[ki] * t[kj]
 			}
 		}
-	}
-	n := 2
-	if all {
-		n = 3
 	}
 	for i := range n {
 		if !(g[i][i] > 0) {
 			return 0
 		}
 	}
-	var m [3][3]float64
+	norm := make([]float64, n)
+	for i := range n {
+		norm[i] = math.Sqrt(g[i][i])
+	}
 	for i := range n {
 		for j := range n {
-			m[i][j] = g[i][j] / math.Sqrt(g[i][i]*g[j][j])
+			g[i][j] /= norm[i] * norm[j]
 		}
 	}
-	if n == 2 {
-		return m[0][0]*m[1][1] - m[0][1]*m[1][0]
+	// Gaussian elimination with partial pivoting.
+	det := 1.0
+	for c := range n {
+		p := c
+		for r := c + 1; r < n; r++ {
+			if math.Abs(g[r][c]) > math.Abs(g[p][c]) {
+				p = r
+			}
+		}
+		if g[p][c] == 0 {
+			return 0
+		}
+		if p != c {
+			g[p], g[c] = g[c], g[p]
+			det = -det
+		}
+		det *= g[c][c]
+		for r := c + 1; r < n; r++ {
+			f := g[r][c] / g[c][c]
+			for k := c; k < n; k++ {
+				g[r][k] -= f * g[c][k]
+			}
+		}
 	}
-	return m[0][0]*(m[1][1]*m[2][2]-m[1][2]*m[2][1]) -
-		m[0][1]*(m[1][0]*m[2][2]-m[1][2]*m[2][0]) +
-		m[0][2]*(m[1][0]*m[2][1]-m[1][1]*m[2][0])
+	return det
 }

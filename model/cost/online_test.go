@@ -195,3 +195,57 @@ func BenchmarkOnlineObserve(b *testing.B) {
 		o.Observe(Sample{Computed: u, Cached: c, Secs: Default().PrefillSecs(u, c)})
 	}
 }
+
+// TestOnlinePoor: a fit that explains a full window of samples with more
+// than PoorError of relative error is poor, and the configured values are
+// in effect, until clean samples bring the error under half of it.
+func TestOnlinePoor(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	truth := scaled(Default(), 2)
+	o := NewOnline(Default())
+	for range 2 * OnlineWindow {
+		u, c := traffic(rng)
+		o.Observe(Sample{Computed: u, Cached: c, Secs: truth.PrefillSecs(u, c) * math.Exp(1.2*rng.NormFloat64())})
+	}
+	if m, fitted := o.InEffect(); !o.Stats().Poor || fitted || m != Default() {
+		t.Fatalf("stats %+v, in effect %+v (fitted %v): want poor, the configured values in effect", o.Stats(), m, fitted)
+	}
+	feed(o, truth, 2*OnlineWindow, 0.01, rng)
+	if m, fitted := o.InEffect(); o.Stats().Poor || !fitted || m != o.Model() {
+		t.Fatalf("stats %+v, in effect %+v (fitted %v): want the fit back", o.Stats(), m, fitted)
+	}
+}
+
+// TestOnlineDecodeStep: samples that share a decode step (Decoding) fit it
+// apart. With some samples taken while nothing decodes, all four terms come
+// back; with none, d stays at the configured value and the decode step
+// takes the rest of the fixed time, while a and b still come back.
+func TestOnlineDecodeStep(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	truth := scaled(Default(), 2)
+	truth.DecodeStepSecs = 0.02
+	f := func(decodingShare float64) Model {
+		o := NewOnline(Default())
+		for range 2 * OnlineWindow {
+			u, c := traffic(rng)
+			s := Sample{Computed: u, Cached: c, Decoding: rng.Float64() < decodingShare}
+			s.Secs = truth.PrefillSecs(u, c)
+			if s.Decoding {
+				s.Secs += truth.DecodeStepSecs
+			}
+			o.Observe(s)
+		}
+		return o.Model()
+	}
+	checkNear(t, "half decoding", f(0.5), truth, 1e-6)
+	if m := f(0.5); !within(m.DecodeStepSecs, truth.DecodeStepSecs, 1e-6) {
+		t.Errorf("half decoding: decode step %v, want %v", m.DecodeStepSecs, truth.DecodeStepSecs)
+	}
+	m := f(1)
+	want := truth
+	want.PrefillFixedSecs = Default().PrefillFixedSecs
+	checkNear(t, "all decoding", m, want, 1e-6)
+	if e := truth.PrefillFixedSecs - Default().PrefillFixedSecs + truth.DecodeStepSecs; !within(m.DecodeStepSecs, e, 1e-6) {
+		t.Errorf("all decoding: decode step %v, want %v", m.DecodeStepSecs, e)
+	}
+}

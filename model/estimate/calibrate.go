@@ -35,11 +35,12 @@ import (
 //     no estimate of this fit's in it. It costs samples (a busy replica
 //     has fewer lone requests), and nothing else.
 //
-// The third is what Measure does. What the gateway cannot see stays in the
-// sample: a request of another gateway instance on the same engine, and the
-// engine's decode steps beyond what DecodeInterferenceSecs prices, which
-// the fit then counts as prefill (mostly in d), as the estimate it feeds
-// should.
+// The third is what Measure does. A sample taken while requests decode
+// shared their decode step, which the fit prices apart
+// (cost.Model.DecodeStepSecs). What the gateway cannot see stays in the
+// sample: a request of another gateway instance on the same engine, the
+// wait for the decode step in progress when the request arrived, network
+// and HTTP time; the fit counts them as the decode step or as d.
 
 // Timing is what a replica keeps of a request routed to it, to measure its
 // prefill at its first byte. A Timing is a value.
@@ -68,11 +69,12 @@ func (r *Replica) Measure(t Timing, m cost.Model, now time.Time) (cost.Sample, b
 	if !t.alone || r.Queue.Added() != t.seq || t.At.IsZero() {
 		return cost.Sample{}, false
 	}
+	m.DecodeStepSecs = 0 // fitted from the sample, not taken off it
 	y := now.Sub(t.At) - m.Queue(0, t.Running)
 	if y <= 0 {
 		return cost.Sample{}, false
 	}
-	return cost.Sample{Computed: t.Computed, Cached: t.Cached, Secs: y.Seconds()}, true
+	return cost.Sample{Computed: t.Computed, Cached: t.Cached, Secs: y.Seconds(), Decoding: t.Running > 0}, true
 }
 
 // Agrees reports whether a cache prediction of predicted tokens agrees

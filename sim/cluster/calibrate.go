@@ -42,7 +42,7 @@ func (r *run) calibrate(f *inflight, rec *Record, now time.Time) {
 	}
 	exact := r.cfg.KVEvents || estimate.Agrees(rec.PredictedTokens, rec.CachedTokens, r.bs)
 	if _, ok := sh.est.Calibrate(f.timing, exact, now); ok {
-		sh.model = sh.est.Fit.Model()
+		sh.model, sh.fitted = sh.est.Fit.InEffect()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/sched"
 	"github.com/inferrail/inferrail/sim/engine"
@@ -104,6 +105,11 @@ type Config struct {
 	// EngineOverrides gives replicas, by position, their own latency model
 	// (their true prefill parameters); the others run Engine's.
 	EngineOverrides map[int]engine.Latency
+	// ReplicaCostModels prices replicas, by position, with fixed cost
+	// models of their own, as a hand calibration of each replica would if
+	// the gateway had such a key (it has one per model): the benchmark's
+	// reference for AutoCalibrate on a mixed pool. Not with AutoCalibrate.
+	ReplicaCostModels map[int]cost.Model
 
 	// KeepBillingHeader routes Anthropic Messages requests on their prompt
 	// rendered with Claude Code's billing header kept, as a router that
@@ -253,6 +259,11 @@ func (c *Config) validate() error {
 		e.Latency = l
 		if _, err := engine.New(e); i < 0 || i >= c.Replicas || err != nil {
 			errs = append(errs, fmt.Errorf("engine override %d: want one of %d replicas and a valid latency model (%v)", i, c.Replicas, err))
+		}
+	}
+	for i := range c.ReplicaCostModels {
+		if i < 0 || i >= c.Replicas || c.AutoCalibrate {
+			errs = append(errs, fmt.Errorf("replica cost model %d: want one of %d replicas, without auto-calibration", i, c.Replicas))
 		}
 	}
 	if err := c.Faults.validate(c.instances(), c.Replicas); err != nil {

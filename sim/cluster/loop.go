@@ -82,6 +82,8 @@ type shadow struct {
 	// it has a Fit (Config.AutoCalibrate); routed counts the requests this
 	// instance routed there, and fits are its fit's trace (Result.Fits).
 	model  cost.Model
+	fixed  bool // model is Config.ReplicaCostModels'
+	fitted bool // model is est.Fit's fit, not the configured values
 	routed int
 	fits   []FitPoint
 }
@@ -108,6 +110,7 @@ type gate struct {
 	reps []*shadow
 
 	views  []route.View
+	pooled cost.Model // route.PoolFits
 	cands  []policy.Candidate
 	listed []int // scratch: the shortlist (Config.Fanout)
 	asked  []bool
@@ -239,7 +242,10 @@ func newRunOf(cfg *Config, pol policy.Policy, signals sched.Signal) (*run, error
 			sh := &shadow{est: estimate.New(cfg.Engine.NumBlocks)}
 			if cfg.AutoCalibrate {
 				sh.est.Fit = cost.NewOnline(cfg.costParams().Model)
-				sh.model = sh.est.Fit.Model()
+				sh.model, sh.fitted = sh.est.Fit.InEffect()
+			}
+			if m, ok := cfg.ReplicaCostModels[len(g.reps)]; ok {
+				sh.model, sh.fixed = m, true
 			}
 			if cfg.KVEvents {
 				sh.events = estimate.NewEvents(model, estimate.EventChecks{})
@@ -671,13 +677,17 @@ func (r *run) see(g *gate) {
 		v := route.View{ID: p.id, Key: p.key, Serves: true, Healthy: true,
 			Room:     r.cfg.MaxConcurrency == 0 || sh.inFlight < r.cfg.MaxConcurrency,
 			InFlight: sh.inFlight, Pending: sh.pending, PendingTokens: sh.pendingTokens, Ledger: sh}
-		if sh.est.Fit != nil {
+		if sh.fitted || sh.fixed {
 			v.Model = &sh.model
 		}
+		v.Calibrating = sh.est.Fit != nil
 		if p.seenOK && r.now-p.seenAt <= r.maxAge {
 			v.Fresh, v.Running, v.Waiting, v.KVUsage = true, p.seen.running, p.seen.waiting, p.seen.kvUsage
 		}
 		g.views = append(g.views, v)
+	}
+	if r.cfg.AutoCalibrate {
+		route.PoolFits(g.views, &g.pooled)
 	}
 }
 

@@ -288,7 +288,8 @@ type replicaView struct {
 // costModelView is a replica's cost model: whether it calibrates online
 // (a model it serves has routing.cost_model: auto), whether its own fit
 // ("auto") or the configured values ("configured") price it, and, while it
-// calibrates, the a, b and d in effect with the fit's age (samples since
+// calibrates, the a, b and d in effect (and the decode step the fit
+// prices apart, cost.Model.DecodeStepSecs) with the fit's age (samples since
 // it last changed by 5% or more), relative RMS error over its window,
 // samples and dropped outliers.
 type costModelView struct {
@@ -297,6 +298,7 @@ type costModelView struct {
 	PrefillTokenSecs *float64 `json:"prefill_token_secs,omitempty"`
 	PrefillPairSecs  *float64 `json:"prefill_pair_secs,omitempty"`
 	PrefillFixedSecs *float64 `json:"prefill_fixed_secs,omitempty"`
+	DecodeStepSecs   *float64 `json:"decode_step_secs,omitempty"`
 	AgeSamples       int      `json:"age_samples"`
 	RelError         *float64 `json:"rel_error"`
 	Samples          int      `json:"samples"`
@@ -319,6 +321,7 @@ func costModelOf(r *replica.Snapshot) costModelView {
 		v.InEffect = "auto"
 	}
 	v.PrefillTokenSecs, v.PrefillPairSecs, v.PrefillFixedSecs = &m.PrefillTokenSecs, &m.PrefillPairSecs, &m.PrefillFixedSecs
+	v.DecodeStepSecs = &m.DecodeStepSecs
 	v.AgeSamples, v.Samples, v.Outliers = st.Age, st.Samples, st.Outliers
 	if st.Fitted {
 		e := st.RelError

@@ -628,6 +628,7 @@ func writeFits(b *bytes.Buffer, snaps []*replica.Snapshot) {
 	series("inferrail_cost_model_fit_prefill_token_seconds", "gauge", func(f *replica.Fit) float64 { return f.Model.PrefillTokenSecs })
 	series("inferrail_cost_model_fit_prefill_pair_seconds", "gauge", func(f *replica.Fit) float64 { return f.Model.PrefillPairSecs })
 	series("inferrail_cost_model_fit_prefill_fixed_seconds", "gauge", func(f *replica.Fit) float64 { return f.Model.PrefillFixedSecs })
+	series("inferrail_cost_model_fit_decode_step_seconds", "gauge", func(f *replica.Fit) float64 { return f.Model.DecodeStepSecs })
 	series("inferrail_cost_model_fit_auto", "gauge", func(f *replica.Fit) float64 { return b2f(f.Fitted) })
 	series("inferrail_cost_model_fit_age_samples", "gauge", func(f *replica.Fit) float64 { return float64(f.Stats.Age) })
 	series("inferrail_cost_model_fit_relative_error", "gauge", func(f *replica.Fit) float64 { return f.Stats.RelError })
