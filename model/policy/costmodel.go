@@ -415,6 +415,7 @@ func (p *CostModel) decide(req *Request, cands []Candidate, draw uint64, s *cost
 // workings.
 func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costScratch, ex []Explained, d *Decision) {
 	n := len(cands)
+	base := p.p.Model // a local copy: priced through it, the estimate stays inlined
 	prompt := max(req.PromptTokens, 0)
 
 	// Hot prefix: the owners are the k highest rendezvous weights for the
@@ -456,7 +457,10 @@ func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costSc
 		if isOwner {
 			priced = max(own, min(credit, prompt))
 		}
-		m := c.Cost(&p.p.Model)
+		m := &base
+		if c.Model != nil {
+			m = c.Model
+		}
 		est := m.Estimate(prompt, priced, c.QueuedPrefill, c.Running)
 		t := est.Total()
 		guard := s.guard[i]
