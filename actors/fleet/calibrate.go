@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"time"
+
 	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/cost"
 )
@@ -43,5 +45,16 @@ func (st *state) calibrate(v *view) {
 func (d Decision) ReportCached(tokens int) {
 	if d.attempt != nil && tokens >= 0 {
 		d.attempt.EngineCached = tokens + 1
+	}
+}
+
+// ReportFirstToken gives the replica the time the first event of the
+// attempt's streamed response arrived, before Done: its time to first
+// token, which the replica's online fit measures prefills by. A response
+// not streamed has none (its head comes after its last token). Call it
+// from the goroutine that calls Done.
+func (d Decision) ReportFirstToken(at time.Time) {
+	if d.attempt != nil {
+		d.attempt.FirstToken = at
 	}
 }

@@ -110,41 +110,18 @@ func (a *replicaActor) timeAttempt(at *Attempt, now time.Time) {
 	at.exactAtAssign = a.mode == IndexExact
 }
 
-// measureAttempt takes an attempt's sample at its first byte now: fed at
-// once when the index followed the engine's events at its assignment,
-// else held until its end, when the engine's cached tokens may confirm
-// its prediction.
-func (a *replicaActor) measureAttempt(at *Attempt, now time.Time) {
-	if a.est.Fit == nil || at.timing.At.IsZero() {
-		return
-	}
-	s, ok := a.est.Measure(at.timing, a.est.Fit.Model(), now)
-	if !ok {
-		return
-	}
-	if at.exactAtAssign {
-		a.observe(s)
-		return
-	}
-	at.sample, at.held = s, true
-}
-
-// settleSample feeds a held sample when the attempt ended with the engine
-// reporting cached tokens that agree with the prediction.
+// settleSample feeds the fit the prefill of an attempt that ended well,
+// from its first streamed token, when its cache prediction held: the index
+// followed the engine's events at its assignment, or the engine's cached
+// tokens agree with it.
 func (a *replicaActor) settleSample(at *Attempt) {
-	if at == nil || !at.held || a.est.Fit == nil {
+	if at == nil || a.est.Fit == nil || at.timing.At.IsZero() || at.FirstToken.IsZero() {
 		return
 	}
-	at.held = false
-	if at.EngineCached > 0 && estimate.Agrees(at.Cached, at.EngineCached-1, at.BlockSize) {
-		a.observe(at.sample)
+	exact := at.exactAtAssign || at.EngineCached > 0 && estimate.Agrees(at.Cached, at.EngineCached-1, at.BlockSize)
+	if _, ok := a.est.Calibrate(at.timing, exact, at.FirstToken); ok {
+		a.publishFit()
 	}
-}
-
-// observe feeds the fit one sample, checks the warnings and publishes.
-func (a *replicaActor) observe(s cost.Sample) {
-	a.est.Fit.Observe(s)
-	a.publishFit()
 }
 
 // publishFit publishes the fit in effect, and raises or clears the

@@ -12,7 +12,8 @@ import (
 )
 
 // TestCalibration: a replica whose model is auto fits its engine's prefill
-// from lone requests whose predictions the engine confirms, publishes the
+// from the first tokens of lone streamed requests whose predictions the
+// engine confirms, publishes the
 // fit, drops it when calibration is turned off, and warns when its traffic
 // never varies.
 func TestCalibration(t *testing.T) {
@@ -37,9 +38,9 @@ func TestCalibration(t *testing.T) {
 			Prefill: configured.Prefill(u, c)}
 		h.send(pid, &Assign{Attempt: at})
 		h.sync(t, pid)
+		h.send(pid, &FirstByte{Attempt: at}) // a stream's head: not its first token
 		clock.Add(int64(truth.Prefill(u, c)))
-		h.send(pid, &FirstByte{Attempt: at})
-		at.EngineCached = c + 1
+		at.FirstToken, at.EngineCached = now(), c+1
 		h.send(pid, &RequestDone{Outcome: OutcomeOK, Attempt: at})
 		h.sync(t, pid)
 		clock.Add(int64(time.Second))
@@ -77,11 +78,25 @@ func TestCalibration(t *testing.T) {
 	h.sync(t, pid)
 	clock.Add(int64(time.Second))
 	h.send(pid, &FirstByte{Attempt: at})
-	at.EngineCached = 1 // the engine had nothing cached
+	at.FirstToken, at.EngineCached = now(), 1 // the engine had nothing cached
 	h.send(pid, &RequestDone{Outcome: OutcomeOK, Attempt: at})
 	h.sync(t, pid)
 	if got := hd.Shadow().Fit().Stats.Samples; got != before {
 		t.Errorf("samples %d after a contradicted prediction, want %d", got, before)
+	}
+
+	// A response not streamed (no first token) is not a sample.
+	before = hd.Shadow().Fit().Stats.Samples
+	at = &Attempt{Blocks: blocks, Seq: hd.Shadow().Next(), Tokens: 500, Cached: 0, BlockSize: 16}
+	h.send(pid, &Assign{Attempt: at})
+	h.sync(t, pid)
+	clock.Add(int64(time.Second))
+	h.send(pid, &FirstByte{Attempt: at})
+	at.EngineCached = 1
+	h.send(pid, &RequestDone{Outcome: OutcomeOK, Attempt: at})
+	h.sync(t, pid)
+	if got := hd.Shadow().Fit().Stats.Samples; got != before {
+		t.Errorf("samples %d after a response not streamed, want %d", got, before)
 	}
 
 	// Off again: the configured values price the replica at its next

@@ -126,9 +126,13 @@ type Attempt struct {
 	// sample of its prefill is priced with (routing.cost_model: auto).
 	Cached, Running int
 	// EngineCached is 1 + the cached tokens the engine reported in the
-	// response's usage, 0 when unknown. The request path sets it before
-	// RequestDone (fleet.Decision.ReportCached); it confirms a held sample.
+	// response's usage, 0 when unknown, and FirstToken when the first
+	// event of a streamed response arrived, zero for a response not
+	// streamed (its head comes after its last token). The request path sets
+	// both before RequestDone (fleet.Decision.ReportCached and
+	// ReportFirstToken); the attempt's prefill sample is taken from them.
 	EngineCached int
+	FirstToken   time.Time
 
 	receipt   kvindex.Receipt
 	pending   bool // Tokens are counted in Shadow.pendingTokens
@@ -139,11 +143,9 @@ type Attempt struct {
 	expects    bool
 	assignedAt time.Time
 	// For the online fit (calibrate.go): its timing from the assignment,
-	// whether the index was exact then, and a sample held until its end.
+	// and whether the index was exact then.
 	timing        estimate.Timing
 	exactAtAssign bool
-	sample        cost.Sample
-	held          bool
 }
 
 // maxReportedCapacity bounds the index capacity taken from an engine's
@@ -232,7 +234,6 @@ func (a *replicaActor) firstByte(m *FirstByte) {
 	at.firstByte = true
 	a.settlePending(at)
 	now := a.cfg.Now()
-	a.measureAttempt(at, now)
 	a.est.FirstByte(now)
 	a.publishQueue(now)
 }

@@ -11,8 +11,9 @@ import (
 // them (cost.Online). The gateway's replica actors and the fleet simulator
 // measure with this code, so that the simulator's fits are the gateway's.
 //
-// What a sample is. The gateway sees, per request, the time from its
-// assignment to its first byte. That is the engine's queue wait plus the
+// What a sample is. The gateway sees, per streamed request, the time from
+// its assignment to its first event, the first token (a response not
+// streamed has its head after its last token, and gives no sample). That is the engine's queue wait plus the
 // prefill plus the decode steps that run alongside. Three ways to get the
 // prefill out of it were weighed:
 //
@@ -28,8 +29,8 @@ import (
 //     seconds apart and, under load, rarely see one first token alone; and
 //     which request it was, so its u and c, is a guess.
 //   - Only the requests that had nothing queued ahead of them on the
-//     replica and nothing added behind them until their first byte: for
-//     those the estimated queue is empty, so y = first byte - assignment -
+//     replica and nothing added behind them until their first token: for
+//     those the estimated queue is empty, so y = first token - assignment -
 //     decode interference (what the estimate adds, DecodeInterferenceSecs
 //     per running request) is the prefill as the estimate prices it, with
 //     no estimate of this fit's in it. It costs samples (a busy replica
@@ -43,7 +44,7 @@ import (
 // and HTTP time; the fit counts them as the decode step or as d.
 
 // Timing is what a replica keeps of a request routed to it, to measure its
-// prefill at its first byte. A Timing is a value.
+// prefill at its first token. A Timing is a value.
 type Timing struct {
 	// At is when it was assigned.
 	At time.Time
@@ -55,20 +56,41 @@ type Timing struct {
 }
 
 // Time returns the Timing of the request just added to the queue (Assign,
-// or Queue.Add) at now.
+// or Queue.Add) at now, and remembers when it was added.
 func (r *Replica) Time(computed, cached, running int, now time.Time) Timing {
+	seq := r.Queue.Added()
+	r.added[seq%uint64(len(r.added))] = added{seq: seq, at: now}
 	return Timing{At: now, Computed: computed, Cached: cached, Running: running,
-		seq: r.Queue.Added(), alone: r.Queue.Waiting() == 1}
+		seq: seq, alone: r.Queue.Waiting() == 1}
 }
 
-// Measure returns the prefill sample of a request timed t, at its first
-// byte now, with decode interference priced by m, and whether it counts:
-// the request had nothing queued ahead of it, nothing was added behind it
-// since, and its time is positive.
-func (r *Replica) Measure(t Timing, m cost.Model, now time.Time) (cost.Sample, bool) {
-	if !t.alone || r.Queue.Added() != t.seq || t.At.IsZero() {
+// added is when a request numbered seq in the queue was timed.
+type added struct {
+	seq uint64
+	at  time.Time
+}
+
+// alone reports whether nothing was added to the queue after the request
+// timed t before first: the next request's time is known and not before
+// first. A gateway learns a streamed response's first token only at its
+// end, after later requests were added.
+func (r *Replica) aloneUntil(t Timing, first time.Time) bool {
+	if r.Queue.Added() == t.seq {
+		return true
+	}
+	next := r.added[(t.seq+1)%uint64(len(r.added))]
+	return next.seq == t.seq+1 && !next.at.Before(first)
+}
+
+// Measure returns the prefill sample of a request timed t, whose first
+// token came at first, with decode interference priced by m, and whether
+// it counts: the request had nothing queued ahead of it, nothing was added
+// behind it before first, and its time is positive.
+func (r *Replica) Measure(t Timing, m cost.Model, first time.Time) (cost.Sample, bool) {
+	if !t.alone || t.At.IsZero() || !r.aloneUntil(t, first) {
 		return cost.Sample{}, false
 	}
+	now := first
 	m.DecodeStepSecs = 0 // fitted from the sample, not taken off it
 	y := now.Sub(t.At) - m.Queue(0, t.Running)
 	if y <= 0 {
@@ -89,7 +111,7 @@ func Agrees(predicted, engine, blockSize int) bool {
 }
 
 // Calibrate feeds the replica's Fit, when it has one, the sample of a
-// request timed t at its first byte now, when it counts (Measure) and its
+// request timed t whose first token came at now, when it counts (Measure) and its
 // prediction held (exact). It returns the verdict, and false when nothing
 // was fed.
 func (r *Replica) Calibrate(t Timing, exact bool, now time.Time) (cost.Verdict, bool) {

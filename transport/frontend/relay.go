@@ -122,6 +122,9 @@ func (rs *relayStream) step() {
 		if rs.first {
 			ttft := time.Since(r.start)
 			rs.series.TTFT.Update(ttft.Seconds())
+			if rs.sse {
+				rs.d.ReportFirstToken(r.start.Add(ttft))
+			}
 			if rs.d.Predicted {
 				r.met.TTFTRatio(rs.d.Estimate, ttft)
 			}
