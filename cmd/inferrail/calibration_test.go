@@ -22,7 +22,8 @@ import (
 // simulators in real time: two engines whose prefill is 0.4 and 0.8 times
 // the configured a (and d), sent streamed completions of varied lengths one
 // at a time. Each replica's fit, on /admin/replicas and /metrics, comes
-// within 25% of its engine's a, and is in effect.
+// within 25% of its engine's a, and is in effect; turned off by a live
+// config change, the configured values price every replica again.
 func TestCalibrationRealTime(t *testing.T) {
 	factors := []float64{0.4, 0.8}
 	cfg := config.Default()
@@ -59,10 +60,12 @@ func TestCalibrationRealTime(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	addr, admin := startGateway(t, cfg)
+	g := serveConfigFile(t, cfg) // a file behind it, for PATCH /admin/config
+	addr, admin := g.addr, g.admin
 	client := &http.Client{Timeout: 30 * time.Second}
 	rng := rand.New(rand.NewPCG(3, 3))
-	for i := range 300 {
+	send := func(i int) {
+		t.Helper()
 		var b strings.Builder
 		for w := range 30 + rng.IntN(1500) {
 			fmt.Fprintf(&b, "r%dw%d ", i, w)
@@ -76,7 +79,10 @@ func TestCalibrationRealTime(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	var page struct {
+	for i := range 300 {
+		send(i)
+	}
+	type replicasPage struct {
 		Replicas []struct {
 			ID        string `json:"id"`
 			CostModel struct {
@@ -90,6 +96,7 @@ func TestCalibrationRealTime(t *testing.T) {
 			} `json:"cost_model"`
 		} `json:"replicas"`
 	}
+	var page replicasPage
 	getJSON(t, client, "http://"+admin+"/admin/replicas", &page)
 	configured := config.Default().Routing.CostModel
 	for _, r := range page.Replicas {
@@ -117,6 +124,29 @@ func TestCalibrationRealTime(t *testing.T) {
 		`inferrail_cost_model_fit_auto{replica="sim-1"} 1`, `inferrail_ttft_estimate_ratio_count{model=`} {
 		if !bytes.Contains(metricsPage, []byte(s)) {
 			t.Errorf("/metrics lacks %s", s)
+		}
+	}
+
+	// Off, live: each replica drops its fit at its next request.
+	req, _ := http.NewRequest("PATCH", "http://"+admin+"/admin/config",
+		strings.NewReader(`{"routing": {"cost_model": {"auto": false}}}`))
+	req.Header.Set("Content-Type", "application/merge-patch+json")
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PATCH /admin/config: %d", resp.StatusCode)
+	}
+	for i := range 20 {
+		send(1000 + i)
+	}
+	page = replicasPage{}
+	getJSON(t, client, "http://"+admin+"/admin/replicas", &page)
+	for _, r := range page.Replicas {
+		if c := r.CostModel; c.Calibrating || c.InEffect != "configured" {
+			t.Errorf("%s: cost model %+v after auto was turned off, want configured", r.ID, c)
 		}
 	}
 }
