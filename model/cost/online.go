@@ -55,6 +55,14 @@ const (
 	// outlierFactor is how far off the fit (a ratio, either way) a sample
 	// is an outlier.
 	outlierFactor = 4.0
+	// driftBias is the mean log ratio of measured to predicted time, over
+	// the last onlineMin new prompt shapes, past which the engine is taken
+	// to have changed speed (a 50% bias either way): the window then keeps
+	// only those samples (shift). At 25% and three standard errors, the
+	// noise of the simulator's default engines (a decode step of 20 ms in
+	// prefills of a few ms, W1 at 0.5×) passed for changes and cut windows
+	// that were right.
+	driftBias = 0.4054651081081644 // ln 1.5
 	// outlierRecent is how many of the last 32 verdicts may be outliers
 	// before the guard stands aside: the fit is what is wrong.
 	outlierRecent = 12
@@ -107,6 +115,9 @@ type OnlineStats struct {
 	// Poor reports that the fit's error went above PoorError over a full
 	// window and has not fallen below half of it since.
 	Poor bool
+	// Shifts counts the changes of speed seen (the window cut to its most
+	// recent samples).
+	Shifts int
 }
 
 // Online fits a, b, d and the decode step (Model.DecodeStepSecs) to a
@@ -120,7 +131,11 @@ type Online struct {
 	n, next            int    // samples in the ring, and where the next goes
 	fresh              int    // accepted since the last refit
 	verdicts           uint64 // the last 64 guarded verdicts, 1 for an outlier
-	stats              OnlineStats
+	// drift holds the log of measured over predicted of the last accepted
+	// samples since the last shift, dn of them (see shift).
+	drift [onlineMin]float64
+	dn    int
+	stats OnlineStats
 }
 
 // NewOnline returns a fit that starts from prior, the configured values.
@@ -167,8 +182,11 @@ func (o *Online) Observe(s Sample) Verdict {
 	if s.Computed < 0 || s.Cached < 0 || !(s.Secs > 0) || math.IsInf(s.Secs, 0) {
 		return Invalid
 	}
+	pred := o.fit.PrefillSecs(s.Computed, s.Cached)
+	if s.Decoding {
+		pred += o.fit.DecodeStepSecs
+	}
 	if o.stats.Fitted {
-		pred := o.fit.PrefillSecs(s.Computed, s.Cached)
 		off := !(pred > 0) || s.Secs > pred*outlierFactor || s.Secs*outlierFactor < pred
 		recent := bits.OnesCount64(o.verdicts & (1<<32 - 1))
 		o.verdicts <<= 1
@@ -185,6 +203,16 @@ func (o *Online) Observe(s Sample) Verdict {
 			// A prompt the window holds: its time is refreshed, and it
 			// brings no new shape, so no refit.
 			r.Secs = s.Secs
+			return Accepted
+		}
+	}
+	if o.stats.Fitted && pred > 0 {
+		o.drift[o.dn%len(o.drift)] = math.Log(s.Secs / pred)
+		o.dn++
+		// A fit that explained its window is what a shift replaces; a
+		// poor one was never right, and its errors are no change.
+		if o.dn >= len(o.drift) && o.stats.RelError < PoorError && drifted(o.drift[:]) {
+			o.shift(s)
 			return Accepted
 		}
 	}
@@ -225,6 +253,58 @@ func params(m Model) [nTerms]float64 {
 
 func setParams(m *Model, p [nTerms]float64) {
 	m.PrefillTokenSecs, m.PrefillPairSecs, m.PrefillFixedSecs, m.DecodeStepSecs = p[0], p[1], p[2], p[3]
+}
+
+// shift is a change of the engine's speed, seen as the last onlineMin new
+// prompt shapes measuring, on average, 50% or more off the fit (drifted): the window
+// keeps only the onlineMin most recent samples (s among them) and is
+// refitted from them at once. Left to the ring, the old samples would go
+// only as new ones replace them, and a replica that got slower gets little
+// traffic, so few new samples: its fit would mix the two speeds for
+// thousands of requests (in the fleet simulator, mix seed 3: a stayed at
+// the old speed and the replica's share fell to 2%).
+//
+// The samples kept are those since the likeliest change: of the newest k
+// (from 8 to onlineMin), the k whose mean log ratio m makes k·m² largest
+// (the likelihood ratio of a shift in the mean), so that samples from
+// before the change do not stay to pull the new fit back.
+func (o *Online) shift(s Sample) {
+	o.ring[o.next] = s
+	o.next = (o.next + 1) % OnlineWindow
+	o.n = min(o.n+1, OnlineWindow)
+	keep, best, sum := 0, -1.0, 0.0
+	for k := 1; k <= len(o.drift); k++ {
+		sum += o.drift[(o.dn-k+len(o.drift))%len(o.drift)]
+		if m := sum / float64(k); k >= onlineMin/4 && float64(k)*m*m > best {
+			keep, best = k, float64(k)*m*m
+		}
+	}
+	keep = min(keep, o.n)
+	var recent [onlineMin]Sample
+	for k := range keep {
+		recent[keep-1-k] = o.ring[(o.next-1-k+OnlineWindow)%OnlineWindow]
+	}
+	o.ring = [OnlineWindow]Sample{}
+	copy(o.ring[:], recent[:keep])
+	o.n, o.next, o.dn = keep, keep%OnlineWindow, 0
+	o.stats.Shifts++
+	o.refit()
+}
+
+// drifted reports whether the log ratios v are biased: their mean is past
+// driftBias either way and four standard errors from 0, so that noisy
+// samples around a right fit do not pass for a change.
+func drifted(v []float64) bool {
+	var s, ss float64
+	for _, x := range v {
+		s += x
+	}
+	m := s / float64(len(v))
+	for _, x := range v {
+		ss += (x - m) * (x - m)
+	}
+	se := math.Sqrt(ss/float64(len(v)-1)) / math.Sqrt(float64(len(v)))
+	return math.Abs(m) > driftBias && math.Abs(m) > 4*se
 }
 
 // refit fits the window, as far as its spread allows: the first of these

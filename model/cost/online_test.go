@@ -171,6 +171,17 @@ func TestOnlineFollowsStep(t *testing.T) {
 			t.Errorf("factor %v: age %d, want the fit renewed after the change", factor, st.Age)
 		}
 	}
+	// The shift: a doubling is followed within half a window, not the
+	// window's length, since the samples that predate it are cut.
+	rng := rand.New(rand.NewPCG(17, 18))
+	o := NewOnline(Default())
+	feed(o, Default(), 2*OnlineWindow, 0.05, rng)
+	next := scaled(Default(), 2)
+	feed(o, next, OnlineWindow/2, 0.05, rng)
+	if m, st := o.Model(), o.Stats(); !within(m.PrefillTokenSecs, next.PrefillTokenSecs, 0.1) || st.Shifts < 1 {
+		t.Errorf("%d samples after doubling: fit %+v, stats %+v; want a within 10%% of %v and a shift",
+			OnlineWindow/2, m, st, next.PrefillTokenSecs)
+	}
 }
 
 // TestOnlineInvalid: malformed samples are refused and change nothing.
