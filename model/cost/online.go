@@ -19,16 +19,18 @@ import (
 // varying) blow its covariance up, so that the next odd sample throws the
 // fit, and it cannot refuse to move a parameter the window does not
 // determine. A ring of OnlineWindow samples is a fixed 5 KiB, a refit over
-// it a few microseconds on the replica's actor (never the decision path),
-// and the window is also the forgetting: a step change in the engine's speed
-// has replaced the whole window after OnlineWindow accepted samples. The
-// refit is Fit's: relative errors, so that long prompts alone do not decide
-// d, which prices every short request.
+// it some microseconds on the replica's actor (never the decision path),
+// and the window is also the forgetting, cut short when the engine is seen
+// to change speed (shift). The refit is Fit's: relative errors, so that
+// long prompts alone do not decide d, which prices every short request. It
+// also fits the decode step a prefill shares while requests decode
+// (Model.DecodeStepSecs; see refit).
 //
 // Bounds on what moves the fit:
-//   - Repeats: a sample of the same u and c (and decoding or not) as one in the window takes its
-//     place and triggers no refit, so repeated prompts hold one slot and
-//     cannot crowd the window, however many come.
+//   - Repeats: a sample of the same u and c (decoding or not) as one in
+//     the window takes its place and triggers no refit, so repeated
+//     prompts hold one slot and cannot crowd the window, however many
+//     come, nor pass for a change of speed.
 //   - Spread: a refit changes a parameter only when the window tells it
 //     apart from the others (the weighted regressors are not nearly
 //     collinear: see refit). A stream of identical prompts determines one
@@ -42,6 +44,9 @@ import (
 //   - Outliers: once fitted, a sample more than outlierFactor off the fit
 //     either way is dropped and counted, unless most recent samples are
 //     (then the engine, not the sample, changed).
+//   - Shifts: a fit that explained its window, whose last onlineMin new
+//     prompt shapes measure on average 50% or more off it, is refitted
+//     from those since the likeliest change point alone.
 //   - Never negative: the solve is non-negative.
 
 // The online fit's bounds; see above.
