@@ -10,9 +10,10 @@ import (
 
 // Online calibration (routing.cost_model: auto, issue 30). The fleet sets
 // a replica's configured starting point on its Shadow (SetCalibration) for
-// as long as one of the models it serves has auto on; the actor keeps the
-// fit (estimate.Replica.Fit) and publishes it (Shadow.Fit), and the routing
-// actors of those models price the replica with it. A replica serving
+// as long as one of the models it serves has auto on; the actor takes it
+// up at its next assignment or scrape, keeps the fit (estimate.Replica.Fit)
+// and publishes it (Shadow.Fit), and the routing actors of those models
+// price the replica with it. A replica serving
 // several models (adapters of one base model, one engine) fits once, from
 // the configured values of the first of them with auto on.
 
