@@ -174,6 +174,8 @@ type Model struct {
 	Shadow []string `koanf:"shadow"`
 	// CostModel prices prefill on this model's engines. Unset takes
 	// routing.cost_model; keys it leaves out are taken from routing.cost_model.
+	// `cost_model: auto` calibrates online from routing.cost_model's values
+	// (CostModel.Auto).
 	CostModel *CostModel `koanf:"cost_model"`
 	// Tokenizer names the tokenizer for cache predictions: a model directory,
 	// a repository already in the local Hugging Face cache (org/name or
@@ -569,6 +571,18 @@ type CostModel struct {
 	// request's prefill. Default 0.0001, the simulator's time per further
 	// sequence in a decode step.
 	DecodeInterferenceSecs float64 `koanf:"decode_interference_secs"`
+	// Auto calibrates a, b and d online, per replica: each replica's actor
+	// fits them to the prefills it measures on ordinary traffic (a request
+	// with nothing queued ahead of it, whose cache prediction held) and its
+	// fit prices it, starting from the values above until it has enough
+	// varied samples. A pool that mixes GPU kinds then prices each kind as
+	// it runs. The scalar `cost_model: auto` is {auto: true} with the
+	// defaults (under a model: with routing.cost_model's values).
+	// Turning it off reverts every replica to the values above. A replica
+	// whose traffic never varies enough, or whose fit stays poor, keeps
+	// the configured values and raises a warning
+	// (cost_model_no_spread, cost_model_fit_poor). Default false.
+	Auto bool `koanf:"auto"`
 }
 
 // PrefixHash configures the prefix_hash policy.

@@ -120,6 +120,11 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(base), "INFERRAIL_HEALTH__INTERVAL=5")
 	f.Add([]byte(base+"rate_limits: {default: {requests_per_second: 2}, tenants: [{tenant: a, tokens_per_minute: 1e4}]}\n"), "INFERRAIL_RATE_LIMITS__TENANTS=[{tenant: b}]")
 	f.Add([]byte(base+"routing: {cost_model: {prefill_token_secs: 1e-300}}"), "INFERRAIL_RETRY__MAX_ATTEMPTS=0x10")
+	// cost_model: auto, as a scalar and beside the keys, under routing and
+	// under a model.
+	f.Add([]byte(`models: [{name: m, cost_model: auto}, {name: n, cost_model: {auto: true, prefill_fixed_secs: 0.01}}, {name: o, cost_model: autox}]
+replicas: [{id: r, url: 'http://h', models: [m]}]
+routing: {cost_model: auto}`), "INFERRAIL_ROUTING__COST_MODEL__AUTO=false")
 	// Removed keys, refused with a hint: in the file, in a list entry (with
 	// brackets in odd places) and from the environment.
 	f.Add([]byte(base+"upstream: {http2: true}\ndiscovery: {dns: [{name: g, url: 'http://s', models: [m], engine: x}]}"),

@@ -134,6 +134,7 @@ func Parse(doc []byte, env []string) (*Config, error) {
 		return nil, fmt.Errorf("config: the document must be a mapping of sections, got %s", sched.Describe(raw))
 	}
 
+	autoCostModels(top)
 	var ck checker
 	file, _ := ck.value("", top, configType, 0)
 	overrides := ck.environ(env)
@@ -212,6 +213,31 @@ func mergeInto(src, dst map[string]any, t reflect.Type) {
 			continue
 		}
 		dst[key] = sv
+	}
+}
+
+// autoCostModels rewrites the scalar `cost_model: auto`, under routing and
+// under each model, as the mapping it stands for, {auto: true}, before the
+// document is checked against the schema. Other scalars are left for the
+// checker to refuse.
+func autoCostModels(top map[string]any) {
+	rewrite := func(section any) any {
+		m, ok := toStringMap(section)
+		if !ok {
+			return section
+		}
+		if s, ok := m["cost_model"].(string); ok && s == "auto" {
+			m["cost_model"] = map[string]any{"auto": true}
+		}
+		return m
+	}
+	if r, ok := top["routing"]; ok {
+		top["routing"] = rewrite(r)
+	}
+	if list, ok := top["models"].([]any); ok {
+		for i, e := range list {
+			list[i] = rewrite(e)
+		}
 	}
 }
 

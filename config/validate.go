@@ -44,6 +44,7 @@ func (c *Config) check(skip func(key string) bool, limit int) *validator {
 	v.profiles = v.schedulers(&c.Routing)
 	names := routingNames{named: sortedKeys(c.Routing.Schedulers), scheduler: c.Routing.Scheduler != nil}
 	models := v.models(c.Models, names)
+	v.autoCostModels(c)
 	if len(c.Replicas) == 0 && len(c.Discovery.DNS) == 0 && !c.Discovery.Kubernetes.On() && c.Discovery.File.Path == "" {
 		v.add("replicas", "at least one replica, discovery.dns group, discovery.kubernetes pool or discovery.file is required")
 	}
@@ -722,5 +723,35 @@ func (v *validator) engineType(key, val string) {
 func (v *validator) oneOf(key, val string, allowed ...string) {
 	if !slices.Contains(allowed, val) {
 		v.add(key, "%q: want one of %s", val, strings.Join(allowed, ", "))
+	}
+}
+
+// estimating names the policies whose decisions carry an estimate, so that
+// the replicas they route to measure prefills (those the routing actors
+// assign: the cache-aware ones, or any of them as a shadow).
+var estimating = map[string]bool{"prefix_hash": true, "kv_aware": true, "cost_model": true}
+
+// autoCostModels warns of a model whose cost model is auto while nothing
+// routing it asks the replicas for an estimate: its replicas measure no
+// prefill, and the configured values keep pricing them.
+func (v *validator) autoCostModels(c *Config) {
+	for i := range c.Models {
+		m := &c.Models[i]
+		r := c.RoutingFor(m)
+		if !r.CostModel.Auto {
+			continue
+		}
+		aware := false
+		for p := range r.Split {
+			aware = aware || estimating[p] || p == SchedulerName || c.Routing.Schedulers[p] != nil
+		}
+		for _, p := range r.Shadow {
+			aware = aware || estimating[p]
+		}
+		if !aware {
+			v.warnings = append(v.warnings, fmt.Sprintf("models[%d].cost_model: auto, but model %s is routed by %s, "+
+				"which asks the replicas for no estimate: they measure no prefill to fit, and the configured values price them",
+				i, m.Name, strings.Join(sortedKeys(r.Split), ", ")))
+		}
 	}
 }

@@ -62,7 +62,8 @@ type modelState struct {
 	// (routing.Config.Records).
 	records   bool
 	costModel cost.Model
-	fanout    int // routing.estimate_fanout
+	auto      bool // routing.cost_model: auto for the model
+	fanout    int  // routing.estimate_fanout
 	// trials is the model's trial worker, fed every decision; nil
 	// without shadow policies.
 	trials *trialWorker
@@ -196,6 +197,7 @@ func (a *fleetActor) spawnRouting(ctx actor.Context, m *modelState) error {
 		Load:      m.load,
 		Records:   m.records,
 		CostModel: m.costModel,
+		Auto:      m.auto,
 		MaxAge:    st.maxAge,
 		Fanout:    m.fanout,
 		Source:    m.src,
@@ -253,6 +255,7 @@ func (a *fleetActor) publish(ctx actor.Context, models []string) {
 		v.order = append(v.order, m)
 	}
 	st.view.Store(v)
+	st.calibrate(v)
 	for _, ms := range st.models {
 		if ms.pid == nil || (models != nil && !slices.Contains(models, ms.name)) {
 			continue

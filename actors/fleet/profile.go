@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/inferrail/inferrail/config"
-	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/sched"
 	"github.com/inferrail/inferrail/model/shadow"
@@ -67,7 +66,7 @@ func (p *profile) trial(seed uint64, i, k int) shadow.Shadow {
 func modelSpec(cfg *config.Config, m *config.Model) policy.Spec {
 	rt := &cfg.Routing
 	cm := policy.DefaultCostModelParams()
-	cm.Model = cost.Model(cfg.RoutingFor(m).CostModel)
+	cm.Model = costModel(cfg.RoutingFor(m).CostModel)
 	cm.Epsilon, cm.Kappa, cm.ShortPromptTokens = rt.Epsilon, rt.Kappa, rt.ShortPromptTokens
 	cm.SessionAffinity, cm.ColdRendezvous, cm.ColdWhenShared = rt.SessionAffinity, rt.ColdRendezvous, rt.SharedEnginesRendezvous
 	cm.HotPrefix = policy.HotPrefixParams{

@@ -12,7 +12,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/inferrail/inferrail/config"
-	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/sched"
 	"github.com/inferrail/inferrail/model/shadow"
@@ -98,7 +97,7 @@ func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []
 				if prev != nil {
 					gen++
 				}
-				fm.trials = newTrialWorker(m.Name, gen, sps, srngs, specs, cost.Model(r.CostModel),
+				fm.trials = newTrialWorker(m.Name, gen, sps, srngs, specs, costModel(r.CostModel),
 					f.opts.TrialQueue, f.opts.TrialLog, f.st.set, f.log)
 				workers = append(workers, fm.trials)
 			}
@@ -146,7 +145,7 @@ func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []
 			src := rand.NewPCG(seed, stream)
 			a.ms = &modelState{name: m.Name, actorName: actorName + suffix, arm: a, policy: p,
 				rng: rand.New(src), src: src, estimates: a.estimates, load: a.load, records: records,
-				costModel: cost.Model(r.CostModel), fanout: cfg.Routing.EstimateFanout, trials: fm.trials}
+				costModel: costModel(r.CostModel), auto: r.CostModel.Auto, fanout: cfg.Routing.EstimateFanout, trials: fm.trials}
 			states = append(states, a.ms)
 		}
 		t.models = append(t.models, fm)

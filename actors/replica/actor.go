@@ -13,6 +13,7 @@ import (
 	"github.com/inferrail/inferrail/actors/mailbox"
 
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/estimate"
 	"github.com/inferrail/inferrail/model/load"
 )
@@ -197,6 +198,8 @@ type replicaActor struct {
 	// incarnation starts it empty.
 	est    *estimate.Replica
 	shadow *Shadow
+	// calibFrom is the Shadow.calib the fit was last synced to.
+	calibFrom *cost.Model
 
 	// The engine's KV events, applied to est.Index through mirror.
 	stream      EventStream

@@ -87,6 +87,9 @@ func (a *replicaActor) scraped(m *scraped) {
 	if m.run != a.scrape {
 		return // from a scrape loop that was stopped
 	}
+	// A replica that gets no request still takes up a change of its
+	// calibration (a reload turning auto off) within a scrape interval.
+	a.syncCalibration()
 	if m.err != nil {
 		unreadable := errors.Is(m.err, load.ErrUnreadable)
 		if unreadable {

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/estimate"
 	"github.com/inferrail/inferrail/model/kvindex"
 	"github.com/inferrail/inferrail/model/prefix"
@@ -40,6 +41,12 @@ type Shadow struct {
 	bytes       atomic.Int64 // the index's memory
 	resets      atomic.Int64 // engines found restarted, so the index was cleared
 	speculative atomic.Int64 // of the blocks, those a decision put there and no event confirmed yet
+
+	// calib is the configured cost model the online fit starts from, nil
+	// when the replica does not calibrate (SetCalibration); fit is the fit
+	// the actor last published (calibrate.go).
+	calib atomic.Pointer[cost.Model]
+	fit   atomic.Pointer[Fit]
 }
 
 // SetConfiguredCapacity sets kv_capacity_blocks for the replica (0: ask the
@@ -114,6 +121,18 @@ type Attempt struct {
 	// predicted cached there, counted in its pending tokens until the
 	// first byte. With Price the actor sets it from its own prediction.
 	Tokens int
+	// Cached is the tokens predicted cached there, and Running the
+	// requests the decision saw running there: what the online fit's
+	// sample of its prefill is priced with (routing.cost_model: auto).
+	Cached, Running int
+	// EngineCached is 1 + the cached tokens the engine reported in the
+	// response's usage, 0 when unknown, and FirstToken when the first
+	// event of a streamed response arrived, zero for a response not
+	// streamed (its head comes after its last token). The request path sets
+	// both before RequestDone (fleet.Decision.ReportCached and
+	// ReportFirstToken); the attempt's prefill sample is taken from them.
+	EngineCached int
+	FirstToken   time.Time
 
 	receipt   kvindex.Receipt
 	pending   bool // Tokens are counted in Shadow.pendingTokens
@@ -123,6 +142,10 @@ type Attempt struct {
 	// store for it, and when it was assigned.
 	expects    bool
 	assignedAt time.Time
+	// For the online fit (calibrate.go): its timing from the assignment,
+	// and whether the index was exact then.
+	timing        estimate.Timing
+	exactAtAssign bool
 }
 
 // maxReportedCapacity bounds the index capacity taken from an engine's
@@ -197,6 +220,7 @@ func (a *replicaActor) assign(m *Assign) {
 	default:
 		a.est.Queue.Add(now, at.Prefill)
 	}
+	a.timeAttempt(at, now)
 	if at.Seq > a.shadow.applied.Load() {
 		a.shadow.applied.Store(at.Seq)
 	}
@@ -232,6 +256,9 @@ func (a *replicaActor) attemptEnded(at *Attempt, o Outcome) {
 	}
 	at.ended = true
 	a.settlePending(at)
+	if o == OutcomeOK {
+		a.settleSample(at)
+	}
 	now := a.cfg.Now()
 	switch o {
 	case OutcomeFailed, OutcomeWithdrawn:

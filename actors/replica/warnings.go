@@ -81,6 +81,15 @@ const (
 	// conversation it stores is routed as if no replica held it, until it
 	// answers a lookup again.
 	WarnResponseLookup WarningCode = "response_lookup_failed"
+	// WarnFitNoSpread: routing.cost_model is auto and the replica's
+	// measured prefills never varied enough in computed and cached tokens
+	// to fit a, b and d (one prompt shape, or too few lone requests): the
+	// configured values price it.
+	WarnFitNoSpread WarningCode = "cost_model_no_spread"
+	// WarnFitPoor: routing.cost_model is auto and the replica's fit
+	// explains its measured prefills poorly (relative error above 50%):
+	// the configured values price it until the error halves.
+	WarnFitPoor WarningCode = "cost_model_fit_poor"
 )
 
 // WarningCodes lists every code, in the order the metrics page writes them.
@@ -89,6 +98,7 @@ var WarningCodes = []WarningCode{
 	WarnEventsNoTokenizer, WarnSharedEngines,
 	WarnTokenizerMismatch, WarnMetricsUnreadable, WarnMetricsPartial, WarnCapacityUnits,
 	WarnEngineUnauthorized, WarnFlowStale, WarnNoCachedTokens, WarnWarmStart, WarnResponseLookup,
+	WarnFitNoSpread, WarnFitPoor,
 }
 
 // Warning is one active warning of a replica, as /admin/replicas shows it.

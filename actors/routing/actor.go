@@ -58,6 +58,9 @@ type Config struct {
 	Records bool
 	// CostModel prices the winner's prefill for its prefill queue.
 	CostModel cost.Model
+	// Auto prices each replica with its own online fit of CostModel's
+	// prefill, when it has one (routing.cost_model: auto; replica.Fit).
+	Auto bool
 	// Fanout is routing.estimate_fanout: at most this many replicas are
 	// asked per decision (route.Shortlist); 0 asks all.
 	Fanout int
@@ -155,6 +158,9 @@ type routingActor struct {
 	req policy.Request
 	// ranked is a decision's ranking, positions in its candidates.
 	ranked []int
+	// pooled prices the calibrating replicas without a fit of their own
+	// (route.PoolFits).
+	pooled cost.Model
 }
 
 // Receive handles one message. It never blocks.
@@ -237,8 +243,14 @@ func (a *routingActor) see(now time.Time) {
 				v.Fresh, v.Running, v.KVUsage, v.Waiting = true, int(l.Running), l.KVUsage, int(l.Waiting)
 			}
 			v.Shared = s.SharedEngine
+			if f := s.Shadow.Fit(); a.st.Auto && f != nil {
+				v.Model, v.Calibrating = f.Priced(), true
+			}
 		}
 		a.snaps = append(a.snaps, s)
+	}
+	if a.st.Auto && a.st.detail {
+		route.PoolFits(a.views, &a.pooled)
 	}
 }
 
@@ -344,7 +356,8 @@ func (a *routingActor) assign(p *Picked, w *policy.Candidate, req *policy.Reques
 	}
 	p.CachedTokens, p.Estimate, p.Estimated = as.CachedTokens, as.Estimate, true
 	p.Attempt = &replica.Attempt{Blocks: req.Blocks, Prefill: as.Estimate.Prefill, Seq: as.Seq,
-		Tokens: max(req.PromptTokens-as.CachedTokens, 0)}
+		Tokens: max(req.PromptTokens-as.CachedTokens, 0), Cached: as.CachedTokens, Running: w.Running,
+		BlockSize: route.BlockSize(req)}
 	a.count()
 }
 

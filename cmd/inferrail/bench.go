@@ -37,6 +37,7 @@ Commands:
   report   the Markdown report and charts of result directories
   instances  1, 2 and 3 gateway instances on the same engines, in virtual time (--real: processes)
   messages   Claude Code sessions over /v1/messages: cost_model, round_robin and a router hashing the billing header
+  calibration  cost_model: auto against engines 2× and 0.5× as slow as configured, and one changing speed, in virtual time
 
 Run 'inferrail bench <command> --help' for a command's flags.
 `
@@ -45,7 +46,7 @@ Run 'inferrail bench <command> --help' for a command's flags.
 func benchCommands() map[string]func(context.Context, []string, io.Writer, io.Writer) error {
 	return map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"run": benchRun, "compare": benchCompare, "sweep": benchSweep, "sim": benchSim, "report": benchReport,
-		"instances": benchInstances, "messages": benchMessages,
+		"instances": benchInstances, "messages": benchMessages, "calibration": benchCalibration,
 	}
 }
 

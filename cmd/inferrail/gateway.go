@@ -83,6 +83,13 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stdout, "  warning: %s\n", w)
 	}
+	for i := range cfg.Models {
+		m := &cfg.Models[i]
+		if cm := cfg.RoutingFor(m).CostModel; cm.Auto {
+			fmt.Fprintf(stdout, "  model %s: cost_model auto: each replica fits its prefill online, starting from a=%g b=%g d=%g\n",
+				m.Name, cm.PrefillTokenSecs, cm.PrefillPairSecs, cm.PrefillFixedSecs)
+		}
+	}
 	// A tokenizer that fails to load does not fail the config: its model
 	// routes without cache predictions. Say so.
 	models, statuses := tokenize.LoadAll(cfg, hubCache())

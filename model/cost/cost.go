@@ -18,6 +18,7 @@ import (
 //
 //	TTFT = W + P(u, c) + X
 //	W    = queued prefill + DecodeInterferenceSecs * running
+//	       (+ DecodeStepSecs while running > 0)
 //	P    = a*u + b*u*(c + u/2) + d
 //
 // for u tokens the replica would compute after c it has cached, with
@@ -38,6 +39,13 @@ type Model struct {
 	// DecodeInterferenceSecs is the delay each running request adds to a
 	// new request's prefill (its share of a decode step).
 	DecodeInterferenceSecs float64
+	// DecodeStepSecs is the delay a new request's prefill takes while any
+	// request decodes, once: the decode step it shares (vLLM batches a
+	// prefill chunk with the running decodes, and the step's fixed cost is
+	// paid whatever the count). No config key sets it; the online fit
+	// (routing.cost_model: auto) does, and it is 0 otherwise. It is part of
+	// W, not of P, so that the prefill queue does not add it per request.
+	DecodeStepSecs float64
 }
 
 // Default returns routing.cost_model's defaults, fitted to the simulator's
@@ -83,28 +91,38 @@ func secs(s float64) time.Duration {
 // PrefillSecs returns P(u, c) = a*u + b*u*(c + u/2) + d in seconds, for u
 // tokens to compute after c cached ones. Negative counts are taken as 0.
 func (m Model) PrefillSecs(u, c int) float64 {
-	uf, cf := float64(max(u, 0)), float64(max(c, 0))
-	return m.PrefillTokenSecs*uf + m.PrefillPairSecs*uf*(cf+uf/2) + m.PrefillFixedSecs
+	return m.prefill(float64(max(u, 0)), float64(max(c, 0)))
+}
+
+// prefill is P(u, c) for counts known to be at least 0.
+func (m *Model) prefill(u, c float64) float64 {
+	return m.PrefillTokenSecs*u + m.PrefillPairSecs*u*(c+u/2) + m.PrefillFixedSecs
 }
 
 // Prefill returns P(u, c) as a Duration.
 func (m Model) Prefill(u, c int) time.Duration { return secs(m.PrefillSecs(u, c)) }
 
 // Queue returns W: queued prefill plus decode interference per running
-// request.
-func (m Model) Queue(queued time.Duration, running int) time.Duration {
-	return max(queued, 0) + secs(m.DecodeInterferenceSecs*float64(max(running, 0)))
+// request, plus the decode step while any runs.
+func (m *Model) Queue(queued time.Duration, running int) time.Duration {
+	if running <= 0 {
+		return max(queued, 0)
+	}
+	return max(queued, 0) + secs(m.DecodeInterferenceSecs*float64(running)+m.DecodeStepSecs)
 }
 
 // Estimate prices a prompt of prompt tokens on a replica holding cached of
 // them (clamped to [0, prompt]), with queued prefill and running requests.
 // It is non-increasing in cached and non-decreasing in queued and running.
-func (m Model) Estimate(prompt, cached int, queued time.Duration, running int) Estimate {
+// It and Queue take a pointer: a decision calls them for every candidate,
+// and copying the Model each time cost cost_model's Pick a third of its
+// time once the Model grew DecodeStepSecs (BenchmarkPickCacheAware).
+func (m *Model) Estimate(prompt, cached int, queued time.Duration, running int) Estimate {
 	prompt = max(prompt, 0)
 	cached = min(max(cached, 0), prompt)
 	return Estimate{
 		Queue:   m.Queue(queued, running),
-		Prefill: m.Prefill(prompt-cached, cached),
+		Prefill: secs(m.prefill(float64(prompt-cached), float64(cached))),
 	}
 }
 

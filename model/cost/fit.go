@@ -103,6 +103,10 @@ func (p Plan) Probes() []Probe {
 type Sample struct {
 	Computed, Cached int
 	Secs             float64
+	// Decoding reports that requests were decoding on the engine as the
+	// prefill ran, so that it shared their decode step (Online fits that
+	// as DecodeStepSecs); Fit's samples, on an idle engine, never are.
+	Decoding bool
 }
 
 // ErrFit means the samples cannot determine a, b and d.
@@ -139,28 +143,37 @@ func Fit(samples []Sample) (Model, error) {
 		a[i] = []float64{u * w, u * (c + u/2) * w, w}
 		b[i] = 1
 	}
-	// Scale the columns to unit length: a per-token, a per-pair and a fixed
-	// column differ by orders of magnitude, and non-negativity survives a
-	// positive scale.
-	var scale [3]float64
+	x, err := scaledNNLS(a, b)
+	if err != nil {
+		return Model{}, err
+	}
+	return Model{PrefillTokenSecs: x[0], PrefillPairSecs: x[1], PrefillFixedSecs: x[2]}, nil
+}
+
+// scaledNNLS solves min ||A x - b|| subject to x >= 0 with A's columns
+// first scaled to unit length: a per-token, a per-pair and a fixed column
+// differ by orders of magnitude, and non-negativity survives a positive
+// scale. It scales a in place. The error wraps ErrFit when a column is all
+// zeros (its parameter has no effect on any row).
+func scaledNNLS(a [][]float64, b []float64) ([]float64, error) {
+	scale := make([]float64, len(a[0]))
 	for j := range scale {
 		for i := range a {
 			scale[j] += a[i][j] * a[i][j]
 		}
 		scale[j] = math.Sqrt(scale[j])
 		if scale[j] == 0 {
-			return Model{}, fmt.Errorf("%w: parameter %d has no effect on any sample", ErrFit, j)
+			return nil, fmt.Errorf("%w: parameter %d has no effect on any sample", ErrFit, j)
 		}
 		for i := range a {
 			a[i][j] /= scale[j]
 		}
 	}
 	x := nnls(a, b)
-	return Model{
-		PrefillTokenSecs: x[0] / scale[0],
-		PrefillPairSecs:  x[1] / scale[1],
-		PrefillFixedSecs: x[2] / scale[2],
-	}, nil
+	for j := range x {
+		x[j] /= scale[j]
+	}
+	return x, nil
 }
 
 // RelError returns the root mean square of m's relative errors over the

@@ -105,21 +105,21 @@ func TestFitRefuses(t *testing.T) {
 			t.Fatalf("Fit(%v) = %+v, %v; want ErrFit", samples, m, err)
 		}
 	}
-	ok := []Sample{{64, 0, 0.01}, {256, 0, 0.03}, {64, 512, 0.012}}
+	ok := []Sample{{Computed: 64, Secs: 0.01}, {Computed: 256, Secs: 0.03}, {Computed: 64, Cached: 512, Secs: 0.012}}
 	f()
 	f(ok[:2]...)
-	f(Sample{64, 0, 0.01}, Sample{64, 0, 0.01}, Sample{64, 512, 0.012}) // one compute size
-	f(Sample{64, 0, 0.01}, Sample{256, 0, 0.03}, Sample{64, 0, 0.012})  // one cached size, two compute sizes
-	f(append(ok, Sample{64, 0, 0})...)
-	f(append(ok, Sample{64, 0, math.NaN()})...)
-	f(append(ok, Sample{64, 0, math.Inf(1)})...)
-	f(append(ok, Sample{-1, 0, 0.01})...)
-	f(append(ok, Sample{64, -1, 0.01})...)
+	f(Sample{Computed: 64, Cached: 0, Secs: 0.01}, Sample{Computed: 64, Cached: 0, Secs: 0.01}, Sample{Computed: 64, Cached: 512, Secs: 0.012}) // one compute size
+	f(Sample{Computed: 64, Cached: 0, Secs: 0.01}, Sample{Computed: 256, Cached: 0, Secs: 0.03}, Sample{Computed: 64, Cached: 0, Secs: 0.012})  // one cached size, two compute sizes
+	f(append(ok, Sample{Computed: 64, Cached: 0, Secs: 0})...)
+	f(append(ok, Sample{Computed: 64, Cached: 0, Secs: math.NaN()})...)
+	f(append(ok, Sample{Computed: 64, Cached: 0, Secs: math.Inf(1)})...)
+	f(append(ok, Sample{Computed: -1, Cached: 0, Secs: 0.01})...)
+	f(append(ok, Sample{Computed: 64, Cached: -1, Secs: 0.01})...)
 	if _, err := Fit(ok); err != nil {
 		t.Fatal(err)
 	}
 	// Three compute sizes tell the parameters apart without a cache.
-	if _, err := Fit([]Sample{{64, 0, 0.01}, {256, 0, 0.03}, {1024, 0, 0.12}}); err != nil {
+	if _, err := Fit([]Sample{{Computed: 64, Secs: 0.01}, {Computed: 256, Secs: 0.03}, {Computed: 1024, Secs: 0.12}}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -14,6 +14,7 @@ import "time"
 type PrefillQueue struct {
 	busyUntil time.Time // when the queued prefill is done if nothing else arrives
 	waiting   int       // requests added and not yet Done
+	added     uint64    // requests ever added, numbering them
 }
 
 // Add queues a request whose prefill is estimated at prefill, at time now.
@@ -23,7 +24,12 @@ func (q *PrefillQueue) Add(now time.Time, prefill time.Duration) {
 	}
 	q.busyUntil = q.busyUntil.Add(max(prefill, 0))
 	q.waiting++
+	q.added++
 }
+
+// Added returns how many requests were ever added: the number of the last
+// one, which a later Add changes.
+func (q *PrefillQueue) Added() uint64 { return q.added }
 
 // Done records that a request added earlier got its first byte, or ended
 // without one. Once none wait, the queue is empty whatever remains of the
@@ -49,5 +55,6 @@ func (q *PrefillQueue) Queued(now time.Time) time.Duration {
 // Waiting returns how many added requests have not been marked Done.
 func (q *PrefillQueue) Waiting() int { return q.waiting }
 
-// Reset empties the queue, for an engine found restarted.
-func (q *PrefillQueue) Reset() { *q = PrefillQueue{} }
+// Reset empties the queue, for an engine found restarted. The numbering
+// goes on.
+func (q *PrefillQueue) Reset() { *q = PrefillQueue{added: q.added} }

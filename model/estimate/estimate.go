@@ -47,6 +47,11 @@ func (r Reply) Fill(c *policy.Candidate) {
 type Replica struct {
 	Index *kvindex.Index
 	Queue cost.PrefillQueue
+	// Fit is the replica's online fit of its prefill (calibrate.go), nil
+	// unless its cost model is auto.
+	Fit *cost.Online
+	// added remembers when the last requests timed were added (Time).
+	added [64]added
 }
 
 // New returns a Replica whose index holds capacity blocks.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/prefix"
 )
 
@@ -79,5 +80,31 @@ func BenchmarkPickCacheAware(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkPickCostModelFitted is BenchmarkPickCacheAware's cost_model with
+// every candidate priced by a cost model of its own (Candidate.Model, the
+// online fit of routing.cost_model: auto), each a different speed.
+func BenchmarkPickCostModelFitted(b *testing.B) {
+	for _, n := range []int{8, 64, 256} {
+		p := benchPolicies()[2]
+		req, cands := benchInputs(n)
+		models := make([]cost.Model, n)
+		for i := range cands {
+			models[i] = cost.Default()
+			models[i].PrefillTokenSecs *= 0.5 + float64(i%4)/2
+			models[i].DecodeStepSecs = 0.02
+			cands[i].Model = &models[i]
+		}
+		rng := rand.New(rand.NewPCG(7, uint64(n)))
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				req.Now = req.Now.Add(time.Millisecond)
+				i, _ := p.Pick(req, cands, rng)
+				Sink += i
+			}
+		})
 	}
 }

@@ -259,7 +259,7 @@ func (p *CostModel) Commit(req *Request, cands []Candidate, winner int) {
 	w := &cands[winner]
 	if p.sketch != nil && len(req.Blocks) > 0 {
 		c := min(max(w.CachedTokens, 0), max(req.PromptTokens, 0))
-		p.sketch.Add(req.Now, p.root(req), p.p.Model.PrefillSecs(req.PromptTokens-c, c))
+		p.sketch.Add(req.Now, p.root(req), w.Cost(&p.p.Model).PrefillSecs(req.PromptTokens-c, c))
 	}
 	if p.sessions != nil && req.SessionKey != 0 {
 		p.sessions[p.slot(req.SessionKey)] = sessionSlot{req.SessionKey, candKey(w)}
@@ -420,7 +420,7 @@ func (p *CostModel) decide(req *Request, cands []Candidate, draw uint64, s *cost
 // workings.
 func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costScratch, ex []Explained, d *Decision) {
 	n := len(cands)
-	m := p.p.Model
+	base := p.p.Model // a local copy: priced through it, the estimate stays inlined
 	prompt := max(req.PromptTokens, 0)
 
 	// Hot prefix: the owners are the k highest rendezvous weights for the
@@ -461,6 +461,10 @@ func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costSc
 		isOwner := owner(i)
 		if isOwner {
 			priced = max(own, min(credit, prompt))
+		}
+		m := &base
+		if c.Model != nil {
+			m = c.Model
 		}
 		est := m.Estimate(prompt, priced, c.QueuedPrefill, c.Running)
 		t := est.Total()
@@ -540,7 +544,7 @@ func (p *CostModel) cold(req *Request, cands []Candidate, guard []Guard, best ra
 			return rank{i: -1}
 		}
 	}
-	m, prompt := p.p.Model, max(req.PromptTokens, 0)
+	prompt := max(req.PromptTokens, 0)
 	limit := best.total + best.est.Prefill/coldBand
 	root := hashKey(req.Blocks[0])
 	win, weight := rank{i: -1}, uint64(0)
@@ -549,7 +553,7 @@ func (p *CostModel) cold(req *Request, cands []Candidate, guard []Guard, best ra
 		if guard[i] != GuardNone {
 			continue
 		}
-		est := m.Estimate(prompt, 0, c.QueuedPrefill, c.Running)
+		est := c.Cost(&p.p.Model).Estimate(prompt, 0, c.QueuedPrefill, c.Running)
 		if t := est.Total(); t <= limit {
 			if w := hrw(root, candKey(c)); win.i < 0 || w > weight {
 				win, weight = rank{i, t, est}, w

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/prefix"
 )
 
@@ -58,6 +59,11 @@ type Candidate struct {
 	// caller did not send it (another router or client; load.Shared),
 	// while the caller's index is fed by its own decisions alone.
 	Shared bool
+
+	// Model, when not nil, is the replica's own cost model, fitted online
+	// (routing.cost_model: auto), which prices it instead of the policy's.
+	// Read only: it points into the replica's published snapshot.
+	Model *cost.Model
 
 	// The fields below feed the scheduling pipeline's plugins (model/sched);
 	// the policies above ignore them, and zero values are safe.
@@ -143,3 +149,12 @@ type estimating interface{ routesOnEstimates() }
 func (*PrefixHash) routesOnEstimates() {}
 func (*KVAware) routesOnEstimates()    {}
 func (*CostModel) routesOnEstimates()  {}
+
+// Cost returns the cost model that prices c: its own (Model) when it has
+// one, else def.
+func (c *Candidate) Cost(def *cost.Model) *cost.Model {
+	if c.Model != nil {
+		return c.Model
+	}
+	return def
+}

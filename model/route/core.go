@@ -273,7 +273,8 @@ type Assignment struct {
 }
 
 // Assign records that req went to the winner w, whose replica's ledger is
-// l: it prices the prompt's prefill there, takes the assignment number,
+// l: it prices the prompt's prefill there (with the replica's own cost
+// model when it has one), takes the assignment number,
 // and remembers both the prompt's root prefix for the shortlist and the
 // assignment until the replica reports it applied (Price). It reports false,
 // recording nothing, for a replica without a ledger or a prompt without
@@ -282,7 +283,7 @@ func (c *Core) Assign(w *policy.Candidate, l Ledger, req *policy.Request) (Assig
 	if l == nil || len(req.Blocks) == 0 {
 		return Assignment{}, false
 	}
-	est := c.Cost.Estimate(req.PromptTokens, w.CachedTokens, w.QueuedPrefill, w.Running)
+	est := w.Cost(&c.Cost).Estimate(req.PromptTokens, w.CachedTokens, w.QueuedPrefill, w.Running)
 	a := Assignment{Seq: l.Next(), Estimate: est, CachedTokens: min(w.CachedTokens, req.PromptTokens)}
 	c.remember(req.Blocks, w.Key)
 	if recs := c.unapplied[l]; len(recs) < maxUnapplied {

@@ -3,6 +3,7 @@ package route
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -228,5 +229,36 @@ func TestAskShortlists(t *testing.T) {
 	}
 	if got := c.Ask(nil, cands, vs, &policy.Request{}, time.Now()); got != nil {
 		t.Fatalf("asked %v for a prompt without blocks", got)
+	}
+}
+
+// TestPoolFits: a calibrating replica without a fit is priced with the mean
+// of its fitted peers' serving the model; replicas not calibrating, not
+// serving, or with fits of their own are left as they are, and nothing
+// changes while no peer is fitted.
+func TestPoolFits(t *testing.T) {
+	slow, fast := cost.Default(), cost.Default()
+	slow.PrefillTokenSecs, fast.PrefillTokenSecs = 3e-4, 1e-4
+	other := cost.Default()
+	other.PrefillTokenSecs = 9e-4
+	views := []View{
+		{ID: "slow", Serves: true, Calibrating: true, Model: &slow},
+		{ID: "fast", Serves: true, Calibrating: true, Model: &fast},
+		{ID: "new", Serves: true, Calibrating: true},
+		{ID: "configured", Serves: true},
+		{ID: "elsewhere", Calibrating: true, Model: &other},
+	}
+	var pooled cost.Model
+	PoolFits(views, &pooled)
+	if views[2].Model != &pooled || math.Abs(pooled.PrefillTokenSecs-2e-4) > 1e-12 || pooled.PrefillFixedSecs != slow.PrefillFixedSecs {
+		t.Errorf("new replica priced with %+v (pooled %+v), want the mean of slow and fast", views[2].Model, pooled)
+	}
+	if views[3].Model != nil || views[0].Model != &slow || views[4].Model != &other {
+		t.Errorf("views changed that are not calibrating without a fit: %+v", views)
+	}
+	none := []View{{Serves: true, Calibrating: true}, {Serves: true, Calibrating: true}}
+	PoolFits(none, &pooled)
+	if none[0].Model != nil || none[1].Model != nil {
+		t.Errorf("priced without any fitted peer: %+v", none)
 	}
 }

@@ -39,7 +39,7 @@ func Shortlist(dst []int, cands []policy.Candidate, hinted []bool, k int, m cost
 	if best-start == k {
 		return dst
 	}
-	load := func(i int) time.Duration { return m.Queue(cands[i].QueuedPrefill, cands[i].Running) }
+	load := func(i int) time.Duration { return cands[i].Cost(&m).Queue(cands[i].QueuedPrefill, cands[i].Running) }
 	less := func(i, j int) bool {
 		li, lj := load(i), load(j)
 		if li != lj {

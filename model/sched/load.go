@@ -299,7 +299,7 @@ type ttftScorer struct{ m cost.Model }
 func (s ttftScorer) Score(c *Cycle, in []int, scores []float64) {
 	for k, i := range in {
 		cd := &c.Cands[i]
-		scores[k] = float64(s.m.Estimate(c.Req.PromptTokens, cd.CachedTokens, cd.QueuedPrefill, cd.Running).Total())
+		scores[k] = float64(cd.Cost(&s.m).Estimate(c.Req.PromptTokens, cd.CachedTokens, cd.QueuedPrefill, cd.Running).Total())
 	}
 	lowerIsBetter(scores)
 }

@@ -58,7 +58,7 @@ func (o Outcome) Gain() time.Duration { return o.Routed - o.Shadow }
 // running requests. A candidate built without the estimate broadcast
 // carries no cache prediction, and prices as if it held nothing.
 func Price(m cost.Model, req *policy.Request, c *policy.Candidate) time.Duration {
-	return m.Estimate(req.PromptTokens, c.CachedTokens, c.QueuedPrefill, c.Running).Total()
+	return c.Cost(&m).Estimate(req.PromptTokens, c.CachedTokens, c.QueuedPrefill, c.Running).Total()
 }
 
 // Compare replays d through p, drawing from rng (the shadow's own source,

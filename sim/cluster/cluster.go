@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/sched"
 	"github.com/inferrail/inferrail/sim/engine"
@@ -92,6 +93,25 @@ type Config struct {
 	// Faults are what goes wrong during the run (issue 17's fault runs).
 	Faults Faults
 
+	// AutoCalibrate fits each replica's prefill parameters online, as the
+	// gateway does with routing.cost_model: auto: every instance's shadow
+	// of every engine keeps a cost.Online that starts from CostModel's
+	// Model and learns from the prefills it measures
+	// (estimate.Replica.Calibrate, the gateway's code), and prices the
+	// replica with its fit. A sample counts when its cache prediction
+	// held: with KVEvents always, as the gateway trusts an index that
+	// follows its engine's events; without, when the engine's cached
+	// tokens agree with it (estimate.Agrees).
+	AutoCalibrate bool
+	// EngineOverrides gives replicas, by position, their own latency model
+	// (their true prefill parameters); the others run Engine's.
+	EngineOverrides map[int]engine.Latency
+	// ReplicaCostModels prices replicas, by position, with fixed cost
+	// models of their own, as a hand calibration of each replica would if
+	// the gateway had such a key (it has one per model): the benchmark's
+	// reference for AutoCalibrate on a mixed pool. Not with AutoCalibrate.
+	ReplicaCostModels map[int]cost.Model
+
 	// KeepBillingHeader routes Anthropic Messages requests on their prompt
 	// rendered with Claude Code's billing header kept, as a router that
 	// hashes the text as it came does (prompt.Preparer.KeepBillingHeader),
@@ -168,10 +188,27 @@ type Faults struct {
 	// (the engines' replay covers the gap). Meanwhile the instances predict
 	// from their decisions alone, the approximate index.
 	WithholdFrom, WithholdFor time.Duration
+	// SpeedChange changes engines' prefill speed during the run.
+	SpeedChange []SpeedChange
 }
 
-func (f *Faults) validate(instances int) error {
+// SpeedChange multiplies the prefill parameters (a, b and d) of engine
+// Replica's latency model by Factor at virtual time At: 2 makes its
+// prefills twice as slow. Steps already started keep their time.
+type SpeedChange struct {
+	At      time.Duration
+	Replica int
+	Factor  float64
+}
+
+func (f *Faults) validate(instances, replicas int) error {
 	var errs []error
+	for _, s := range f.SpeedChange {
+		if s.At <= 0 || s.Replica < 0 || s.Replica >= replicas || !(s.Factor > 0) || math.IsInf(s.Factor, 0) {
+			errs = append(errs, fmt.Errorf("faults: speed change %+v: want a positive time, one of %d replicas and a finite factor above 0",
+				s, replicas))
+		}
+	}
 	if f.KillAt < 0 || f.KillAt > 0 && (f.KillInstance < 0 || f.KillInstance >= instances || instances < 2) {
 		errs = append(errs, fmt.Errorf("faults: kill instance %d at %v: want a positive time and one of %d instances, at least 2",
 			f.KillInstance, f.KillAt, instances))
@@ -218,7 +255,19 @@ func (c *Config) validate() error {
 	if c.Balance != BalanceRoundRobin && c.Balance != BalanceRandom {
 		errs = append(errs, fmt.Errorf("balance %v: want round-robin or random", c.Balance))
 	}
-	if err := c.Faults.validate(c.instances()); err != nil {
+	for i, l := range c.EngineOverrides {
+		e := c.Engine
+		e.Latency = l
+		if _, err := engine.New(e); i < 0 || i >= c.Replicas || err != nil {
+			errs = append(errs, fmt.Errorf("engine override %d: want one of %d replicas and a valid latency model (%v)", i, c.Replicas, err))
+		}
+	}
+	for i := range c.ReplicaCostModels {
+		if i < 0 || i >= c.Replicas || c.AutoCalibrate {
+			errs = append(errs, fmt.Errorf("replica cost model %d: want one of %d replicas, without auto-calibration", i, c.Replicas))
+		}
+	}
+	if err := c.Faults.validate(c.instances(), c.Replicas); err != nil {
 		errs = append(errs, err)
 	}
 	if c.MaxConcurrency < 0 {

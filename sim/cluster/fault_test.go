@@ -61,7 +61,7 @@ func TestWithholdEvents(t *testing.T) {
 		t.Errorf("exact before %.3f, withheld %.3f, first second after %.3f, after %.3f: want lower while withheld, at least 0.9 within 1 s after and 0.95 later",
 			before.Accuracy, during.Accuracy, back.Accuracy, after.Accuracy)
 	}
-	if err := (&Config{Instances: 1, Faults: Faults{KillAt: time.Second}}).Faults.validate(1); err == nil {
+	if err := (&Config{Instances: 1, Faults: Faults{KillAt: time.Second}}).Faults.validate(1, 1); err == nil {
 		t.Error("killing the only instance validated")
 	}
 }

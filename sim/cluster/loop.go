@@ -1,14 +1,17 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/estimate"
 	"github.com/inferrail/inferrail/model/kvevent"
 	engload "github.com/inferrail/inferrail/model/load"
@@ -85,6 +88,14 @@ type shadow struct {
 	lastInFlight         int
 	lastQueries          int64
 	scraped              bool
+	// model is est.Fit's model in effect, which prices the replica, when
+	// it has a Fit (Config.AutoCalibrate); routed counts the requests this
+	// instance routed there, and fits are its fit's trace (Result.Fits).
+	model  cost.Model
+	fixed  bool // model is Config.ReplicaCostModels'
+	fitted bool // model is est.Fit's fit, not the configured values
+	routed int
+	fits   []FitPoint
 }
 
 // observe feeds one scrape of the engine, st, to the shared-engine check,
@@ -121,6 +132,7 @@ type gate struct {
 	reps []*shadow
 
 	views  []route.View
+	pooled cost.Model // route.PoolFits
 	cands  []policy.Candidate
 	listed []int // scratch: the shortlist (Config.Fanout)
 	asked  []bool
@@ -136,6 +148,8 @@ type inflight struct {
 	// tokens is what the request adds to its replica's pending tokens
 	// until its first byte.
 	tokens int
+	// timing measures its prefill for its replica's fit, when it has one.
+	timing estimate.Timing
 }
 
 // run is one simulation's state. It is owned by Run.
@@ -171,7 +185,12 @@ type run struct {
 	steps      int
 	idleSteps  int // consecutive steps that did nothing, to catch a stuck engine
 
-	recs []Record
+	recs      []Record
+	estimates []time.Duration // Result.Estimates
+
+	// speeds are Faults.SpeedChange by time, speed the next one's index.
+	speeds []SpeedChange
+	speed  int
 
 	// onPick, when set (tests), sees every routing decision.
 	onPick func(r *run, req *policy.Request, cands []policy.Candidate, winner int)
@@ -217,7 +236,7 @@ func newRunOf(cfg *Config, pol policy.Policy, signals sched.Signal) (*run, error
 		r.maxAge = DefaultMaxAge
 	}
 	for i := range cfg.Replicas {
-		eng, err := engine.New(cfg.Engine)
+		eng, err := engine.New(cfg.engine(i))
 		if err != nil {
 			return nil, err
 		}
@@ -243,6 +262,13 @@ func newRunOf(cfg *Config, pol policy.Policy, signals sched.Signal) (*run, error
 			// The gateway sizes a replica's index by the KV capacity its
 			// engine reports.
 			sh := &shadow{est: estimate.New(cfg.Engine.NumBlocks)}
+			if cfg.AutoCalibrate {
+				sh.est.Fit = cost.NewOnline(cfg.costParams().Model)
+				sh.model, sh.fitted = sh.est.Fit.InEffect()
+			}
+			if m, ok := cfg.ReplicaCostModels[len(g.reps)]; ok {
+				sh.model, sh.fixed = m, true
+			}
 			if cfg.KVEvents {
 				sh.events = estimate.NewEvents(model, estimate.EventChecks{})
 			}
@@ -250,6 +276,8 @@ func newRunOf(cfg *Config, pol policy.Policy, signals sched.Signal) (*run, error
 		}
 		r.gates = append(r.gates, g)
 	}
+	r.speeds = slices.Clone(cfg.Faults.SpeedChange)
+	slices.SortStableFunc(r.speeds, func(a, b SpeedChange) int { return cmp.Compare(a.At, b.At) })
 	r.feed = newFeed(cfg.Workload, cfg.Seed, cfg.Rate, cfg.KeepBillingHeader)
 	r.pull()
 	return r, nil
@@ -337,6 +365,9 @@ func (r *run) nextFault() (time.Duration, bool) {
 	if f.KillAt > 0 && r.dead < 0 && f.KillAt >= r.now {
 		at, ok = f.KillAt, true
 	}
+	if r.speed < len(r.speeds) && r.speeds[r.speed].At < at {
+		at, ok = r.speeds[r.speed].At, true
+	}
 	if end := f.WithholdFrom + f.WithholdFor; f.WithholdFor > 0 && !r.released && end >= r.now && end < at {
 		at, ok = end, true
 	}
@@ -348,6 +379,11 @@ func (r *run) fault() error {
 	f := &r.cfg.Faults
 	if f.KillAt > 0 && r.dead < 0 && f.KillAt == r.now {
 		r.kill()
+		return nil
+	}
+	if r.speed < len(r.speeds) && r.speeds[r.speed].At == r.now {
+		r.changeSpeed(r.speeds[r.speed])
+		r.speed++
 		return nil
 	}
 	return r.release()
@@ -400,6 +436,7 @@ func (r *run) finishStep(p *replica) error {
 		if o.NewTokens > 0 && !f.firstByte {
 			rec.FirstToken = o.Req.FirstToken
 			rec.CachedTokens = o.Req.CachedTokens
+			r.calibrate(f, rec, now)
 			f.sh.firstByte(f, now)
 		}
 		if o.Done {
@@ -493,6 +530,7 @@ func (r *run) arrive() error {
 		WarmUp:       in.at < r.cfg.WarmUp,
 	})
 	rec := &r.recs[idx]
+	r.estimates = append(r.estimates, 0)
 
 	r.blocks = r.hasher.Chain(r.blocks[:0], r.root, in.prompt, r.bs)
 	rec.OracleTokens = r.shared(r.blocks, len(in.prompt))
@@ -569,6 +607,13 @@ func (r *run) arrive() error {
 			sh.est.Assign(r.blocks, as.Estimate.Prefill, now)
 			f.assigned = true
 			rec.Predicted = true
+			r.estimates[idx] = as.Estimate.Total()
+			if sh.est.Fit != nil {
+				f.timing = sh.est.Time(len(routed)-as.CachedTokens, as.CachedTokens, c.Running, now)
+				if sh.routed++; sh.routed%FitEvery == 0 {
+					sh.trace(now)
+				}
+			}
 		}
 	}
 	sh.inFlight++
@@ -663,6 +708,10 @@ func (r *run) see(g *gate) {
 		v := route.View{ID: p.id, Key: p.key, Serves: true, Healthy: true,
 			Room:     r.cfg.MaxConcurrency == 0 || sh.inFlight < r.cfg.MaxConcurrency,
 			InFlight: sh.inFlight, Pending: sh.pending, PendingTokens: sh.pendingTokens, Ledger: sh}
+		if sh.fitted || sh.fixed {
+			v.Model = &sh.model
+		}
+		v.Calibrating = sh.est.Fit != nil
 		if p.seenOK && r.now-p.seenAt <= r.maxAge {
 			v.Fresh, v.Running, v.Waiting, v.KVUsage = true, p.seen.running, p.seen.waiting, p.seen.kvUsage
 		}
@@ -670,6 +719,9 @@ func (r *run) see(g *gate) {
 		// engines' events is not misled by the others' requests.
 		v.Shared = sh.shared.Active() && !r.cfg.KVEvents
 		g.views = append(g.views, v)
+	}
+	if r.cfg.AutoCalibrate {
+		route.PoolFits(g.views, &g.pooled)
 	}
 }
 

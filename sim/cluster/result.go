@@ -72,6 +72,14 @@ type Result struct {
 	// engine steps of every replica.
 	End   time.Duration
 	Steps int
+	// Estimates holds, per request of Requests, the cost model's estimate
+	// of its time to first token on its replica (W + P), 0 when the
+	// decision was not priced.
+	Estimates []time.Duration
+	// Fits traces, per replica, the online fit of the first instance's
+	// shadow of it (Config.AutoCalibrate): a point at every FitEvery-th
+	// request routed there, and one at the end. Nil when off.
+	Fits [][]FitPoint
 }
 
 // Summary condenses a set of requests.
@@ -113,8 +121,15 @@ func (r *run) result() Result {
 		Replicas:  len(r.reps),
 		Instances: len(r.gates),
 		Requests:  r.recs,
+		Estimates: r.estimates,
 		End:       r.now,
 		Steps:     r.steps,
+	}
+	if r.cfg.AutoCalibrate {
+		for _, sh := range r.gates[0].reps {
+			sh.trace(epoch.Add(r.now))
+			res.Fits = append(res.Fits, sh.fits)
+		}
 	}
 	res.Summary = res.Summarize(func(rec *Record) bool { return !rec.WarmUp })
 	return res

@@ -554,3 +554,8 @@ func (e *Engine) Cached(hashes []prefix.Hash, promptTokens int) int {
 	}
 	return n * e.cfg.BlockSize
 }
+
+// SetLatency replaces the latency model, for a run whose engine changes
+// speed (a GPU throttling, a neighbour's load): steps planned from then on
+// take l's times. l must be valid as Config.Latency is.
+func (e *Engine) SetLatency(l Latency) { e.cfg.Latency = l }

@@ -280,6 +280,54 @@ type replicaView struct {
 	// Prediction is how its cache predictions compared with the cached
 	// tokens its engine reported (inferrail_prediction_total).
 	Prediction predictionView `json:"prediction"`
+	// CostModel is the prefill model in effect on the replica
+	// (routing.cost_model: auto).
+	CostModel costModelView `json:"cost_model"`
+}
+
+// costModelView is a replica's cost model: whether it calibrates online
+// (a model it serves has routing.cost_model: auto), whether its own fit
+// ("auto") or the configured values ("configured") price it, and, while it
+// calibrates, the a, b and d in effect (and the decode step the fit
+// prices apart, cost.Model.DecodeStepSecs) with the fit's age (samples since
+// it last changed by 5% or more), relative RMS error over its window,
+// samples and dropped outliers.
+type costModelView struct {
+	Calibrating      bool     `json:"calibrating"`
+	InEffect         string   `json:"in_effect"`
+	PrefillTokenSecs *float64 `json:"prefill_token_secs,omitempty"`
+	PrefillPairSecs  *float64 `json:"prefill_pair_secs,omitempty"`
+	PrefillFixedSecs *float64 `json:"prefill_fixed_secs,omitempty"`
+	DecodeStepSecs   *float64 `json:"decode_step_secs,omitempty"`
+	AgeSamples       int      `json:"age_samples"`
+	RelError         *float64 `json:"rel_error"`
+	Samples          int      `json:"samples"`
+	Outliers         int      `json:"outliers"`
+}
+
+// costModelOf is r's costModelView.
+func costModelOf(r *replica.Snapshot) costModelView {
+	v := costModelView{InEffect: "configured"}
+	var f *replica.Fit
+	if r.Shadow != nil {
+		f = r.Shadow.Fit()
+	}
+	if f == nil {
+		return v
+	}
+	m, st := f.Model, f.Stats
+	v.Calibrating = true
+	if f.Fitted {
+		v.InEffect = "auto"
+	}
+	v.PrefillTokenSecs, v.PrefillPairSecs, v.PrefillFixedSecs = &m.PrefillTokenSecs, &m.PrefillPairSecs, &m.PrefillFixedSecs
+	v.DecodeStepSecs = &m.DecodeStepSecs
+	v.AgeSamples, v.Samples, v.Outliers = st.Age, st.Samples, st.Outliers
+	if st.Fitted {
+		e := st.RelError
+		v.RelError = &e
+	}
+	return v
 }
 
 // predictionView is a replica's prediction accuracy: counts by result,
@@ -372,7 +420,7 @@ func (s *Server) replicas(ctx *fasthttp.RequestCtx) {
 	for _, r := range snaps {
 		v := replicaView{ID: r.ID, URL: r.URL, Models: r.Models, Healthy: r.Healthy, Ejected: r.Ejected(now),
 			Ejections: r.Ejections, InFlight: r.Counters.InFlight(), Pending: r.Counters.Pending(), Restarts: r.Restarts,
-			Warnings: r.Warnings.List(), IndexMode: r.IndexMode, Prediction: s.prediction(r)}
+			Warnings: r.Warnings.List(), IndexMode: r.IndexMode, Prediction: s.prediction(r), CostModel: costModelOf(r)}
 		checked, mismatched := s.met.PromptChecks(r.ID)
 		if v.PromptTokensChecked = checked; checked > 0 {
 			a := float64(checked-min(mismatched, checked)) / float64(checked)

@@ -89,11 +89,16 @@ func CheckPrompt(fl *fleet.Fleet, log *slog.Logger, model, replicaID string, ser
 // inferrail_predicted_cached_tokens_total gets one result. When the
 // engine has sent a (replica, model) usage noDetailsMin times and never
 // with prompt_tokens_details, it raises WarnNoCachedTokens on the replica;
-// the first usage with them clears it.
+// the first usage with them clears it. The engine's cached tokens also go
+// to the replica (fleet.Decision.ReportCached), to confirm the prediction
+// behind its online fit's sample.
 func Account(fl *fleet.Fleet, log *slog.Logger, met *telemetry.Model, series *telemetry.Series, d fleet.Decision, prompt int,
 	u openai.Usage, found bool) {
 	if !d.Predicted {
 		return
+	}
+	if found && u.Details {
+		d.ReportCached(u.CachedTokens)
 	}
 	p := series.Prediction
 	p.Compare(met, prompt, d.CachedTokens, u, found)

@@ -136,7 +136,14 @@ func (rs *relayStream) step() {
 	if n > 0 {
 		if rs.first {
 			rs.firstAt = time.Now()
-			rs.series.TTFT.Update(rs.firstAt.Sub(r.start).Seconds())
+			ttft := rs.firstAt.Sub(r.start)
+			rs.series.TTFT.Update(ttft.Seconds())
+			if rs.sse {
+				rs.d.ReportFirstToken(rs.firstAt)
+			}
+			if rs.d.Predicted {
+				r.met.TTFTRatio(rs.d.Estimate, ttft)
+			}
 			r.up.Event(tracing.FirstChunk)
 			rs.first = false
 		}

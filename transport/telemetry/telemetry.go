@@ -26,6 +26,10 @@ import (
 var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
 	1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640}
 
+// ratioBuckets bound inferrail_ttft_estimate_ratio: estimated over
+// measured time to first token, from 8 times under to 8 times over.
+var ratioBuckets = []float64{0.125, 0.25, 0.5, 0.67, 0.8, 0.9, 1, 1.11, 1.25, 1.5, 2, 4, 8}
+
 // decisionBuckets bound inferrail_routing_decision_seconds: microseconds
 // to milliseconds.
 var decisionBuckets = []float64{5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2}
@@ -132,6 +136,11 @@ type Model struct {
 	errs            map[string]*metrics.Counter                  // by reason
 	cuts            map[string]*metrics.Counter                  // by reason
 	estimated       cowMap[string, *metrics.PrometheusHistogram] // by policy; written under errMu
+	// ratio is inferrail_ttft_estimate_ratio: how the cost model's
+	// estimate compares with the time to first token measured, which
+	// shows whether its prefill model (routing.cost_model, or each
+	// replica's fit with auto) prices the engines as they run.
+	ratio *metrics.PrometheusHistogram
 }
 
 // Name is the model's name.
@@ -144,6 +153,15 @@ func (m *Model) Estimated(policy string, d time.Duration) {
 		return m.set.GetOrCreatePrometheusHistogramExt(
 			`inferrail_estimated_ttft_seconds{model=`+strconv.Quote(m.name)+`,policy=`+strconv.Quote(policy)+`}`, latencyBuckets)
 	}).Update(d.Seconds())
+}
+
+// TTFTRatio records a streamed response's estimated time to first token
+// over the one measured (inferrail_ttft_estimate_ratio{model}). A
+// measured time of 0 is not recorded.
+func (m *Model) TTFTRatio(estimated, measured time.Duration) {
+	if measured > 0 {
+		m.ratio.Update(estimated.Seconds() / measured.Seconds())
+	}
 }
 
 // Model returns the series of model name, creating them on first use.
@@ -162,6 +180,7 @@ func (r *Registry) newModel(name string) *Model {
 		PromptTokens:    r.global.NewCounter("inferrail_prompt_tokens_total" + l),
 		PredictedCached: r.global.NewCounter("inferrail_predicted_cached_tokens_total" + l),
 		DeliveredCached: r.global.NewCounter("inferrail_delivered_cached_tokens_total" + l),
+		ratio:           r.global.NewPrometheusHistogramExt("inferrail_ttft_estimate_ratio"+l, ratioBuckets),
 		errs:            make(map[string]*metrics.Counter),
 		cuts:            make(map[string]*metrics.Counter),
 	}
@@ -438,6 +457,7 @@ func writeGauges(b *bytes.Buffer, snaps []*replica.Snapshot, now time.Time) {
 		counter("inferrail_index_resets_total", func(s *replica.Snapshot) float64 { return float64(s.Shadow.Resets()) })
 		gauge("inferrail_index_speculative_blocks", func(s *replica.Snapshot) float64 { return float64(s.Shadow.Speculative()) })
 		gauge("inferrail_replica_queued_prefill_seconds", func(s *replica.Snapshot) float64 { return s.Shadow.Queued(now).Seconds() })
+		writeFits(b, snaps)
 		// inferrail_replica_index_mode{replica,mode}: 1 for the mode the
 		// replica's prediction is in, 0 for the others.
 		metrics.WriteMetadataIfNeeded(b, "inferrail_replica_index_mode", "gauge")
@@ -612,4 +632,40 @@ func (r *Registry) Flow(model string) *Flow {
 // in the band of priority p, created on first use.
 func (f *Flow) Band(p int) *metrics.Gauge {
 	return f.set.GetOrCreateGauge(`inferrail_flow_band_queued{model=`+strconv.Quote(f.model)+`,priority="`+strconv.Itoa(p)+`"}`, nil)
+}
+
+// writeFits writes the inferrail_cost_model_fit_* series of the replicas
+// that calibrate their cost model online (routing.cost_model: auto): the
+// a, b and d in effect, whether the fit prices the replica (1) or the
+// configured values do (0), the fit's age in samples, its relative RMS
+// error, and its samples and dropped outliers.
+func writeFits(b *bytes.Buffer, snaps []*replica.Snapshot) {
+	type fitted struct {
+		id string
+		f  *replica.Fit
+	}
+	var fits []fitted
+	for _, s := range snaps {
+		if f := s.Shadow.Fit(); f != nil {
+			fits = append(fits, fitted{s.ID, f})
+		}
+	}
+	if len(fits) == 0 {
+		return
+	}
+	series := func(name, kind string, v func(*replica.Fit) float64) {
+		metrics.WriteMetadataIfNeeded(b, name, kind)
+		for _, x := range fits {
+			b.WriteString(name + `{replica=` + strconv.Quote(x.id) + `} ` + strconv.FormatFloat(v(x.f), 'g', -1, 64) + "\n")
+		}
+	}
+	series("inferrail_cost_model_fit_prefill_token_seconds", "gauge", func(f *replica.Fit) float64 { return f.Model.PrefillTokenSecs })
+	series("inferrail_cost_model_fit_prefill_pair_seconds", "gauge", func(f *replica.Fit) float64 { return f.Model.PrefillPairSecs })
+	series("inferrail_cost_model_fit_prefill_fixed_seconds", "gauge", func(f *replica.Fit) float64 { return f.Model.PrefillFixedSecs })
+	series("inferrail_cost_model_fit_decode_step_seconds", "gauge", func(f *replica.Fit) float64 { return f.Model.DecodeStepSecs })
+	series("inferrail_cost_model_fit_auto", "gauge", func(f *replica.Fit) float64 { return b2f(f.Fitted) })
+	series("inferrail_cost_model_fit_age_samples", "gauge", func(f *replica.Fit) float64 { return float64(f.Stats.Age) })
+	series("inferrail_cost_model_fit_relative_error", "gauge", func(f *replica.Fit) float64 { return f.Stats.RelError })
+	series("inferrail_cost_model_fit_samples_total", "counter", func(f *replica.Fit) float64 { return float64(f.Stats.Samples) })
+	series("inferrail_cost_model_fit_outliers_total", "counter", func(f *replica.Fit) float64 { return float64(f.Stats.Outliers) })
 }
