@@ -146,7 +146,8 @@ func FewestReplicas(points []Result, routes []string, scales []float64, gpus, la
 }
 
 // Write writes the report into dir: report.md, report.json and the charts
-// it shows (knee-N.svg per scale, replicas.svg).
+// it shows (replicas.svg, and per scale knee-N.svg of p99 TTFT and
+// tpot-N.svg of p99 TPOT against replicas).
 func (rep *Report) Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -156,7 +157,9 @@ func (rep *Report) Write(dir string) error {
 	}
 	files := map[string]string{"replicas.svg": rep.replicasChart()}
 	for i := range rep.Scales {
-		files[kneeFile(i)] = rep.kneeChart(i)
+		for k, m := range rep.metrics() {
+			files[kneeFile(i, k)] = rep.kneeChart(i, m)
+		}
 	}
 	var md strings.Builder
 	rep.markdown(&md)
@@ -169,7 +172,11 @@ func (rep *Report) Write(dir string) error {
 	return nil
 }
 
-func kneeFile(i int) string { return "knee-" + strconv.Itoa(i+1) + ".svg" }
+// kneeFile names scale i's knee chart of metric k: knee-N.svg for TTFT,
+// tpot-N.svg for TPOT.
+func kneeFile(i, k int) string {
+	return [...]string{"knee-", "tpot-"}[k] + strconv.Itoa(i+1) + ".svg"
+}
 
 // replicasText writes a fewest count: "–" when none met the SLO.
 func (f *Fewest) replicasText(largest int) string {
@@ -239,7 +246,7 @@ func (rep *Report) markdown(w io.Writer) {
 	p("\n\"> N\": no count swept met the SLO. \"≥ G\": the baseline met it nowhere and is counted at one replica more than the largest swept.\n\n")
 	p("![replicas needed](replicas.svg)\n\n")
 	for i, s := range rep.Scales {
-		p("![p99 TTFT against replicas at scale %g](%s)\n\n", s, kneeFile(i))
+		p("![p99 TTFT against replicas at scale %g](%s)\n![p99 TPOT against replicas at scale %g](%s)\n\n", s, kneeFile(i, 0), s, kneeFile(i, 1))
 	}
 	if fd := rep.Fidelity; fd != nil {
 		fd.markdown(w)

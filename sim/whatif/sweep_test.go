@@ -167,7 +167,7 @@ func TestReportWrite(t *testing.T) {
 		for i, r := range rep.Routes {
 			for _, n := range rep.Replicas {
 				pt := point(r, s, n, float64(n) >= need[i]*s)
-				pt.P99TTFT = 10 / float64(n) * s
+				pt.P99TTFT, pt.P99TPOT = 10/float64(n)*s, 0.5/float64(n)*s
 				rep.Points = append(rep.Points, pt)
 			}
 		}
@@ -189,7 +189,7 @@ func TestReportWrite(t *testing.T) {
 		"| 1 | 2 | cost_model | 2 | 2 | 2 | 6 |",
 		"| 2 | 4 | least_request | > 8 | – | – | – |",
 		"| 2 | 4 | cost_model | 4 | 4 | 4 | ≥ 5 |",
-		"![replicas needed](replicas.svg)", "(knee-1.svg)", "(knee-2.svg)",
+		"![replicas needed](replicas.svg)", "(knee-1.svg)", "(knee-2.svg)", "(tpot-2.svg)",
 		"p99 TTFT ≤ 2000 ms", "highest at which 3 `round_robin` replicas",
 		"Not monotone: `round_robin` at scale 1 meets the SLO on 4 replicas but misses it on [16]",
 	} {
@@ -197,7 +197,7 @@ func TestReportWrite(t *testing.T) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
 		}
 	}
-	for _, name := range []string{"replicas.svg", "knee-1.svg", "knee-2.svg"} {
+	for _, name := range []string{"replicas.svg", "knee-1.svg", "knee-2.svg", "tpot-1.svg", "tpot-2.svg"} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
