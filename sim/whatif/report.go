@@ -23,7 +23,9 @@ type Report struct {
 	Input    string  `json:"input"`
 	Rate     float64 `json:"rate"`
 	Requests int     `json:"requests"`
-	Engine   Engine  `json:"engine"`
+	// WarmUpSeconds is the warm-up left out of the measures, at scale 1.
+	WarmUpSeconds float64 `json:"warmup_s,omitempty"`
+	Engine        Engine  `json:"engine"`
 	// SLO in seconds.
 	SLOTTFT float64 `json:"slo_ttft_p99_s"`
 	SLOTPOT float64 `json:"slo_tpot_p99_s"`
@@ -86,7 +88,8 @@ func Baselines() []string { return baselines[:] }
 func newReport(p *Plan, points []Result) *Report {
 	rep := &Report{
 		Workload: p.Workload.Name(), Input: cmp.Or(p.Input, p.Workload.Name()), Rate: p.Rate, Requests: p.Requests, Engine: p.Engine,
-		SLOTTFT: p.SLO.TTFT.Seconds(), SLOTPOT: p.SLO.TPOT.Seconds(),
+		WarmUpSeconds: p.WarmUp.Seconds(),
+		SLOTTFT:       p.SLO.TTFT.Seconds(), SLOTPOT: p.SLO.TPOT.Seconds(),
 		Replicas: slices.Sorted(slices.Values(p.Replicas)), Scales: p.Scales,
 		Searched: !p.All, Points: points,
 	}
@@ -209,6 +212,9 @@ func (rep *Report) markdown(w io.Writer) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("# What if: GPUs needed per routing policy\n\n")
 	p("- Traffic: %s, %.4g req/s at scale 1, %d requests per point.\n", rep.Input, rep.Rate, rep.Requests)
+	if rep.WarmUpSeconds > 0 {
+		p("- The requests of the first %g s (at scale 1; proportionally less at higher scales) warm the caches and are left out of every measure.\n", rep.WarmUpSeconds)
+	}
 	p("- Engine: `%s`, %d GPU(s) per replica: %s.\n", rep.Engine.Name, rep.Engine.GPUs, rep.Engine.Source)
 	l := rep.Engine.Config.Latency
 	p("  Prefill a = %v/token, b = %.3g ns/pair, d = %v; decode %v + %v per further sequence; KV %d blocks of %d tokens; max-num-seqs %d, max-num-batched-tokens %d. cost_model is given the engine's true prefill.\n",

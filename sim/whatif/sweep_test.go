@@ -295,3 +295,30 @@ func TestCheckFidelity(t *testing.T) {
 		t.Fatalf("a log without fields: %v", err)
 	}
 }
+
+// A warm-up leaves its requests out of the measures (fewer at a higher
+// scale, whose clock runs faster) and makes other points than none.
+func TestSweepWarmUp(t *testing.T) {
+	dir := t.TempDir()
+	p := tinyPlan(t)
+	p.All, p.Routes, p.Replicas = true, p.Routes[:1], []int{2}
+	cold, err := Sweep(context.Background(), p, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.WarmUp = 10 * time.Second
+	warm, err := Sweep(context.Background(), p, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if warm.Ran != 2 || warm.WarmUpSeconds != 10 {
+		t.Fatalf("ran %d, warm-up %v", warm.Ran, warm.WarmUpSeconds)
+	}
+	// At 4 req/s, 10 s hold about 40 requests; at scale 2, 5 s do.
+	for i, pt := range warm.Points {
+		left := cold.Points[i].Requests - pt.Requests
+		if cold.Points[i].Requests != p.Requests || left < 25 || left > 60 {
+			t.Fatalf("scale %g: %d of %d requests measured", pt.Scale, pt.Requests, cold.Points[i].Requests)
+		}
+	}
+}
