@@ -62,7 +62,7 @@ func parseWhatifFlags(args []string, stderr io.Writer) (*whatifFlags, error) {
 	fs.StringVar(&f.kind, "workload", "", "instead of --trace, run this generated workload ("+strings.Join(workload.Kinds(), ", ")+"); needs --rate")
 	fs.Float64Var(&f.rate, "rate", 0, "the workload's rate in req/s at scale 1 (with --workload; with --find-rate, where the search starts)")
 	fs.IntVar(&f.requests, "requests", 0, "requests per point (default: the whole trace, or "+strconv.Itoa(defaultWorkloadRequests)+" of a workload)")
-	fs.DurationVar(&f.warmUp, "warmup", 0, "leave out of the measures the requests arriving in this first stretch (at scale 1): they warm the caches")
+	fs.DurationVar(&f.warmUp, "warmup", 0, "leave out of the measures the requests arriving in each run's first stretch of virtual time: they warm the caches")
 	fs.Float64Var(&f.topts.Speed, "speed", 0, "replay the trace this many times faster before scaling (0 is 1)")
 	fs.DurationVar(&f.topts.From, "from", 0, "keep the trace's requests from this time on its clock")
 	fs.DurationVar(&f.topts.To, "to", 0, "keep the trace's requests before this time on its clock (0: to the end)")

@@ -23,7 +23,7 @@ type Report struct {
 	Input    string  `json:"input"`
 	Rate     float64 `json:"rate"`
 	Requests int     `json:"requests"`
-	// WarmUpSeconds is the warm-up left out of the measures, at scale 1.
+	// WarmUpSeconds is the warm-up left out of the measures.
 	WarmUpSeconds float64 `json:"warmup_s,omitempty"`
 	Engine        Engine  `json:"engine"`
 	// SLO in seconds.
@@ -213,7 +213,7 @@ func (rep *Report) markdown(w io.Writer) {
 	p("# What if: GPUs needed per routing policy\n\n")
 	p("- Traffic: %s, %.4g req/s at scale 1, %d requests per point.\n", rep.Input, rep.Rate, rep.Requests)
 	if rep.WarmUpSeconds > 0 {
-		p("- The requests of the first %g s (at scale 1; proportionally less at higher scales) warm the caches and are left out of every measure.\n", rep.WarmUpSeconds)
+		p("- The requests of each run's first %g s warm the caches and are left out of every measure.\n", rep.WarmUpSeconds)
 	}
 	p("- Engine: `%s`, %d GPU(s) per replica: %s.\n", rep.Engine.Name, rep.Engine.GPUs, rep.Engine.Source)
 	l := rep.Engine.Config.Latency

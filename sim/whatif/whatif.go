@@ -118,10 +118,9 @@ type Plan struct {
 	Workload workload.Workload
 	Rate     float64
 	Requests int
-	// WarmUp leaves out of every measure the requests arriving before it
-	// (at scale 1; a scaled run's clock runs faster): they run and fill
-	// the caches, as a fleet that has been serving does. Requests counts
-	// them.
+	// WarmUp leaves out of every measure the requests arriving in each
+	// run's first WarmUp of virtual time: they run and fill the caches, as
+	// in a fleet that has been serving. Requests counts them.
 	WarmUp time.Duration
 	// Input describes the traffic in the report (Trace.Describe); ""
 	// takes the workload's name, which labels the charts.
@@ -343,7 +342,7 @@ func (p *Plan) config(r *Route, pt Point) cluster.Config {
 		Workload:  p.Workload,
 		Rate:      pt.Rate,
 		Requests:  p.Requests,
-		WarmUp:    time.Duration(float64(p.WarmUp) / pt.Scale),
+		WarmUp:    p.WarmUp,
 		Seed:      p.Seed,
 	}
 }
