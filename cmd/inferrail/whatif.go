@@ -283,15 +283,9 @@ func (f *whatifFlags) plan(stderr io.Writer) (whatif.Plan, []whatif.Logged, erro
 // trace fits the engine's context: an engine refuses a longer one, and the
 // sweep would stop at its first point.
 func fitsContext(t *workload.Trace, e whatif.Engine) error {
-	longest, at := 0, 0
-	for i, r := range t.Records() {
-		if n := r.InputLength + max(r.OutputLength, 1); n > longest {
-			longest, at = n, i
-		}
-	}
-	if limit := e.Config.MaxModelLen; longest > limit {
-		return fmt.Errorf("trace %s: request %d needs %d tokens (prompt and output), more than engine %s's max_model_len %d: choose an engine with a longer context, or leave the long requests out (--limit, --from, --to)",
-			t.Name(), at+1, longest, e.Name, limit)
+	if n, limit := t.Longest(), e.Config.MaxModelLen; n > limit {
+		return fmt.Errorf("trace %s: its longest request needs %d tokens (prompt and output), more than engine %s's max_model_len %d: choose an engine with a longer context, or leave the long requests out (--limit, --from, --to)",
+			t.Name(), n, e.Name, limit)
 	}
 	return nil
 }

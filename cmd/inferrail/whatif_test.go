@@ -212,7 +212,7 @@ func TestWhatifRequestLog(t *testing.T) {
 }
 
 // A trace with a request longer than the engine's context is refused before
-// any point runs, naming the request and the way out.
+// any point runs, saying how long and the way out.
 func TestWhatifTraceTooLong(t *testing.T) {
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "t.jsonl")
@@ -234,7 +234,7 @@ func TestWhatifTraceTooLong(t *testing.T) {
 	if code := run([]string{"whatif", "--trace", trace, "--out", dir}, &stdout, &stderr); code == 0 {
 		t.Fatal("exit 0")
 	}
-	if want := "request 2 needs 40010 tokens (prompt and output), more than engine sim's max_model_len 32768"; !strings.Contains(stderr.String(), want) {
+	if want := "its longest request needs 40010 tokens (prompt and output), more than engine sim's max_model_len 32768"; !strings.Contains(stderr.String(), want) {
 		t.Fatalf("stderr lacks %q:\n%s", want, stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "points")); !os.IsNotExist(err) {
