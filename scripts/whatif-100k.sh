@@ -34,5 +34,5 @@ with open(dst, "w") as f:
 PY
 
 /usr/bin/time -f "whatif-100k: %e s wall, %U s user, %M KB peak" "$bin" whatif --trace "$tiled" --out "$out" \
-  --engine h100-8b --engine-block-size 256 --scale 1 --replicas 2,4,6,8,10,12,14,16 \
+  --engine h100-8b --engine-block-size 256 --slo-ttft-p99 10s --scale 1 --replicas 2,4,6,8,10,12,14,16 \
   --policies round_robin,random,least_request,p2c,prefix_hash,kv_aware,cost_model,llmd-helm-default "$@"

@@ -35,6 +35,7 @@ type whatifFlags struct {
 	engine, base     string
 	blockSize        int
 	sloTTFT, sloTPOT time.Duration
+	warmUp           time.Duration
 	out              string
 	jobs, knee       int
 	all              bool
@@ -61,6 +62,7 @@ func parseWhatifFlags(args []string, stderr io.Writer) (*whatifFlags, error) {
 	fs.StringVar(&f.kind, "workload", "", "instead of --trace, run this generated workload ("+strings.Join(workload.Kinds(), ", ")+"); needs --rate")
 	fs.Float64Var(&f.rate, "rate", 0, "the workload's rate in req/s at scale 1 (with --workload; with --find-rate, where the search starts)")
 	fs.IntVar(&f.requests, "requests", 0, "requests per point (default: the whole trace, or "+strconv.Itoa(defaultWorkloadRequests)+" of a workload)")
+	fs.DurationVar(&f.warmUp, "warmup", 0, "leave out of the measures the requests arriving in each run's first stretch of virtual time: they warm the caches")
 	fs.Float64Var(&f.topts.Speed, "speed", 0, "replay the trace this many times faster before scaling (0 is 1)")
 	fs.DurationVar(&f.topts.From, "from", 0, "keep the trace's requests from this time on its clock")
 	fs.DurationVar(&f.topts.To, "to", 0, "keep the trace's requests before this time on its clock (0: to the end)")
@@ -123,6 +125,9 @@ func (f *whatifFlags) validate() error {
 				bad("--%s: only with --trace", n)
 			}
 		}
+	}
+	if f.warmUp < 0 {
+		bad("--warmup %v: want at least 0", f.warmUp)
 	}
 	if f.requests < 0 {
 		bad("--requests %d: want at least 1", f.requests)
@@ -202,7 +207,7 @@ func runWhatif(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // records when the trace is one with measured TTFTs.
 func (f *whatifFlags) plan(stderr io.Writer) (whatif.Plan, []whatif.Logged, error) {
 	p := whatif.Plan{
-		Requests: f.requests, Replicas: f.replicas, Scales: f.scales, Seed: f.seed,
+		Requests: f.requests, WarmUp: f.warmUp, Replicas: f.replicas, Scales: f.scales, Seed: f.seed,
 		SLO:    whatif.SLO{TTFT: f.sloTTFT, TPOT: f.sloTPOT},
 		Fanout: config.Default().Routing.EstimateFanout,
 		Knee:   f.knee, All: f.all,
@@ -266,7 +271,23 @@ func (f *whatifFlags) plan(stderr io.Writer) (whatif.Plan, []whatif.Logged, erro
 			return p, nil, fmt.Errorf("--engine-block-size: %w", err)
 		}
 	}
+	if t, ok := p.Workload.(*workload.Trace); ok {
+		if err := fitsContext(t, p.Engine); err != nil {
+			return p, nil, err
+		}
+	}
 	return p, logged, p.Validate()
+}
+
+// fitsContext checks, before any point runs, that every request of the
+// trace fits the engine's context: an engine refuses a longer one, and the
+// sweep would stop at its first point.
+func fitsContext(t *workload.Trace, e whatif.Engine) error {
+	if n, limit := t.Longest(), e.Config.MaxModelLen; n > limit {
+		return fmt.Errorf("trace %s: its longest request needs %d tokens (prompt and output), more than engine %s's max_model_len %d: choose an engine with a longer context, or leave the long requests out (--limit, --from, --to)",
+			t.Name(), n, e.Name, limit)
+	}
+	return nil
 }
 
 // maxProfileBytes bounds an EndpointPickerConfig file and a cost_model

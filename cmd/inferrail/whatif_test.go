@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -206,5 +208,36 @@ func TestWhatifRequestLog(t *testing.T) {
 	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
 	if !strings.Contains(string(md), "## Fidelity") || !strings.Contains(string(md), "| logged |") {
 		t.Fatalf("no fidelity in the report:\n%s", md)
+	}
+}
+
+// A trace with a request longer than the engine's context is refused before
+// any point runs, saying how long and the way out.
+func TestWhatifTraceTooLong(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.jsonl")
+	line := `{"timestamp":%d,"input_length":%d,"output_length":10,"hash_ids":[%s]}` + "\n"
+	ids := func(from, n int) string {
+		s := make([]string, n)
+		for i := range s {
+			s[i] = strconv.Itoa(from + i)
+		}
+		return strings.Join(s, ",")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, line, 0, 100, ids(0, 1))
+	fmt.Fprintf(&b, line, 1000, 40000, ids(1, 79))
+	if err := os.WriteFile(trace, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"whatif", "--trace", trace, "--out", dir}, &stdout, &stderr); code == 0 {
+		t.Fatal("exit 0")
+	}
+	if want := "its longest request needs 40010 tokens (prompt and output), more than engine sim's max_model_len 32768"; !strings.Contains(stderr.String(), want) {
+		t.Fatalf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "points")); !os.IsNotExist(err) {
+		t.Fatalf("a point ran: %v", err)
 	}
 }

@@ -32,8 +32,9 @@ const blockSize = 16
 //   - Memory: an H100 SXM 80GB shows 81,559 MiB (nvidia-smi); vLLM takes
 //     --gpu-memory-utilization 0.9 of it: 0.9 × 81,559 = 73,403 MiB, of which
 //     weights, activations and CUDA graphs come off before the KV cache.
-//     Activations and graphs are taken as 4,096 MiB, vLLM's profile run's
-//     usual size for these models (an estimate, not a measurement).
+//     Activations and graphs are taken as 4,096 MiB: an assumption (vLLM
+//     measures them in its profile run at startup, and its log line "GPU
+//     KV cache size: N tokens" gives the result).
 //   - Compute: 989 TFLOPS dense BF16 (NVIDIA H100 datasheet,
 //     https://www.nvidia.com/en-us/data-center/h100/). A prefill reaches
 //     part of it: the presets take 50% model FLOPs utilization on one GPU

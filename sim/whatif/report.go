@@ -23,7 +23,9 @@ type Report struct {
 	Input    string  `json:"input"`
 	Rate     float64 `json:"rate"`
 	Requests int     `json:"requests"`
-	Engine   Engine  `json:"engine"`
+	// WarmUpSeconds is the warm-up left out of the measures.
+	WarmUpSeconds float64 `json:"warmup_s,omitempty"`
+	Engine        Engine  `json:"engine"`
 	// SLO in seconds.
 	SLOTTFT float64 `json:"slo_ttft_p99_s"`
 	SLOTPOT float64 `json:"slo_tpot_p99_s"`
@@ -86,7 +88,8 @@ func Baselines() []string { return baselines[:] }
 func newReport(p *Plan, points []Result) *Report {
 	rep := &Report{
 		Workload: p.Workload.Name(), Input: cmp.Or(p.Input, p.Workload.Name()), Rate: p.Rate, Requests: p.Requests, Engine: p.Engine,
-		SLOTTFT: p.SLO.TTFT.Seconds(), SLOTPOT: p.SLO.TPOT.Seconds(),
+		WarmUpSeconds: p.WarmUp.Seconds(),
+		SLOTTFT:       p.SLO.TTFT.Seconds(), SLOTPOT: p.SLO.TPOT.Seconds(),
 		Replicas: slices.Sorted(slices.Values(p.Replicas)), Scales: p.Scales,
 		Searched: !p.All, Points: points,
 	}
@@ -146,7 +149,8 @@ func FewestReplicas(points []Result, routes []string, scales []float64, gpus, la
 }
 
 // Write writes the report into dir: report.md, report.json and the charts
-// it shows (knee-N.svg per scale, replicas.svg).
+// it shows (replicas.svg, and per scale knee-N.svg of p99 TTFT and
+// tpot-N.svg of p99 TPOT against replicas).
 func (rep *Report) Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -156,7 +160,9 @@ func (rep *Report) Write(dir string) error {
 	}
 	files := map[string]string{"replicas.svg": rep.replicasChart()}
 	for i := range rep.Scales {
-		files[kneeFile(i)] = rep.kneeChart(i)
+		for k, m := range rep.metrics() {
+			files[kneeFile(i, k)] = rep.kneeChart(i, m)
+		}
 	}
 	var md strings.Builder
 	rep.markdown(&md)
@@ -169,7 +175,11 @@ func (rep *Report) Write(dir string) error {
 	return nil
 }
 
-func kneeFile(i int) string { return "knee-" + strconv.Itoa(i+1) + ".svg" }
+// kneeFile names scale i's knee chart of metric k: knee-N.svg for TTFT,
+// tpot-N.svg for TPOT.
+func kneeFile(i, k int) string {
+	return [...]string{"knee-", "tpot-"}[k] + strconv.Itoa(i+1) + ".svg"
+}
 
 // replicasText writes a fewest count: "–" when none met the SLO.
 func (f *Fewest) replicasText(largest int) string {
@@ -202,6 +212,9 @@ func (rep *Report) markdown(w io.Writer) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("# What if: GPUs needed per routing policy\n\n")
 	p("- Traffic: %s, %.4g req/s at scale 1, %d requests per point.\n", rep.Input, rep.Rate, rep.Requests)
+	if rep.WarmUpSeconds > 0 {
+		p("- The requests of each run's first %g s warm the caches and are left out of every measure.\n", rep.WarmUpSeconds)
+	}
 	p("- Engine: `%s`, %d GPU(s) per replica: %s.\n", rep.Engine.Name, rep.Engine.GPUs, rep.Engine.Source)
 	l := rep.Engine.Config.Latency
 	p("  Prefill a = %v/token, b = %.3g ns/pair, d = %v; decode %v + %v per further sequence; KV %d blocks of %d tokens; max-num-seqs %d, max-num-batched-tokens %d. cost_model is given the engine's true prefill.\n",
@@ -239,7 +252,7 @@ func (rep *Report) markdown(w io.Writer) {
 	p("\n\"> N\": no count swept met the SLO. \"≥ G\": the baseline met it nowhere and is counted at one replica more than the largest swept.\n\n")
 	p("![replicas needed](replicas.svg)\n\n")
 	for i, s := range rep.Scales {
-		p("![p99 TTFT against replicas at scale %g](%s)\n\n", s, kneeFile(i))
+		p("![p99 TTFT against replicas at scale %g](%s)\n![p99 TPOT against replicas at scale %g](%s)\n\n", s, kneeFile(i, 0), s, kneeFile(i, 1))
 	}
 	if fd := rep.Fidelity; fd != nil {
 		fd.markdown(w)

@@ -79,15 +79,30 @@ func (p *plot) py(y float64) float64 {
 	return float64(chartH-padB) - (y-p.y0)/(p.y1-p.y0)*float64(chartH-padT-padB)
 }
 
-// kneeChart is p99 TTFT against replicas at scale i, one line per policy,
+// metric is a latency a knee chart draws: its name, its SLO in seconds
+// and its value in a point.
+type metric struct {
+	name string
+	slo  float64
+	of   func(*Result) float64
+}
+
+func (rep *Report) metrics() [2]metric {
+	return [2]metric{
+		{"p99 TTFT", rep.SLOTTFT, func(r *Result) float64 { return r.P99TTFT }},
+		{"p99 TPOT", rep.SLOTPOT, func(r *Result) float64 { return r.P99TPOT }},
+	}
+}
+
+// kneeChart is metric m against replicas at scale i, one line per policy,
 // on a log scale, with the SLO as a dashed line.
-func (rep *Report) kneeChart(i int) string {
+func (rep *Report) kneeChart(i int, m metric) string {
 	scale := rep.Scales[i]
-	c := newCanvas(fmt.Sprintf("p99 TTFT against replicas, scale %g (%s)", scale, rep.Workload))
-	lo, hi := rep.SLOTTFT, rep.SLOTTFT
-	for _, pt := range rep.Points {
-		if pt.Scale == scale && pt.P99TTFT > 0 {
-			lo, hi = min(lo, pt.P99TTFT), max(hi, pt.P99TTFT)
+	c := newCanvas(fmt.Sprintf("%s against replicas, scale %g (%s)", m.name, scale, rep.Workload))
+	lo, hi := m.slo, m.slo
+	for k := range rep.Points {
+		if pt := &rep.Points[k]; pt.Scale == scale && m.of(pt) > 0 {
+			lo, hi = min(lo, m.of(pt)), max(hi, m.of(pt))
 		}
 	}
 	p := &plot{x0: float64(rep.Replicas[0]), x1: float64(rep.largest()),
@@ -95,36 +110,37 @@ func (rep *Report) kneeChart(i int) string {
 	if p.y1 <= p.y0 {
 		p.y1 = p.y0 + 1
 	}
-	rep.axes(c, p, "replicas", "p99 TTFT (s), log scale")
+	rep.axes(c, p, "replicas", m.name+" (s), log scale")
 	for e := p.y0; e <= p.y1; e++ {
 		y := p.py(math.Pow(10, e))
 		c.line(padL, y, chartW-padR, y, "#ddd", 1, "")
 		c.text(padL-8, y+4, "end", 11, strconv.FormatFloat(math.Pow(10, e), 'g', -1, 64))
 	}
-	slo := p.py(rep.SLOTTFT)
+	slo := p.py(m.slo)
 	c.line(padL, slo, chartW-padR, slo, "#333", 1.5, "6 4")
-	c.text(chartW-padR-4, slo-6, "end", 11, "SLO "+ms(rep.SLOTTFT)+" ms")
+	c.text(chartW-padR-4, slo-6, "end", 11, "SLO "+ms(m.slo)+" ms")
 	for ri, r := range rep.Routes {
 		var pts []string
-		for _, pt := range rep.Points {
-			if pt.Route != r || pt.Scale != scale || pt.P99TTFT <= 0 {
+		for k := range rep.Points {
+			pt := &rep.Points[k]
+			if pt.Route != r || pt.Scale != scale || m.of(pt) <= 0 {
 				continue
 			}
-			x, y := p.px(float64(pt.Replicas)), p.py(pt.P99TTFT)
+			x, y := p.px(float64(pt.Replicas)), p.py(m.of(pt))
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
 			fill := colour(ri)
 			if !pt.Meets {
 				fill = "white"
 			}
-			fmt.Fprintf(&c.b, `<circle cx="%.1f" cy="%.1f" r="4" fill="%s" stroke="%s" stroke-width="2"><title>%s, %d replicas: p99 TTFT %s ms</title></circle>`+"\n",
-				x, y, fill, colour(ri), html.EscapeString(r), pt.Replicas, ms(pt.P99TTFT))
+			fmt.Fprintf(&c.b, `<circle cx="%.1f" cy="%.1f" r="4" fill="%s" stroke="%s" stroke-width="2"><title>%s, %d replicas: %s %s ms</title></circle>`+"\n",
+				x, y, fill, colour(ri), html.EscapeString(r), pt.Replicas, m.name, ms(m.of(pt)))
 		}
 		if len(pts) > 1 {
 			fmt.Fprintf(&c.b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), colour(ri))
 		}
 	}
 	c.legend(rep.Routes)
-	c.text(padL, chartH-8, "start", 11, "filled: meets the SLO; hollow: misses it. Counts a search skipped are not drawn.")
+	c.text(padL, chartH-8, "start", 11, "filled: meets the whole SLO (TTFT and TPOT); hollow: misses it. Counts a search skipped are not drawn.")
 	return c.String()
 }
 

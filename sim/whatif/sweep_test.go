@@ -167,7 +167,7 @@ func TestReportWrite(t *testing.T) {
 		for i, r := range rep.Routes {
 			for _, n := range rep.Replicas {
 				pt := point(r, s, n, float64(n) >= need[i]*s)
-				pt.P99TTFT = 10 / float64(n) * s
+				pt.P99TTFT, pt.P99TPOT = 10/float64(n)*s, 0.5/float64(n)*s
 				rep.Points = append(rep.Points, pt)
 			}
 		}
@@ -189,7 +189,7 @@ func TestReportWrite(t *testing.T) {
 		"| 1 | 2 | cost_model | 2 | 2 | 2 | 6 |",
 		"| 2 | 4 | least_request | > 8 | – | – | – |",
 		"| 2 | 4 | cost_model | 4 | 4 | 4 | ≥ 5 |",
-		"![replicas needed](replicas.svg)", "(knee-1.svg)", "(knee-2.svg)",
+		"![replicas needed](replicas.svg)", "(knee-1.svg)", "(knee-2.svg)", "(tpot-2.svg)",
 		"p99 TTFT ≤ 2000 ms", "highest at which 3 `round_robin` replicas",
 		"Not monotone: `round_robin` at scale 1 meets the SLO on 4 replicas but misses it on [16]",
 	} {
@@ -197,7 +197,7 @@ func TestReportWrite(t *testing.T) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
 		}
 	}
-	for _, name := range []string{"replicas.svg", "knee-1.svg", "knee-2.svg"} {
+	for _, name := range []string{"replicas.svg", "knee-1.svg", "knee-2.svg", "tpot-1.svg", "tpot-2.svg"} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -293,5 +293,32 @@ func TestCheckFidelity(t *testing.T) {
 	}
 	if _, _, _, err := LoggedFleet([]Logged{{Input: 1}}); err == nil || !strings.Contains(err.Error(), "policy") {
 		t.Fatalf("a log without fields: %v", err)
+	}
+}
+
+// A warm-up leaves its requests out of the measures and makes other points
+// than none.
+func TestSweepWarmUp(t *testing.T) {
+	dir := t.TempDir()
+	p := tinyPlan(t)
+	p.All, p.Routes, p.Replicas = true, p.Routes[:1], []int{2}
+	cold, err := Sweep(context.Background(), p, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.WarmUp = 10 * time.Second
+	warm, err := Sweep(context.Background(), p, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if warm.Ran != 2 || warm.WarmUpSeconds != 10 {
+		t.Fatalf("ran %d, warm-up %v", warm.Ran, warm.WarmUpSeconds)
+	}
+	// 10 s hold about 40 requests at 4 req/s, 80 at scale 2.
+	for i, pt := range warm.Points {
+		left := cold.Points[i].Requests - pt.Requests
+		if want := 40 * pt.Scale; cold.Points[i].Requests != p.Requests || float64(left) < want*0.6 || float64(left) > want*1.5 {
+			t.Fatalf("scale %g: %d of %d requests measured", pt.Scale, pt.Requests, cold.Points[i].Requests)
+		}
 	}
 }

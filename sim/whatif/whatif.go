@@ -118,6 +118,10 @@ type Plan struct {
 	Workload workload.Workload
 	Rate     float64
 	Requests int
+	// WarmUp leaves out of every measure the requests arriving in each
+	// run's first WarmUp of virtual time: they run and fill the caches, as
+	// in a fleet that has been serving. Requests counts them.
+	WarmUp time.Duration
 	// Input describes the traffic in the report (Trace.Describe); ""
 	// takes the workload's name, which labels the charts.
 	Input string
@@ -151,6 +155,9 @@ func (p *Plan) Validate() error {
 	}
 	if !(p.Rate > 0) || math.IsInf(p.Rate, 0) {
 		errs = append(errs, fmt.Errorf("rate %v: want a finite number above 0", p.Rate))
+	}
+	if p.WarmUp < 0 {
+		errs = append(errs, fmt.Errorf("warm-up %v: want at least 0", p.WarmUp))
 	}
 	if p.Requests < 1 {
 		errs = append(errs, fmt.Errorf("requests %d: want at least 1", p.Requests))
@@ -228,14 +235,19 @@ type Result struct {
 	WallSeconds float64 `json:"wall_seconds"`
 }
 
-// Measure condenses a run into a point's result under slo.
+// Measure condenses a run into a point's result under slo, leaving out the
+// requests of the warm-up (cluster.Record.WarmUp).
 func Measure(res *cluster.Result, slo SLO) Result {
 	var ttft, tpot []time.Duration
 	var prompt, cached, oracle int64
-	r := Result{Requests: len(res.Requests)}
+	var r Result
 	within := 0
 	for i := range res.Requests {
 		rec := &res.Requests[i]
+		if rec.WarmUp {
+			continue
+		}
+		r.Requests++
 		if rec.Rejected {
 			r.Rejected++
 			continue
@@ -299,8 +311,9 @@ func (p *Plan) hash(r *Route, pt Point) string {
 		SLO      SLO
 		Seed     uint64
 		Fanout   int
+		WarmUp   time.Duration `json:",omitempty"`
 	}{format, p.Key, p.Rate, p.Requests, Route{Name: r.Name, Policy: r.Policy, Document: r.Document}, pt,
-		p.Engine.Config, cm, p.SLO, p.Seed, p.Fanout})
+		p.Engine.Config, cm, p.SLO, p.Seed, p.Fanout, p.WarmUp})
 	if err != nil {
 		panic("BUG: whatif: hashing a point: " + err.Error())
 	}
@@ -329,6 +342,7 @@ func (p *Plan) config(r *Route, pt Point) cluster.Config {
 		Workload:  p.Workload,
 		Rate:      pt.Rate,
 		Requests:  p.Requests,
+		WarmUp:    p.WarmUp,
 		Seed:      p.Seed,
 	}
 }
