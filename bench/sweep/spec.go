@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
@@ -202,9 +201,8 @@ func (s *Sweep) loadTrace(md toml.MetaData, p *Point, dir string) error {
 	}
 	p.wl, p.trace = t, t
 	s.Notes = append(s.Notes, fmt.Sprintf("point %q: %s", p.Name, t.Describe()))
-	if e := &p.engine; t.Longest() > e.MaxModelLen {
-		e.MaxModelLen = 1 << bits.Len(uint(t.Longest()-1))
-		e.NumBlocks = max(e.NumBlocks, e.MaxModelLen/e.BlockSize)
+	if e, raised := p.engine.WithContext(t.Longest()); raised {
+		p.engine = e
 		s.Warnings = append(s.Warnings, fmt.Sprintf("point %q: its longest request needs %d tokens: its engines get max_model_len %d and %d KV blocks of %d tokens",
 			p.Name, t.Longest(), e.MaxModelLen, e.NumBlocks, e.BlockSize))
 	}

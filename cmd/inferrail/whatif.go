@@ -34,6 +34,7 @@ type whatifFlags struct {
 	scales           floatList
 	engine, base     string
 	blockSize        int
+	fitContext       bool
 	sloTTFT, sloTPOT time.Duration
 	warmUp           time.Duration
 	out              string
@@ -75,6 +76,8 @@ func parseWhatifFlags(args []string, stderr io.Writer) (*whatifFlags, error) {
 	fs.Var(&f.scales, "scale", "load multiples of the traffic's rate, comma-separated")
 	fs.StringVar(&f.engine, "engine", "sim", "engine model: a preset ("+presetNames()+"), a cost_model file from inferrail calibrate, or fit (from the request log's TTFTs)")
 	fs.StringVar(&f.base, "engine-base", "sim", "preset that gives a calibrated or fitted engine its decode times, KV capacity and GPUs")
+	fs.BoolVar(&f.fitContext, "fit-context", false, "give the engines a context long enough for the trace's longest request (max_model_len raised to a power of two, "+
+		"the KV pool grown to hold it), as the bench sweeps do, instead of refusing the trace")
 	fs.IntVar(&f.blockSize, "engine-block-size", 0, "run the engines with KV blocks of this many tokens, their capacity in tokens kept: coarser blocks simulate faster, and change little on a trace of 512-token hash ids (0 keeps the engine's)")
 	fs.DurationVar(&f.sloTTFT, "slo-ttft-p99", slo.TTFT, "SLO on the p99 time to first token")
 	fs.DurationVar(&f.sloTPOT, "slo-tpot-p99", slo.TPOT, "SLO on the p99 time per output token")
@@ -272,6 +275,11 @@ func (f *whatifFlags) plan(stderr io.Writer) (whatif.Plan, []whatif.Logged, erro
 		}
 	}
 	if t, ok := p.Workload.(*workload.Trace); ok {
+		if c, raised := p.Engine.Config.WithContext(t.Longest()); raised && f.fitContext {
+			fmt.Fprintf(stderr, "whatif: the trace's longest request needs %d tokens: engine %s gets max_model_len %d and %d KV blocks of %d tokens (--fit-context)\n",
+				t.Longest(), p.Engine.Name, c.MaxModelLen, c.NumBlocks, c.BlockSize)
+			p.Engine.Config = c
+		}
 		if err := fitsContext(t, p.Engine); err != nil {
 			return p, nil, err
 		}
@@ -284,7 +292,7 @@ func (f *whatifFlags) plan(stderr io.Writer) (whatif.Plan, []whatif.Logged, erro
 // sweep would stop at its first point.
 func fitsContext(t *workload.Trace, e whatif.Engine) error {
 	if n, limit := t.Longest(), e.Config.MaxModelLen; n > limit {
-		return fmt.Errorf("trace %s: its longest request needs %d tokens (prompt and output), more than engine %s's max_model_len %d: choose an engine with a longer context, or leave the long requests out (--limit, --from, --to)",
+		return fmt.Errorf("trace %s: its longest request needs %d tokens (prompt and output), more than engine %s's max_model_len %d: choose an engine with a longer context (--fit-context), or leave the long requests out (--limit, --from, --to)",
 			t.Name(), n, e.Name, limit)
 	}
 	return nil

@@ -240,4 +240,15 @@ func TestWhatifTraceTooLong(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "points")); !os.IsNotExist(err) {
 		t.Fatalf("a point ran: %v", err)
 	}
+	// With --fit-context the engines get the context the bench sweeps give
+	// a trace's point, and say so.
+	stdout.Reset()
+	stderr.Reset()
+	args := []string{"whatif", "--trace", trace, "--out", dir, "--fit-context", "--policies", "round_robin", "--replicas", "1", "--scale", "1"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d with --fit-context:\n%s", code, stderr.String())
+	}
+	if want := "engine sim gets max_model_len 65536"; !strings.Contains(stderr.String(), want) {
+		t.Fatalf("stderr lacks %q:\n%s", want, stderr.String())
+	}
 }

@@ -13,6 +13,7 @@
 package engine
 
 import (
+	"math/bits"
 	"time"
 
 	"github.com/inferrail/inferrail/model/kvevent"
@@ -28,6 +29,20 @@ type Config struct {
 	MaxModelLen      int  // --max-model-len, context length (32768)
 	PrefixCaching    bool // --enable-prefix-caching (true)
 	Latency          Latency
+}
+
+// WithContext returns c with a context of at least tokens: MaxModelLen
+// raised to the power of two that holds them, and the KV pool grown to
+// hold one such sequence whole, as an engine started with a longer
+// --max-model-len must be. A c that already holds tokens is returned as it
+// is, and raised reports whether it was not.
+func (c Config) WithContext(tokens int) (_ Config, raised bool) {
+	if tokens <= c.MaxModelLen || c.BlockSize <= 0 {
+		return c, false
+	}
+	c.MaxModelLen = 1 << bits.Len(uint(tokens-1))
+	c.NumBlocks = max(c.NumBlocks, (c.MaxModelLen+c.BlockSize-1)/c.BlockSize)
+	return c, true
 }
 
 // Latency is the simulator's timing model.

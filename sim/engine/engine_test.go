@@ -434,3 +434,24 @@ func TestLoadMatchesStats(t *testing.T) {
 		now += e.Step(now).Duration
 	}
 }
+
+// TestWithContext: a longer context raises max_model_len to the power of two
+// that holds it and grows the pool to hold one such sequence; a context the
+// engine holds already changes nothing.
+func TestWithContext(t *testing.T) {
+	c := Config{BlockSize: 16, NumBlocks: 4096, MaxModelLen: 32768}
+	if got, raised := c.WithContext(32768); raised || got != c {
+		t.Fatalf("WithContext(32768) = %+v, %v: want c unchanged", got, raised)
+	}
+	got, raised := c.WithContext(40010)
+	if !raised || got.MaxModelLen != 65536 || got.NumBlocks != 4096 {
+		t.Fatalf("WithContext(40010) = %+v, %v: want max_model_len 65536 and the pool kept", got, raised)
+	}
+	if got, _ := c.WithContext(100000); got.MaxModelLen != 131072 || got.NumBlocks != 8192 {
+		t.Fatalf("WithContext(100000) = %+v: want 131072 tokens in 8192 blocks", got)
+	}
+	big, _ := Config{BlockSize: 16, NumBlocks: 4096, MaxModelLen: 32768, MaxNumSeqs: 256, MaxBatchedTokens: 2048}.WithContext(200000)
+	if _, err := New(big); err != nil {
+		t.Fatalf("a raised engine is refused: %v", err)
+	}
+}
