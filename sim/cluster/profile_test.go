@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/sched"
+	"github.com/inferrail/inferrail/sim/engine"
+	"github.com/inferrail/inferrail/sim/workload"
 )
 
 // profile parses the EndpointPickerConfig document at path (llm-d's configs
@@ -126,5 +130,159 @@ func TestPolicyOrScheduler(t *testing.T) {
 	cfg.Policy = ""
 	if _, err := Run(cfg); err != nil {
 		t.Fatalf("a profile alone: %v", err)
+	}
+}
+
+// sameInstant groups the requests of res that arrived together (two or
+// more at one instant) and returns, over them, the share that went to
+// their group's most used replica, and how many groups there were.
+func sameInstant(res *Result) (share float64, groups int) {
+	at := map[time.Duration]map[int]int{}
+	for _, r := range res.Requests {
+		if at[r.Arrival] == nil {
+			at[r.Arrival] = map[int]int{}
+		}
+		at[r.Arrival][r.Replica]++
+	}
+	top, n := 0, 0
+	for _, g := range at {
+		size, most := 0, 0
+		for _, c := range g {
+			size += c
+			most = max(most, c)
+		}
+		if size > 1 {
+			groups++
+			top += most
+			n += size
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return float64(top) / float64(n), groups
+}
+
+// h100Engine is the what-if's h100-8b preset with KV blocks of 256 tokens
+// (sim/whatif, which imports this package): one H100 serving an 8B model,
+// holding 431,872 tokens.
+func h100Engine() engine.Config {
+	eng := defaultEngine()
+	eng.BlockSize, eng.NumBlocks = 256, 1687
+	eng.MaxNumSeqs, eng.MaxBatchedTokens, eng.MaxModelLen = 1024, 8192, 128<<10
+	eng.Latency = engine.Latency{
+		PrefillToken: 32500 * time.Nanosecond, PrefillPair: 1.06, PrefillFixed: 6 * time.Millisecond,
+		DecodeToken: 6 * time.Millisecond, DecodeSeq: 30 * time.Microsecond,
+	}
+	return eng
+}
+
+// spreadTicks returns the Mooncake trace at path with each group of
+// requests sharing a timestamp spread evenly over the 3 seconds to the
+// next tick, in their order.
+func spreadTicks(t *testing.T, path string) *workload.Trace {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []map[string]any
+	group := map[float64]int{}
+	for _, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var m map[string]any
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, m)
+		group[m["timestamp"].(float64)]++
+	}
+	var out bytes.Buffer
+	seen := map[float64]int{}
+	for _, m := range lines {
+		ts := m["timestamp"].(float64)
+		m["timestamp"] = ts + float64(3000*seen[ts]/group[ts])
+		seen[ts]++
+		l, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Write(append(l, '\n'))
+	}
+	tr, err := workload.ReadTrace(&out, "spread", workload.TraceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// The Mooncake trace's timestamps are whole 3-second ticks, so its
+// requests arrive in groups at one instant (300 requests in 35 groups
+// here). llm-d's Helm default routes on the engines' scraped waiting
+// queues and KV usage, which no decision of a group moves, and on the
+// prefix match, which every replica that has served a request shares
+// (every prompt starts with the same block): each group's scores stay
+// those of its first decision but for the prefix bonus of what it has just
+// routed, and max-score-picker sends nearly the whole group to one
+// replica. cost_model and llm-d's sticky profile count what they have just
+// routed, and spread the same groups.
+func TestHelmDefaultHerdsSameInstantGroups(t *testing.T) {
+	tr, err := workload.LoadTrace(mooncakeSlice, workload.TraceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		sch    *sched.Config
+		lo, hi float64 // bounds on the share of a group on its most used replica
+	}{
+		{"llmd-helm-default", profile(t, "llmd-helm-default", helmDefault), 0.9, 1},
+		{"cost_model", nil, 0, 0.6},
+		{"llmd-sticky", profile(t, "llmd-sticky", sticky), 0, 0.6},
+	} {
+		cfg := traceConfig(tr)
+		cfg.Engine = h100Engine()
+		if tc.sch != nil {
+			cfg.Policy, cfg.Scheduler = "", tc.sch
+		}
+		// The load each decision of a group sees, by replica: that of the
+		// group's first decision.
+		var at time.Duration = -1
+		first := map[int]load{}
+		moved := 0
+		res := runWith(t, cfg, func(r *run, _ *policy.Request, cs []policy.Candidate, _ int) {
+			if r.now != at {
+				at = r.now
+				clear(first)
+			}
+			for _, c := range cs {
+				l := load{running: c.Running, waiting: c.Waiting, kvUsage: c.KVUsage}
+				if f, ok := first[c.Replica]; !ok {
+					first[c.Replica] = l
+				} else if f != l {
+					moved++
+				}
+			}
+		})
+		share, groups := sameInstant(&res)
+		t.Logf("%s: %d groups, %.3f on the group's most used replica; p99 TTFT %v", tc.name, groups, share, res.Summary.P99TTFT)
+		if moved != 0 {
+			t.Errorf("%s: the scraped load moved %d times within a group", tc.name, moved)
+		}
+		if share < tc.lo || share > tc.hi {
+			t.Errorf("%s: %.3f of a group on its most used replica, want %v to %v", tc.name, share, tc.lo, tc.hi)
+		}
+	}
+	// The same requests arriving one by one over each tick are spread by
+	// the scrapes between them: the Helm default's tail is the groups'.
+	grouped := traceConfig(tr)
+	grouped.Engine, grouped.Policy, grouped.Scheduler = h100Engine(), "", profile(t, "llmd-helm-default", helmDefault)
+	spread := grouped
+	spread.Workload = spreadTicks(t, mooncakeSlice)
+	spread.Rate = spread.Workload.(*workload.Trace).Rate()
+	g, s := mustRun(t, grouped).Summary, mustRun(t, spread).Summary
+	t.Logf("grouped: p50 TTFT %v p99 %v; spread: p50 %v p99 %v", g.P50TTFT, g.P99TTFT, s.P50TTFT, s.P99TTFT)
+	if 2*s.P50TTFT > g.P50TTFT || 3*s.P99TTFT > 2*g.P99TTFT {
+		t.Errorf("spread over the ticks, p50 TTFT %v and p99 %v; grouped %v and %v: want less than half and two thirds",
+			s.P50TTFT, s.P99TTFT, g.P50TTFT, g.P99TTFT)
 	}
 }
