@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/model/token"
+	"github.com/inferrail/inferrail/model/tracelog"
 )
 
 // KindTrace is Trace's kind in a sweep file.
@@ -121,27 +122,6 @@ func LoadTrace(path string, o TraceOptions) (*Trace, error) {
 	return ReadTrace(f, path, o)
 }
 
-// traceLine is one line as it is written; pointers tell a missing field
-// from a zero.
-type traceLine struct {
-	Timestamp    *int64   `json:"timestamp"`
-	Time         *string  `json:"time"`
-	InputLength  *int     `json:"input_length"`
-	OutputLength *int     `json:"output_length"`
-	HashIDs      *[]int64 `json:"hash_ids"`
-	BlockSize    *int     `json:"block_size"`
-	Model        string   `json:"model"`
-	Adapter      string   `json:"adapter"`
-	Session      *string  `json:"session"`
-	Policy       string   `json:"policy"`
-	Replica      string   `json:"replica"`
-	Status       int      `json:"status"`
-	Predicted    *int     `json:"predicted_cached_tokens"`
-	Cached       *int     `json:"cached_tokens"`
-	TTFT         *float64 `json:"ttft_ms"`
-	E2E          *float64 `json:"e2e_ms"`
-}
-
 // traceReader checks a trace's lines as they come.
 type traceReader struct {
 	name      string
@@ -236,47 +216,44 @@ func (tr *traceReader) parse(line []byte, n int) (TraceRecord, error) {
 	fail := func(field, format string, args ...any) (TraceRecord, error) {
 		return TraceRecord{}, fmt.Errorf("trace %s: line %d: %s: %s", tr.name, n, field, fmt.Sprintf(format, args...))
 	}
-	var l traceLine
-	if err := json.Unmarshal(line, &l); err != nil {
+	// Fields a trace does not know are skipped: a Mooncake reader reads
+	// Mooncake's four.
+	l, err := tracelog.Decode(line, false)
+	switch {
+	case errors.Is(err, tracelog.ErrMissing):
+		return TraceRecord{}, fmt.Errorf("trace %s: line %d: %w", tr.name, n, err)
+	case err != nil:
 		return TraceRecord{}, fmt.Errorf("trace %s: line %d: not a JSON object of a trace's fields: %w", tr.name, n, err)
 	}
 	switch {
-	case l.Timestamp == nil:
-		return fail("timestamp", "missing")
-	case l.InputLength == nil:
-		return fail("input_length", "missing")
-	case l.OutputLength == nil:
-		return fail("output_length", "missing")
-	case l.HashIDs == nil:
-		return fail("hash_ids", "missing")
-	case *l.Timestamp < -maxTimestamp || *l.Timestamp < 0 && l.Time == nil || *l.Timestamp > maxTimestamp:
-		return fail("timestamp", "%d ms: want from 0 to %d", *l.Timestamp, maxTimestamp)
-	case *l.Timestamp < tr.last && l.Time == nil && !tr.logged:
-		return fail("timestamp", "%d ms goes back from the line before's %d", *l.Timestamp, tr.last)
-	case *l.InputLength < 0 || *l.InputLength > maxRange:
-		return fail("input_length", "%d: want from 0 to %d", *l.InputLength, maxRange)
-	case *l.OutputLength < 0 || *l.OutputLength > maxRange:
-		return fail("output_length", "%d: want from 0 to %d", *l.OutputLength, maxRange)
+	case l.Timestamp < -maxTimestamp || l.Timestamp < 0 && l.Time == nil || l.Timestamp > maxTimestamp:
+		return fail(tracelog.KeyTimestamp, "%d ms: want from 0 to %d", l.Timestamp, maxTimestamp)
+	case l.Timestamp < tr.last && l.Time == nil && !tr.logged:
+		return fail(tracelog.KeyTimestamp, "%d ms goes back from the line before's %d", l.Timestamp, tr.last)
+	case l.InputLength < 0 || l.InputLength > maxRange:
+		return fail(tracelog.KeyInputLength, "%d: want from 0 to %d", l.InputLength, maxRange)
+	case l.OutputLength < 0 || l.OutputLength > maxRange:
+		return fail(tracelog.KeyOutputLength, "%d: want from 0 to %d", l.OutputLength, maxRange)
 	}
-	tr.last = *l.Timestamp
+	tr.last = l.Timestamp
 	tr.logged = tr.logged || l.Time != nil
 	bs := tr.fallback
 	if l.BlockSize != nil {
 		bs = *l.BlockSize
 		if bs < 1 || bs > maxRange {
-			return fail("block_size", "%d: want from 1 to %d", bs, maxRange)
+			return fail(tracelog.KeyBlockSize, "%d: want from 1 to %d", bs, maxRange)
 		}
 	}
 	if tr.bsLine == 0 {
 		tr.blockSize, tr.bsLine = bs, n
 	} else if bs != tr.blockSize {
-		return fail("block_size", "%d differs from line %d's %d", bs, tr.bsLine, tr.blockSize)
+		return fail(tracelog.KeyBlockSize, "%d differs from line %d's %d", bs, tr.bsLine, tr.blockSize)
 	}
 	tr.sessions = tr.sessions || l.Session != nil
 	rec := TraceRecord{
-		At:           time.Duration(*l.Timestamp) * time.Millisecond,
-		InputLength:  *l.InputLength,
-		OutputLength: *l.OutputLength,
+		At:           time.Duration(l.Timestamp) * time.Millisecond,
+		InputLength:  l.InputLength,
+		OutputLength: l.OutputLength,
 		BlockSize:    bs,
 		Model:        l.Model, Adapter: l.Adapter, Policy: l.Policy, Replica: l.Replica, Status: l.Status,
 	}
@@ -296,9 +273,9 @@ func (tr *traceReader) parse(line []byte, n int) (TraceRecord, error) {
 		}
 	}
 	if rec.PredictedCached < 0 || rec.Cached < 0 || rec.TTFT < 0 || rec.E2E < 0 {
-		return fail("predicted_cached_tokens, cached_tokens, ttft_ms, e2e_ms", "a negative value")
+		return fail(tracelog.KeyPredicted+", "+tracelog.KeyCached+", "+tracelog.KeyTTFT+", "+tracelog.KeyE2E, "a negative value")
 	}
-	ids := *l.HashIDs
+	ids := l.HashIDs
 	if len(ids) == 0 {
 		// A request log writes [] for a prompt the gateway could not
 		// tokenize: there is nothing to replay (ReadTrace counts it).
@@ -308,7 +285,7 @@ func (tr *traceReader) parse(line []byte, n int) (TraceRecord, error) {
 	// the partial block at the end, as both Mooncake and the request log
 	// write them.
 	if want := (rec.InputLength + bs - 1) / bs; len(ids) != want {
-		return fail("hash_ids", "%d ids for input_length %d: want %d, one per %d tokens", len(ids), rec.InputLength, want, bs)
+		return fail(tracelog.KeyHashIDs, "%d ids for input_length %d: want %d, one per %d tokens", len(ids), rec.InputLength, want, bs)
 	}
 	// The ids must chain: an id always follows the same one, so that
 	// sharing an id means sharing the whole prefix before it, as a
@@ -317,14 +294,14 @@ func (tr *traceReader) parse(line []byte, n int) (TraceRecord, error) {
 	prev := int64(noParent)
 	for i, id := range ids {
 		if id < 0 {
-			return fail("hash_ids", "id %d at %d is negative", id, i)
+			return fail(tracelog.KeyHashIDs, "id %d at %d is negative", id, i)
 		}
 		if _, ok := tr.seen[id]; ok {
-			return fail("hash_ids", "id %d repeated at %d", id, i)
+			return fail(tracelog.KeyHashIDs, "id %d repeated at %d", id, i)
 		}
 		tr.seen[id] = struct{}{}
 		if p, ok := tr.parent[id]; ok && p != prev {
-			return fail("hash_ids", "id %d at %d follows %s, but %s on an earlier line", id, i, idName(prev), idName(p))
+			return fail(tracelog.KeyHashIDs, "id %d at %d follows %s, but %s on an earlier line", id, i, idName(prev), idName(p))
 		} else if !ok {
 			tr.parent[id] = prev
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/model/token"
+	"github.com/inferrail/inferrail/model/tracelog"
 )
 
 const mooncakeSlice = "testdata/mooncake_first300.jsonl"
@@ -402,18 +403,19 @@ func TestTraceErrors(t *testing.T) {
 
 // appendTraceLine writes r as a request log writes it.
 func appendTraceLine(b []byte, r *TraceRecord) []byte {
-	m := map[string]any{"timestamp": r.At.Milliseconds(), "input_length": r.InputLength, "output_length": r.OutputLength,
-		"hash_ids": r.HashIDs, "block_size": r.BlockSize, "session": r.Session, "model": r.Model, "adapter": r.Adapter,
-		"policy": r.Policy, "replica": r.Replica, "status": r.Status}
+	m := map[string]any{tracelog.KeyTimestamp: r.At.Milliseconds(), tracelog.KeyInputLength: r.InputLength,
+		tracelog.KeyOutputLength: r.OutputLength, tracelog.KeyHashIDs: r.HashIDs, tracelog.KeyBlockSize: r.BlockSize,
+		tracelog.KeySession: r.Session, tracelog.KeyModel: r.Model, tracelog.KeyAdapter: r.Adapter,
+		tracelog.KeyPolicy: r.Policy, tracelog.KeyReplica: r.Replica, tracelog.KeyStatus: r.Status}
 	if r.HasPredicted {
-		m["predicted_cached_tokens"] = r.PredictedCached
+		m[tracelog.KeyPredicted] = r.PredictedCached
 	}
 	if r.HasCached {
-		m["cached_tokens"] = r.Cached
+		m[tracelog.KeyCached] = r.Cached
 	}
 	if r.Measured {
-		m["ttft_ms"] = float64(r.TTFT) / float64(time.Millisecond)
-		m["e2e_ms"] = float64(r.E2E) / float64(time.Millisecond)
+		m[tracelog.KeyTTFT] = float64(r.TTFT) / float64(time.Millisecond)
+		m[tracelog.KeyE2E] = float64(r.E2E) / float64(time.Millisecond)
 	}
 	j, err := json.Marshal(m)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/model/openai"
+	"github.com/inferrail/inferrail/model/tracelog"
 	"github.com/inferrail/inferrail/transport/jsonl"
 )
 
@@ -36,7 +37,7 @@ func (c *encoder) Release(e Entry) {
 	}
 }
 
-// Append appends e's line to dst. It refuses e when numbering its new
+// Append appends e's line to dst, its keys tracelog's. It refuses e when numbering its new
 // identities would take this file's numbering past maxIDs; a record with
 // more identities than that on its own goes into a fresh file anyway.
 func (c *encoder) Append(dst []byte, e Entry) ([]byte, bool) {
@@ -60,13 +61,13 @@ func (c *encoder) Append(dst []byte, e Entry) ([]byte, bool) {
 	}
 	// Lines are written as requests end, so a request that arrived before
 	// the file's first line did gets a negative timestamp.
-	dst = append(dst, `{"timestamp":`...)
+	dst = append(dst, `{"`+tracelog.KeyTimestamp+`":`...)
 	dst = strconv.AppendInt(dst, e.Arrival.Sub(c.first).Milliseconds(), 10)
-	dst = append(dst, `,"input_length":`...)
+	dst = append(dst, `,"`+tracelog.KeyInputLength+`":`...)
 	dst = strconv.AppendInt(dst, int64(e.InputLength), 10)
-	dst = append(dst, `,"output_length":`...)
+	dst = append(dst, `,"`+tracelog.KeyOutputLength+`":`...)
 	dst = strconv.AppendInt(dst, int64(e.OutputLength), 10)
-	dst = append(dst, `,"hash_ids":[`...)
+	dst = append(dst, `,"`+tracelog.KeyHashIDs+`":[`...)
 	for i, id := range ids {
 		n, ok := c.ids[id]
 		if !ok {
@@ -78,36 +79,36 @@ func (c *encoder) Append(dst []byte, e Entry) ([]byte, bool) {
 		}
 		dst = strconv.AppendUint(dst, uint64(n), 10)
 	}
-	dst = append(dst, `],"block_size":`...)
+	dst = append(dst, `],"`+tracelog.KeyBlockSize+`":`...)
 	dst = strconv.AppendInt(dst, int64(c.blockSize), 10)
-	dst = append(dst, `,"time":"`...)
+	dst = append(dst, `,"`+tracelog.KeyTime+`":"`...)
 	dst = e.Arrival.UTC().AppendFormat(dst, time.RFC3339Nano)
-	dst = append(dst, `","model":`...)
+	dst = append(dst, `","`+tracelog.KeyModel+`":`...)
 	dst = openai.AppendString(dst, e.Model)
-	dst = append(dst, `,"adapter":`...)
+	dst = append(dst, `,"`+tracelog.KeyAdapter+`":`...)
 	dst = openai.AppendString(dst, e.Adapter)
-	dst = append(dst, `,"session":"`...)
+	dst = append(dst, `,"`+tracelog.KeySession+`":"`...)
 	if e.Session != 0 {
 		dst = appendHex16(dst, e.Session)
 	}
-	dst = append(dst, `","policy":`...)
+	dst = append(dst, `","`+tracelog.KeyPolicy+`":`...)
 	dst = openai.AppendString(dst, e.Policy)
-	dst = append(dst, `,"replica":`...)
+	dst = append(dst, `,"`+tracelog.KeyReplica+`":`...)
 	dst = openai.AppendString(dst, e.Replica)
-	dst = append(dst, `,"status":`...)
+	dst = append(dst, `,"`+tracelog.KeyStatus+`":`...)
 	dst = strconv.AppendInt(dst, int64(e.Status), 10)
 	if e.HasPredicted {
-		dst = append(dst, `,"predicted_cached_tokens":`...)
+		dst = append(dst, `,"`+tracelog.KeyPredicted+`":`...)
 		dst = strconv.AppendInt(dst, int64(e.Predicted), 10)
 	}
 	if e.HasCached {
-		dst = append(dst, `,"cached_tokens":`...)
+		dst = append(dst, `,"`+tracelog.KeyCached+`":`...)
 		dst = strconv.AppendInt(dst, int64(e.Cached), 10)
 	}
 	if e.End > 0 {
-		dst = append(dst, `,"ttft_ms":`...)
+		dst = append(dst, `,"`+tracelog.KeyTTFT+`":`...)
 		dst = appendMillis(dst, e.FirstByte)
-		dst = append(dst, `,"e2e_ms":`...)
+		dst = append(dst, `,"`+tracelog.KeyE2E+`":`...)
 		dst = appendMillis(dst, e.End)
 	}
 	return append(dst, "}\n"...), true

@@ -8,8 +8,9 @@ import (
 	"unicode/utf8"
 )
 
-// Any entry encodes as one line ReadLines decodes back to the same values,
-// whatever its strings hold.
+// Any entry encodes as one line ReadLines (tracelog.Decode, strictly)
+// decodes back to the same values, whatever its strings hold: the
+// encoder writes only the format's fields, with tracelog's names.
 func FuzzEncode(f *testing.F) {
 	f.Add("inferrail/sim-8b", "cost_model", "r1", uint64(0x9f3a0c1e22b4d5a6), 12000, 300, 200, int64(123400), int64(4567800))
 	f.Add("m\"\\\n\x00\xff", "", "é", uint64(0), 0, 0, 499, int64(0), int64(0))
@@ -37,8 +38,11 @@ func FuzzEncode(f *testing.F) {
 				t.Fatalf("%q came back as %q", p[0], p[1])
 			}
 		}
-		if (session == 0) != (l.Session == "") || session != 0 && len(l.Session) != 16 {
-			t.Fatalf("session %x as %q", session, l.Session)
+		if l.Session == nil || (session == 0) != (*l.Session == "") || session != 0 && len(*l.Session) != 16 {
+			t.Fatalf("session %x as %v", session, l.Session)
+		}
+		if l.BlockSize == nil || *l.BlockSize != 512 || l.Time == nil || *l.Time != "1970-01-01T00:00:01Z" {
+			t.Fatalf("block size %v, time %v from %q", l.BlockSize, l.Time, b)
 		}
 	})
 }

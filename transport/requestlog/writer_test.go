@@ -16,9 +16,10 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/inferrail/inferrail/model/prefix"
+	"github.com/inferrail/inferrail/model/tracelog"
 )
 
-func readLines(t *testing.T, path string) []Line {
+func readLines(t *testing.T, path string) []tracelog.Line {
 	t.Helper()
 	ls, err := ReadFile(path)
 	if err != nil {
@@ -98,9 +99,9 @@ func TestRecord(t *testing.T) {
 		t.Fatalf("%d lines", len(ls))
 	}
 	l := ls[0]
-	if l.Timestamp != 0 || l.InputLength != 12000 || l.OutputLength != 300 || l.BlockSize != 512 ||
-		l.Time != "2026-12-07T22:40:01.123456789Z" || l.Model != "inferrail/sim-8b" || l.Adapter != "" ||
-		l.Session != "9f3a0c1e22b4d5a6" || l.Policy != "cost_model" || l.Replica != "r1" || l.Status != 200 ||
+	if l.Timestamp != 0 || l.InputLength != 12000 || l.OutputLength != 300 || *l.BlockSize != 512 ||
+		*l.Time != "2026-12-07T22:40:01.123456789Z" || l.Model != "inferrail/sim-8b" || l.Adapter != "" ||
+		*l.Session != "9f3a0c1e22b4d5a6" || l.Policy != "cost_model" || l.Replica != "r1" || l.Status != 200 ||
 		*l.Predicted != 1024 || *l.Cached != 1024 || *l.TTFT != 123.4 || *l.E2E != 4567.8 {
 		t.Fatalf("first line %+v", l)
 	}
@@ -108,12 +109,12 @@ func TestRecord(t *testing.T) {
 		t.Fatalf("12,000 tokens got %d ids", len(l.HashIDs))
 	}
 	for i, id := range l.HashIDs {
-		if id != i {
+		if id != int64(i) {
 			t.Fatalf("first line's ids %v: want 0..23", l.HashIDs)
 		}
 	}
 	l = ls[1]
-	if l.Timestamp != 1500 || l.Session != "" || l.Predicted != nil || l.Cached != nil || l.TTFT != nil || l.E2E != nil ||
+	if l.Timestamp != 1500 || *l.Session != "" || l.Predicted != nil || l.Cached != nil || l.TTFT != nil || l.E2E != nil ||
 		len(l.HashIDs) != 3 || l.HashIDs[0] != 0 || l.HashIDs[1] != 1 || l.HashIDs[2] != 24 {
 		t.Fatalf("second line %+v: want ids [0 1 24], nothing optional", l)
 	}
@@ -311,7 +312,7 @@ func TestReopen(t *testing.T) {
 		}
 	}
 	old, cur := readLines(t, path+".1"), readLines(t, path)
-	if len(old) != 1 || len(cur) != 1 || !slices.Equal(cur[0].HashIDs, []int{0, 1}) || !slices.Equal(old[0].HashIDs, []int{0, 1}) {
+	if len(old) != 1 || len(cur) != 1 || !slices.Equal(cur[0].HashIDs, []int64{0, 1}) || !slices.Equal(old[0].HashIDs, []int64{0, 1}) {
 		t.Fatalf("the last run's file %+v, this run's %+v", old, cur)
 	}
 }
@@ -360,8 +361,8 @@ func TestRotation(t *testing.T) {
 	w.Log(8, &e, chain(8, nil, 128), 16) // 12 would not fit
 	w.Close()
 	old, cur := readLines(t, path+".1"), readLines(t, path)
-	if len(old) != 4 || len(cur) != 1 || !slices.Equal(cur[0].HashIDs, []int{0, 1, 2, 3}) || cur[0].Timestamp != 0 ||
-		!slices.Equal(old[3].HashIDs, []int{4, 5, 6, 7}) {
+	if len(old) != 4 || len(cur) != 1 || !slices.Equal(cur[0].HashIDs, []int64{0, 1, 2, 3}) || cur[0].Timestamp != 0 ||
+		!slices.Equal(old[3].HashIDs, []int64{4, 5, 6, 7}) {
 		t.Fatalf("before the numbering filled %+v, after %+v", old, cur)
 	}
 	if counter(set, `inferrail_request_log_rotations_total{reason="ids"}`) != 1 {
