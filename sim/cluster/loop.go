@@ -342,7 +342,7 @@ func (r *run) loop() error {
 				// The shared-engine check reads the engine as it is: a
 				// real engine's gauges drop a finished request with the
 				// step that finished it, where p.now, the last step's
-				// start, still counts it until that step has ended.
+				// start, still counts it while the engine idles.
 				st := p.eng.Stats()
 				for _, g := range r.gates {
 					g.reps[i].observe(st)
