@@ -204,32 +204,6 @@ func TestCandidatesAreTheGatewaysView(t *testing.T) {
 	}
 }
 
-// An engine that has finished its requests reads as its last step left it
-// at the next scrape, as vLLM's gauges do: nothing running or waiting and
-// no KV cache in use, not the load that step started with, which counts
-// the requests it finished until another comes.
-func TestIdleEngineScrapesEmpty(t *testing.T) {
-	cfg := Config{Replicas: 3, Engine: defaultEngine(), Policy: "cost_model", Workload: w1(), Rate: 1, Requests: 60, Seed: 1}
-	idle := 0
-	runWith(t, cfg, func(r *run, _ *policy.Request, cs []policy.Candidate, _ int) {
-		for _, c := range cs {
-			p := r.reps[c.Replica]
-			if p.busy || p.end == 0 || p.seenAt < p.end {
-				continue // working, never worked, or scraped before its last step ended
-			}
-			idle++
-			running, waiting, kv := p.eng.Load()
-			if !c.Fresh || c.Running != running || c.Waiting != waiting || c.KVUsage != kv || running+waiting != 0 {
-				t.Fatalf("replica %s idle since %v, scraped at %v: fresh %v, %d running, %d waiting, KV %.3f; the engine has %d, %d, %.3f",
-					p.id, p.end, p.seenAt, c.Fresh, c.Running, c.Waiting, c.KVUsage, running, waiting, kv)
-			}
-		}
-	})
-	if idle < 20 {
-		t.Fatalf("%d candidates idle since their last scrape, want at least 20", idle)
-	}
-}
-
 // The baselines get what the gateway gives them: counts only, no estimate,
 // and nothing is recorded in the shadow state.
 func TestBaselinesGetCountsOnly(t *testing.T) {

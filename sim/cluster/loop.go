@@ -405,7 +405,8 @@ func (r *run) release() error {
 
 // startStep plans p's next step at the current time.
 func (r *run) startStep(p *replica) error {
-	p.now = p.load()
+	running, waiting, kv := p.eng.Load()
+	p.now = load{running: running, waiting: waiting, kvUsage: kv}
 	p.step = p.eng.Step(r.now)
 	if !r.cfg.KVEvents {
 		p.step.Events = nil // nobody reads them; drop them early
@@ -466,18 +467,7 @@ func (r *run) finishStep(p *replica) error {
 	if !p.eng.Idle() {
 		return r.startStep(p)
 	}
-	// The engine idles until a request comes: its gauges read what the
-	// step that ended left (vLLM records them with each step's outputs),
-	// not what it started with, which would count its finished requests
-	// and their KV until then.
-	p.now = p.load()
 	return nil
-}
-
-// load is p's engine's load as its gauges read between steps.
-func (p *replica) load() load {
-	running, waiting, kv := p.eng.Load()
-	return load{running: running, waiting: waiting, kvUsage: kv}
 }
 
 // publish delivers events of p's engine to every instance, after those

@@ -293,9 +293,8 @@ func quantile(d []time.Duration, p float64) float64 {
 }
 
 // format is the result files' format; a change of what a point computes
-// bumps it, so that old files are rerun. 2: an idle engine's scraped load
-// reads as its last step left it (sim/cluster).
-const format = 2
+// bumps it, so that old files are rerun.
+const format = 1
 
 // hash is the hash of everything that determines point pt of p.
 func (p *Plan) hash(r *Route, pt Point) string {
