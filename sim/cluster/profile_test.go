@@ -221,9 +221,10 @@ func spreadTicks(t *testing.T, path string) *workload.Trace {
 // queues and KV usage, which no decision of a group moves, and on the
 // prefix match, which every replica that has served a request shares
 // (every prompt starts with the same block): each group's scores stay
-// those of its first decision, and max-score-picker sends most of the
-// group to one replica. cost_model and llm-d's sticky profile count what
-// they have just routed, and spread the same groups.
+// those of its first decision but for the prefix bonus of what it has just
+// routed, and max-score-picker sends nearly the whole group to one
+// replica. cost_model and llm-d's sticky profile count what they have just
+// routed, and spread the same groups.
 func TestHelmDefaultHerdsSameInstantGroups(t *testing.T) {
 	tr, err := workload.LoadTrace(mooncakeSlice, workload.TraceOptions{})
 	if err != nil {
@@ -234,7 +235,7 @@ func TestHelmDefaultHerdsSameInstantGroups(t *testing.T) {
 		sch    *sched.Config
 		lo, hi float64 // bounds on the share of a group on its most used replica
 	}{
-		{"llmd-helm-default", profile(t, "llmd-helm-default", helmDefault), 0.85, 1},
+		{"llmd-helm-default", profile(t, "llmd-helm-default", helmDefault), 0.9, 1},
 		{"cost_model", nil, 0, 0.6},
 		{"llmd-sticky", profile(t, "llmd-sticky", sticky), 0, 0.6},
 	} {
@@ -283,48 +284,5 @@ func TestHelmDefaultHerdsSameInstantGroups(t *testing.T) {
 	if 2*s.P50TTFT > g.P50TTFT || 3*s.P99TTFT > 2*g.P99TTFT {
 		t.Errorf("spread over the ticks, p50 TTFT %v and p99 %v; grouped %v and %v: want less than half and two thirds",
 			s.P50TTFT, s.P99TTFT, g.P50TTFT, g.P99TTFT)
-	}
-}
-
-// Every prompt of the Mooncake trace starts with the same block, so under
-// llm-d's Helm default a replica that has served a request holds a prefix
-// of every prompt and one that has not holds none: between idle replicas,
-// whose queues and KV usage score alike, prefix-cache-scorer always picks
-// one that has served. The replicas that took the first requests keep the
-// traffic, and a larger fleet routes it just as a smaller one did.
-func TestHelmDefaultKeepsToReplicasThatHaveServed(t *testing.T) {
-	tr, err := workload.LoadTrace(mooncakeSlice, workload.TraceOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	used := func(res *Result) int {
-		n := 0
-		for _, s := range res.Summary.Shares {
-			if s > 0 {
-				n++
-			}
-		}
-		return n
-	}
-	run := func(replicas int, sch *sched.Config) Result {
-		cfg := traceConfig(tr)
-		cfg.Replicas, cfg.Engine = replicas, h100Engine()
-		if sch != nil {
-			cfg.Policy, cfg.Scheduler = "", sch
-		}
-		return mustRun(t, cfg)
-	}
-	helm := profile(t, "llmd-helm-default", helmDefault)
-	h8, h16, c16 := run(8, helm), run(16, helm), run(16, nil)
-	t.Logf("llmd-helm-default: %d of 8 replicas used, p99 TTFT %v; %d of 16, %v; cost_model %d of 16, %v",
-		used(&h8), h8.Summary.P99TTFT, used(&h16), h16.Summary.P99TTFT, used(&c16), c16.Summary.P99TTFT)
-	if used(&h16) != used(&h8) || used(&h16) > 8 {
-		t.Errorf("llmd-helm-default used %d of 8 replicas and %d of 16: want as many, at most 8", used(&h8), used(&h16))
-	}
-	if 10*h16.Summary.P99TTFT < 9*h8.Summary.P99TTFT {
-		t.Errorf("llmd-helm-default p99 TTFT %v on 16 replicas, %v on 8: want within a tenth", h16.Summary.P99TTFT, h8.Summary.P99TTFT)
-	}
-	if used(&c16) < 14 {
-		t.Errorf("cost_model used %d of 16 replicas, want at least 14", used(&c16))
 	}
 }
