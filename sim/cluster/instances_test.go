@@ -3,6 +3,8 @@ package cluster
 import (
 	"testing"
 	"time"
+
+	"github.com/inferrail/inferrail/model/policy"
 )
 
 // Several gateway instances in front of the same engines: the load
@@ -15,8 +17,14 @@ func TestInstances(t *testing.T) {
 	if raceEnabled {
 		d = 20 * time.Second
 	}
+	// Without events the instances find the engines shared and turn the
+	// cold rendezvous on (routing.shared_engines_rendezvous), which makes
+	// them agree too; it is off here, so that the comparison is events
+	// against none.
+	cm := policy.DefaultCostModelParams()
+	cm.ColdWhenShared = false
 	run := func(n int, events bool, b Balance) Result {
-		return mustRun(t, Config{Replicas: 3, Engine: defaultEngine(), Policy: "cost_model", Workload: w1x32(), Rate: 2.5,
+		return mustRun(t, Config{Replicas: 3, Engine: defaultEngine(), Policy: "cost_model", Workload: w1x32(), Rate: 2.5, CostModel: &cm,
 			Instances: n, Balance: b, KVEvents: events, Duration: d, WarmUp: 10 * time.Second, Seed: 7})
 	}
 	one := run(1, true, BalanceRoundRobin)
