@@ -18,8 +18,9 @@ import (
 // POST with a 200 event stream that sends first (one chunk) and then dies
 // mid-body: its connection reset, as a SIGKILLed engine's is, or, when
 // clean, its chunked body ended before the stream's last event, as a
-// simulator's Kill ends it.
-func dyingEngine(t *testing.T, first string, clean bool) string {
+// simulator's Kill ends it. It dies once relayed is closed: the client has
+// the stream's first bytes, so the gateway read the chunk.
+func dyingEngine(t *testing.T, first string, clean bool, relayed <-chan struct{}) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -35,7 +36,11 @@ func dyingEngine(t *testing.T, first string, clean bool) string {
 		}
 		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(first), first)
 		buf.Flush()
-		time.Sleep(20 * time.Millisecond) // the gateway relays the chunk before the engine dies
+		select {
+		case <-relayed:
+		case <-time.After(5 * time.Second):
+			t.Error("the client never got the stream's first bytes")
+		}
 		if clean {
 			io.WriteString(conn, "0\r\n\r\n")
 		} else {
@@ -82,7 +87,8 @@ func TestStreamCutEndsInErrorEvent(t *testing.T) {
 		want: []string{"event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":2,\"response\":{\"id\":\"resp_9\",\"object\":\"response\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\""},
 	}} {
 		t.Run(strings.TrimPrefix(c.path, "/v1/"), func(t *testing.T) {
-			g := startWith(t, []string{dyingEngine(t, c.first, c.clean)}, nil)
+			relayed := make(chan struct{})
+			g := startWith(t, []string{dyingEngine(t, c.first, c.clean, relayed)}, nil)
 			waitFor(t, "the replica healthy", 5*time.Second, func() bool { s, _ := g.fl.Snapshot("r0"); return s.Healthy })
 			req, _ := http.NewRequest("POST", g.url(c.path), strings.NewReader(c.body))
 			req.Header.Set("Content-Type", "application/json")
@@ -92,7 +98,12 @@ func TestStreamCutEndsInErrorEvent(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			body, err := io.ReadAll(bufio.NewReader(resp.Body))
+			br := bufio.NewReader(resp.Body)
+			if _, err := br.Peek(1); err != nil {
+				t.Fatalf("no first byte: %v", err)
+			}
+			close(relayed)
+			body, err := io.ReadAll(br)
 			if err != nil {
 				t.Fatalf("the stream did not end properly: %v after %q", err, body)
 			}
