@@ -103,7 +103,23 @@ type Request struct {
 	// Now is the decision's time, for the policies that measure demand over
 	// time. The caller's clock: policies never read one.
 	Now time.Time
+	// SLO is the request's latency objective: from llm-d's headers
+	// (x-llm-d-slo-ttft-ms, x-llm-d-slo-tpot-ms), else its model's
+	// defaults. Zero fields set no objective.
+	SLO SLO
 }
+
+// SLO is a request's latency objective: its time to first token and its
+// time per output token. A zero field sets no objective on that measure.
+type SLO struct {
+	TTFT, TPOT time.Duration
+}
+
+// ErrNotAdmitted is returned by a decision that finds no candidate able to
+// serve the request within its SLO and is configured to refuse rather
+// than send it to miss (llm-d's latency-slo-admitter; the gateway answers
+// 500 "request cannot be admitted", as llm-d does).
+var ErrNotAdmitted = errors.New("policy: request cannot be admitted within its SLO")
 
 // Policy chooses one of the candidates for a request.
 type Policy interface {
