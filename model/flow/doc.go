@@ -5,7 +5,8 @@
 // earliest deadline first; a full queue may evict sheddable work for
 // higher-priority work), and the saturation detectors (utilization,
 // concurrency) say from the replicas' reports when a model's pool is
-// saturated.
+// saturated. ParseSLO reads a request's latency objective from llm-d's
+// headers, and Attained judges whether a finished request met it.
 //
 // flow is pure: it starts no goroutines, does no I/O and keeps no globals.
 // transport/frontend owns a Bands per model under its own lock, does the

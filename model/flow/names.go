@@ -9,6 +9,17 @@ const (
 	HeaderDropped    = "x-llm-d-request-dropped-reason"
 )
 
+// The request headers that carry a request's latency objective in
+// milliseconds (llm-d's latency plugins and slo-deadline-ordering-policy
+// read them; shared/reference/llm-d-gie.md §1.2), and their deprecated
+// aliases, which llm-d still reads. ParseSLO reads them.
+const (
+	HeaderSLOTTFT      = "x-llm-d-slo-ttft-ms"
+	HeaderSLOTPOT      = "x-llm-d-slo-tpot-ms"
+	HeaderSLOTTFTAlias = "x-slo-ttft-ms"
+	HeaderSLOTPOTAlias = "x-slo-tpot-ms"
+)
+
 // DefaultFlow is the flow of a request with neither a fairness id nor a
 // tenant, as llm-d names it.
 const DefaultFlow = "default-flow"

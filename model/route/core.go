@@ -214,7 +214,8 @@ func commonBlocks(x, y []prefix.Hash) int {
 // the policy runs again among the rest. It returns the candidates of the
 // final run and the position of the pick taken; with none taken, the
 // error for a decision among candidates from offered qualifying replicas
-// (Unplaced). cands is reordered in place.
+// (Unplaced), or the policy's policy.ErrNotAdmitted when it refuses the
+// request for its SLO. cands is reordered in place.
 //
 // This is where the policy is called, with the request's time set by the
 // caller (req.Now).
@@ -224,6 +225,11 @@ func (c *Core) Choose(req *policy.Request, cands []policy.Candidate, offered int
 		if err != nil && first && errors.Is(err, policy.ErrNoCandidate) {
 			// Candidates there were, and the profile's filters kept none.
 			return cands, -1, fmt.Errorf("%w: %w", ErrFilteredOut, err)
+		}
+		if errors.Is(err, policy.ErrNotAdmitted) {
+			// No candidate can meet the request's SLO: the policy's
+			// refusal is the answer, not a lack of replicas.
+			return cands, -1, err
 		}
 		if err != nil || k < 0 || k >= len(cands) {
 			break

@@ -175,6 +175,31 @@ func TestChoose(t *testing.T) {
 	}
 }
 
+// admitter refuses every request with an SLO, as llm-d's
+// latency-slo-admitter refuses one no replica can meet.
+type admitter struct{ policy.LeastRequest }
+
+func (a admitter) Pick(req *policy.Request, cands []policy.Candidate, rng *rand.Rand) (int, error) {
+	if req.SLO != (policy.SLO{}) {
+		return -1, policy.ErrNotAdmitted
+	}
+	return a.LeastRequest.Pick(req, cands, rng)
+}
+
+// Choose answers a policy's refusal for the SLO with ErrNotAdmitted, not
+// as a lack of replicas.
+func TestChooseNotAdmitted(t *testing.T) {
+	c := New(Config{Policy: admitter{}, Rand: rand.New(rand.NewPCG(1, 1))})
+	cands := []policy.Candidate{{Replica: 0}, {Replica: 1}}
+	_, _, err := c.Choose(&policy.Request{SLO: policy.SLO{TTFT: time.Millisecond}}, slices.Clone(cands), 2, refuse())
+	if !errors.Is(err, policy.ErrNotAdmitted) || errors.Is(err, ErrOverloaded) || errors.Is(err, ErrFilteredOut) {
+		t.Fatalf("refused for its SLO: %v, want ErrNotAdmitted alone", err)
+	}
+	if _, k, err := c.Choose(&policy.Request{}, slices.Clone(cands), 2, refuse()); err != nil || k < 0 {
+		t.Fatalf("no SLO: %v, %v", k, err)
+	}
+}
+
 // only keeps the candidates of the replicas it names, as a profile's
 // filters do, and refuses when it keeps none.
 type only []int
