@@ -209,9 +209,26 @@ type Model struct {
 	// match the engines for cache predictions to be right. Default 16, vLLM's
 	// default.
 	BlockSize int `koanf:"block_size"`
+	// SLO is the latency objective of this model's requests that name none
+	// in llm-d's headers (x-llm-d-slo-ttft-ms, x-llm-d-slo-tpot-ms, or
+	// their x-slo-* aliases); a header sets its own measure and the other
+	// keeps this default. The SLO-aware plugins route and admit on it, and
+	// inferrail_slo_requests_total counts whether requests met it. Applies
+	// live. Default none.
+	SLO SLO `koanf:"slo"`
 
 	// scheduler is Scheduler decoded, by Parse.
 	scheduler *sched.Config
+}
+
+// SLO is a model's default latency objective; a zero measure sets none.
+type SLO struct {
+	// TTFT is the time to first token, from the request's arrival at the
+	// gateway to the first byte of its response, such as 2s. At most 1h.
+	TTFT time.Duration `koanf:"ttft"`
+	// TPOT is the mean time per output token after the first, such as
+	// 50ms. At most 1h.
+	TPOT time.Duration `koanf:"tpot"`
 }
 
 // Replica is one static engine replica.

@@ -57,6 +57,9 @@ observability: {otlp_endpoint: "https://collector.example/v1/traces"}
 		{"zero-valued bare duration", base + "server: {reload_interval: 0}\n", func(c *Config) bool { return c.Server.ReloadInterval == 0 }},
 		{"integral float for an integer", base + "retry: {max_attempts: 3.0}\n", func(c *Config) bool { return c.Retry.MaxAttempts == 3 }},
 		{"integer for a float", base + "routing: {epsilon: 2}\n", func(c *Config) bool { return c.Routing.Epsilon == 2 }},
+		{"model slo", "models: [{name: m, slo: {ttft: 2s, tpot: 50ms}}]\nreplicas: [{id: r, url: \"http://h\", models: [m]}]\n", func(c *Config) bool {
+			return c.Models[0].SLO == SLO{TTFT: 2 * time.Second, TPOT: 50 * time.Millisecond}
+		}},
 		{"comments only", "# nothing\n" + base, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -203,6 +206,7 @@ func TestParseInvalid(t *testing.T) {
 		{"inline system", model("anthropic_inline_system: hoist"), nil, []string{"models[0].anthropic_inline_system"}, ""},
 		{"block size", model("block_size: 0"), nil, []string{"models[0].block_size"}, "must be at least 1, got 0"},
 		{"kwargs value", model("chat_template_kwargs: {x: .nan}"), nil, []string{"models[0].chat_template_kwargs.x"}, "finite"},
+		{"slo", model("slo: {ttft: -1s, tpot: 2h}"), nil, []string{"models[0].slo.ttft", "models[0].slo.tpot"}, "must be at most 1h0m0s, got 2h0m0s"},
 
 		// Replicas.
 		{"duplicate replica id", "models: [{name: m}]\nreplicas: [{id: r, url: \"http://a\", models: [m]}, {id: r, url: \"http://b\", models: [m]}]",

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inferrail/inferrail/model/flow"
 	"github.com/inferrail/inferrail/model/kvevent"
 	"github.com/inferrail/inferrail/model/sched"
 )
@@ -226,6 +227,7 @@ func (v *validator) models(models []Model, names routingNames) map[string]string
 		v.oneOf(p+".chat_template_content_format", m.ChatTemplateContentFormat, "auto", "string", "openai")
 		v.oneOf(p+".anthropic_inline_system", m.AnthropicInlineSystem, "preserve", "fold")
 		v.atLeast(p+".block_size", m.BlockSize, 1)
+		v.slo(p+".slo", m.SLO)
 	}
 	return refs
 }
@@ -684,6 +686,20 @@ func (v *validator) positive(key string, d time.Duration) {
 func (v *validator) nonNegative(key string, d time.Duration) {
 	if d < 0 {
 		v.add(key, "must not be negative, got %s", d)
+	}
+}
+
+// slo checks a model's default objective: each measure 0 (none) or
+// positive, and no longer than a header may set (flow.MaxSLO).
+func (v *validator) slo(key string, s SLO) {
+	for _, m := range []struct {
+		name string
+		d    time.Duration
+	}{{"ttft", s.TTFT}, {"tpot", s.TPOT}} {
+		v.nonNegative(key+"."+m.name, m.d)
+		if m.d > flow.MaxSLO {
+			v.add(key+"."+m.name, "must be at most %s, got %s", flow.MaxSLO, m.d)
+		}
 	}
 }
 

@@ -82,7 +82,7 @@ func benchSchedActor(b *testing.B, n, fanout int, helm *sched.Config) {
 		return spec.Build()
 	}
 	set := metrics.NewSet()
-	f := start(b, cfg, Options{Logger: discard(), RoutingMetrics: set, armPolicy: build})
+	f := start(b, cfg, Options{Logger: discard(), RoutingMetrics: set, ArmPolicy: build})
 	if len(built) != len(models) {
 		b.Fatalf("the fleet built the policies of %v, want each of %v", built, models)
 	}

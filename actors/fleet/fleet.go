@@ -78,10 +78,12 @@ type Options struct {
 	// extraTrial, when not nil, adds its policy to every model's shadows:
 	// a test's way to stall the trial worker.
 	extraTrial func() policy.Policy
-	// armPolicy, when not nil, builds every arm's policy in place of its
+	// ArmPolicy, when not nil, builds every arm's policy in place of its
 	// profile: a benchmark's way to route each model with a profile it
-	// builds itself, on one fleet.
-	armPolicy func(cfg *config.Config, m *config.Model, name string) (policy.Policy, error)
+	// builds itself, on one fleet, and a test's way to route with a policy
+	// of its own (one that refuses with policy.ErrNotAdmitted, say). The
+	// gateway leaves it nil.
+	ArmPolicy func(cfg *config.Config, m *config.Model, name string) (policy.Policy, error)
 }
 
 // Fleet is the running set of gateway actors for one config. Its methods are

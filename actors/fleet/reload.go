@@ -129,8 +129,8 @@ func (f *Fleet) plan(cfg *config.Config, prev *table) (*table, []*modelState, []
 				}
 			}
 			build := profiles[j].build
-			if f.opts.armPolicy != nil {
-				build = func() (policy.Policy, error) { return f.opts.armPolicy(cfg, m, a.policy) }
+			if f.opts.ArmPolicy != nil {
+				build = func() (policy.Policy, error) { return f.opts.ArmPolicy(cfg, m, a.policy) }
 			}
 			p, err := build()
 			if err != nil {

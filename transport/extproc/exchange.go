@@ -43,8 +43,10 @@ type exchange struct {
 	// The llm-d flow-control headers (flow.HeaderObjective and
 	// flow.HeaderFairnessID), empty when absent.
 	objective, fairnessID string
-	subset                []string
-	hinted                bool // a subset hint was given
+	// slo holds llm-d's SLO headers, nil when absent.
+	slo    flow.SLOHeaders
+	subset []string
+	hinted bool // a subset hint was given
 
 	body    []byte
 	headed  bool // the request headers were answered
@@ -150,6 +152,8 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders, md *corev3.Metadata)
 			x.objective = headerValue(hv)
 		case flow.HeaderFairnessID:
 			x.fairnessID = headerValue(hv)
+		case flow.HeaderSLOTTFT, flow.HeaderSLOTPOT, flow.HeaderSLOTTFTAlias, flow.HeaderSLOTPOTAlias:
+			x.slo.Set(hv.Key, []byte(headerValue(hv)))
 		case "content-length":
 			// One buffer of the body's size, not one grown chunk by chunk.
 			if n, err := strconv.ParseInt(headerValue(hv), 10, 64); err == nil && n > 0 && n <= x.s.cfg.Server.MaxBodyBytes {
@@ -222,9 +226,15 @@ func (x *exchange) route() (bool, error) {
 	}
 	x.messages = strings.HasSuffix(path, "/v1/messages")
 	x.responses = strings.HasSuffix(path, "/v1/responses")
+	slo, e := frontend.RequestSLO(s.live.Load(), x.model, x.slo)
+	if e != nil {
+		x.met.Error("bad_request")
+		return true, x.send(immediate(refusal{e: e, reason: "bad_request"}))
+	}
 	var p frontend.Prompt
 	x.policy, p, x.tokenized = frontend.PreparePolicy(s.tok, x.model, path,
 		[]byte(x.sessionID), x.body, rs.User, x.requestID, deadline)
+	x.policy.SLO = slo
 	if s.live.Load().Logging.LogPrompts {
 		s.log.Debug("request", "id", x.requestID, "model", x.model, "body", string(x.body))
 	}
@@ -277,6 +287,7 @@ func (x *exchange) route() (bool, error) {
 		}
 		r := refuse(err, x.model)
 		x.met.Error(r.reason)
+		frontend.CountSLORefused(x.met, x.policy.SLO, err)
 		return true, x.send(immediate(r))
 	}
 	s.met.Decision(d.Policy, took)

@@ -98,6 +98,12 @@ func (simTokenizer) Prepare(model string, chat bool, body []byte, now time.Time)
 // returns once every replica is healthy.
 func startPicker(t testing.TB, n int, cfgEdit func(*config.Config)) *picker {
 	t.Helper()
+	return startFleet(t, n, cfgEdit, nil)
+}
+
+// startFleet is startPicker with the fleet's options edited by fleetEdit.
+func startFleet(t testing.TB, n int, cfgEdit func(*config.Config), fleetEdit func(*fleet.Options)) *picker {
+	t.Helper()
 	so := sim.DefaultOptions()
 	so.Engine.Latency.Zero = true
 	so.Engine.MaxModelLen = 65536 // room for a 220 KB prompt
@@ -131,7 +137,11 @@ func startPicker(t testing.TB, n int, cfgEdit func(*config.Config)) *picker {
 	scraper := scrape.New(scrape.Options{})
 	t.Cleanup(scraper.Close)
 	log := slog.New(slog.NewTextHandler(p.logs, nil))
-	p.fl, err = fleet.Start(cfg, fleet.Options{Prober: health.NewProber(), Scraper: scraper, Resolver: net.DefaultResolver, Logger: log})
+	fo := fleet.Options{Prober: health.NewProber(), Scraper: scraper, Resolver: net.DefaultResolver, Logger: log}
+	if fleetEdit != nil {
+		fleetEdit(&fo)
+	}
+	p.fl, err = fleet.Start(cfg, fo)
 	if err != nil {
 		t.Fatal(err)
 	}

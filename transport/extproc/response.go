@@ -149,7 +149,13 @@ func (x *exchange) finish() {
 		x.body, x.head = nil, nil
 	}
 	x.account(u, found)
-	x.logRequest(u, found, time.Now())
+	now := time.Now()
+	first := x.firstAt
+	if first.IsZero() {
+		first = now // no body: the head was the whole response
+	}
+	frontend.CountSLOServed(x.met, x.policy.SLO, x.status, false, first.Sub(x.start), now.Sub(first), u, found)
+	x.logRequest(u, found, now)
 	o := fleet.OutcomeOK
 	if x.status >= 500 {
 		o = fleet.OutcomeFailed

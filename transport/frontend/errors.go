@@ -6,7 +6,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/inferrail/inferrail/actors/fleet"
+	"github.com/inferrail/inferrail/model/flow"
 	"github.com/inferrail/inferrail/model/openai"
+	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/route"
 	"github.com/inferrail/inferrail/model/sched"
 )
@@ -47,6 +49,13 @@ func RouteError(err error, model string) *openai.Error {
 	case errors.Is(err, ErrFlowNoEndpoints):
 		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
 			"No healthy replica served `"+model+"` while the request waited in the gateway's queue (flow_control.max_wait).", "")
+	case errors.Is(err, policy.ErrNotAdmitted):
+		// llm-d answers an admission plugin's denial (latency-slo-admitter)
+		// with 500 "request cannot be admitted", and names no dropped
+		// reason (shared/reference/llm-d-gie.md §3).
+		return apiError(fasthttp.StatusInternalServerError, "InternalServerError",
+			"The request cannot be admitted: no replica serving `"+model+"` is predicted to meet its latency objective ("+
+				flow.HeaderSLOTTFT+", "+flow.HeaderSLOTPOT+" or the model's slo).", "")
 	case errors.Is(err, fleet.ErrUnknownModel):
 		return openai.ModelNotFound(model)
 	case errors.Is(err, route.ErrOverloaded):
@@ -78,6 +87,8 @@ func RouteReason(err error) string {
 		return "flow_evicted"
 	case errors.Is(err, ErrFlowNoEndpoints):
 		return "flow_no_endpoints"
+	case errors.Is(err, policy.ErrNotAdmitted):
+		return "not_admitted"
 	case errors.Is(err, fleet.ErrUnknownModel):
 		return "unknown_model"
 	case errors.Is(err, route.ErrOverloaded):

@@ -116,6 +116,12 @@ func startWith(t testing.TB, urls []string, cfgEdit func(*config.Config)) *gw {
 // startOpts is startWith with the Server's options edited by optsEdit.
 func startOpts(t testing.TB, urls []string, cfgEdit func(*config.Config), optsEdit func(*Options)) *gw {
 	t.Helper()
+	return startFleet(t, urls, cfgEdit, optsEdit, nil)
+}
+
+// startFleet is startOpts with the fleet's options edited by fleetEdit.
+func startFleet(t testing.TB, urls []string, cfgEdit func(*config.Config), optsEdit func(*Options), fleetEdit func(*fleet.Options)) *gw {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Server.Listen = "127.0.0.1:0"
 	cfg.Models = []config.Model{config.NewModel(model, "sim")}
@@ -138,8 +144,11 @@ func startOpts(t testing.TB, urls []string, cfgEdit func(*config.Config), optsEd
 	var err error
 	scraper := scrape.New(scrape.Options{})
 	t.Cleanup(scraper.Close)
-	g.fl, err = fleet.Start(cfg, fleet.Options{Prober: health.NewProber(), Scraper: scraper,
-		Resolver: net.DefaultResolver, Logger: log})
+	fo := fleet.Options{Prober: health.NewProber(), Scraper: scraper, Resolver: net.DefaultResolver, Logger: log}
+	if fleetEdit != nil {
+		fleetEdit(&fo)
+	}
+	g.fl, err = fleet.Start(cfg, fo)
 	if err != nil {
 		t.Fatal(err)
 	}

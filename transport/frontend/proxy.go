@@ -71,7 +71,10 @@ type request struct {
 	// reports that its prompt was prepared.
 	policy    policy.Request
 	tokenized bool
-	batch     bool // a completions batch, routed on its first prompt (Prompt.Batch)
+	// refused: routing or flow control refused the request (its error is
+	// err) before any engine saw it.
+	refused bool
+	batch   bool // a completions batch, routed on its first prompt (Prompt.Batch)
 	// messages: an Anthropic Messages request (/v1/messages), whose
 	// responses and usage are Anthropic's.
 	messages bool
@@ -143,6 +146,10 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 	}
 	ctx.Response.Header.Set("X-Request-Id", r.id)
 	s.policyRequest(r, ctx.Path())
+	if !s.requestSLO(r) {
+		span.End(ctx.Response.StatusCode(), r.outcome, r.err)
+		return
+	}
 	s.beginEntry(r, ctx.Path())
 	if !s.pinResponse(r) {
 		s.logUnary(r)
@@ -177,6 +184,7 @@ func (s *Server) proxy(ctx *fasthttp.RequestCtx, who *auth.Identity) {
 	if !s.route(r) {
 		s.settleLimits(r)
 		s.unwatch(r.w)
+		s.countSLO(r, ctx.Response.StatusCode(), time.Time{}, time.Time{}, openai.Usage{}, false)
 		s.logUnary(r)
 		span.End(ctx.Response.StatusCode(), r.outcome, r.err)
 	}
@@ -299,6 +307,7 @@ func (s *Server) route(r *request) (streaming bool) {
 				s.failUpstream(r, last)
 			default:
 				r.fail(RouteReason(err), err)
+				r.refused = true
 				writeError(r.ctx, RouteError(err, r.model))
 			}
 			if reason := s.droppedReason(err); reason != "" && last == nil {

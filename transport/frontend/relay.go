@@ -316,6 +316,8 @@ func (rs *relayStream) CloseWithError(error) error {
 	r.up.End(rs.status, r.outcome, r.err)
 	r.span.End(rs.status, r.outcome, r.err)
 	r.used(rs.usage, rs.found)
-	s.logRequest(r, rs.status, rs.firstAt, time.Now())
+	now := time.Now()
+	s.countSLO(r, rs.status, rs.firstAt, now, rs.usage, rs.found)
+	s.logRequest(r, rs.status, rs.firstAt, now)
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/model/flow"
 )
 
 // latencyBuckets are the upper bounds of the gateway's latency histograms,
@@ -136,6 +137,9 @@ type Model struct {
 	errs            map[string]*metrics.Counter                  // by reason
 	cuts            map[string]*metrics.Counter                  // by reason
 	estimated       cowMap[string, *metrics.PrometheusHistogram] // by policy; written under errMu
+	// slo is inferrail_slo_requests_total{model,result}, in
+	// flow.SLOResults' order.
+	slo [len(flow.SLOResults)]*metrics.Counter
 	// ratio is inferrail_ttft_estimate_ratio: how the cost model's
 	// estimate compares with the time to first token measured, which
 	// shows whether its prefill model (routing.cost_model, or each
@@ -171,7 +175,7 @@ func (r *Registry) Model(name string) *Model {
 
 func (r *Registry) newModel(name string) *Model {
 	l := `{model=` + strconv.Quote(name) + `}`
-	return &Model{
+	m := &Model{
 		set:             r.global,
 		name:            name,
 		Retries:         r.global.NewCounter("inferrail_upstream_retries_total" + l),
@@ -184,6 +188,38 @@ func (r *Registry) newModel(name string) *Model {
 		errs:            make(map[string]*metrics.Counter),
 		cuts:            make(map[string]*metrics.Counter),
 	}
+	for i, res := range flow.SLOResults {
+		m.slo[i] = r.global.NewCounter(MetricSLO + `{model=` + strconv.Quote(name) + `,result=` + strconv.Quote(res) + `}`)
+	}
+	return m
+}
+
+// MetricSLO counts the requests that carried a latency objective (llm-d's
+// SLO headers, else models[].slo), by model and by result: one of
+// flow.SLOResults (met, ttft_missed, tpot_missed, not_admitted, refused,
+// failed; flow.Attained judges the first three). A request whose client
+// left, or that an engine answered with a 4xx, is not counted.
+const MetricSLO = "inferrail_slo_requests_total"
+
+// SLO counts one request that carried an objective, by its result (one of
+// flow.SLOResults; another is a bug).
+func (m *Model) SLO(result string) {
+	for i, res := range flow.SLOResults {
+		if res == result {
+			m.slo[i].Inc()
+			return
+		}
+	}
+	panic("BUG: telemetry: unknown SLO result " + result)
+}
+
+// SLOCounts is how many requests ended in each result, in
+// flow.SLOResults' order.
+func (m *Model) SLOCounts() (n [len(flow.SLOResults)]uint64) {
+	for i, c := range m.slo {
+		n[i] = c.Get()
+	}
+	return n
 }
 
 // Error counts one error the gateway answered itself, by reason.

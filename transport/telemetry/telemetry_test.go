@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/actors/replica"
+	"github.com/inferrail/inferrail/model/flow"
 	"github.com/inferrail/inferrail/model/load"
 )
 
@@ -150,6 +151,12 @@ func TestSnapshot(t *testing.T) {
 		`inferrail_routing_decision_seconds_count{policy="least_request"}`,
 		`inferrail_routing_decision_seconds_sum{policy="least_request"}`,
 		`inferrail_routing_decisions_total{model="m",policy="least_request",replica="r0"}`,
+		`inferrail_slo_requests_total{model="m",result="failed"}`,
+		`inferrail_slo_requests_total{model="m",result="met"}`,
+		`inferrail_slo_requests_total{model="m",result="not_admitted"}`,
+		`inferrail_slo_requests_total{model="m",result="refused"}`,
+		`inferrail_slo_requests_total{model="m",result="tpot_missed"}`,
+		`inferrail_slo_requests_total{model="m",result="ttft_missed"}`,
 		`inferrail_ttft_estimate_ratio_bucket{model="m"}`,
 		`inferrail_ttft_estimate_ratio_count{model="m"}`,
 		`inferrail_ttft_estimate_ratio_sum{model="m"}`,
@@ -344,4 +351,32 @@ func BenchmarkLookups(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// An SLO result is counted under its model and result, and read back in
+// flow.SLOResults' order; an unknown result is a bug.
+func TestSLOCounts(t *testing.T) {
+	r := New(&fakeFleet{})
+	m := r.Model("m")
+	m.SLO(flow.SLOMet)
+	m.SLO(flow.SLOMet)
+	m.SLO(flow.SLONotAdmitted)
+	r.Model("n").SLO(flow.SLOFailed)
+	got := m.SLOCounts()
+	for i, res := range flow.SLOResults {
+		want := map[string]uint64{flow.SLOMet: 2, flow.SLONotAdmitted: 1}[res]
+		if got[i] != want {
+			t.Errorf("%s = %d, want %d", res, got[i], want)
+		}
+	}
+	p := page(r)
+	if !strings.Contains(p, MetricSLO+`{model="m",result="met"} 2`+"\n") || !strings.Contains(p, MetricSLO+`{model="n",result="failed"} 1`+"\n") {
+		t.Errorf("page:\n%s", p)
+	}
+	defer func() {
+		if v := recover(); v == nil || !strings.HasPrefix(fmt.Sprint(v), "BUG: ") {
+			t.Errorf("an unknown result: %v", v)
+		}
+	}()
+	m.SLO("late")
 }
