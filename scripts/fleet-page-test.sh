@@ -17,7 +17,9 @@ admin=$(free_port)
 launch "$bin" "$admin" --replicas 3 --port 0 --kv-events
 
 # Traffic over a few prefixes, spread over longer than the page's
-# sampling interval (one decision per quarter second), before it loads.
+# sampling interval (one decision per quarter second), before it loads;
+# every other request carries an SLO (x-llm-d-slo-ttft-ms), which the
+# page's SLO attainment counts.
 python3 - "$gw" 40 <<'PY'
 import json, sys, time, urllib.request
 gw, n = sys.argv[1], int(sys.argv[2])
@@ -25,7 +27,10 @@ for i in range(n):
     body = {"model": "inferrail/sim-8b", "max_tokens": 3,
             "messages": [{"role": "system", "content": "You answer questions about topic %d. " % (i % 6) * 10},
                          {"role": "user", "content": "question %d" % i}]}
-    req = urllib.request.Request(gw + "/v1/chat/completions", json.dumps(body).encode(), {"content-type": "application/json"})
+    hdr = {"content-type": "application/json"}
+    if i % 2:
+        hdr["x-llm-d-slo-ttft-ms"] = "5000"
+    req = urllib.request.Request(gw + "/v1/chat/completions", json.dumps(body).encode(), hdr)
     urllib.request.urlopen(req).read()
     time.sleep(0.03)
 PY
@@ -47,19 +52,22 @@ work, out = sys.argv[1:]
 class Page(html.parser.HTMLParser):
     def __init__(self):
         super().__init__()
-        self.replicas, self.requests, self.models, self.explains = set(), set(), set(), 0
+        self.replicas, self.requests, self.models, self.explains, self.slo = set(), set(), set(), 0, 0
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if "data-replica" in a: self.replicas.add(a["data-replica"])
         if "data-request" in a: self.requests.add(a["data-request"])
         if "data-model" in a: self.models.add(a["data-model"])
         if a.get("data-testid") == "explain": self.explains += 1
+        if "data-slo-requests" in a: self.slo += int(a["data-slo-requests"])
 p = Page()
 p.feed(open(work + "/dom.html").read())
 failed = []
 replicas = {r["id"] for r in json.load(open(work + "/replicas.json"))["replicas"]}
 decisions = {d["request_id"] for d in json.load(open(work + "/decisions.json"))["decisions"]}
-models = {m["name"] for m in json.load(open(work + "/models.json"))["models"]}
+mj = json.load(open(work + "/models.json"))["models"]
+models = {m["name"] for m in mj}
+slo = sum(m["slo"]["requests"] for m in mj)
 if len(replicas) != 3 or p.replicas != replicas:
     failed.append("replicas shown %s, the fleet has %s" % (sorted(p.replicas), sorted(replicas)))
 if not p.requests or not p.requests & decisions:
@@ -68,6 +76,8 @@ if p.explains < 1:
     failed.append("no explain view of a decision")
 if p.models != models:
     failed.append("models shown %s, configured %s" % (sorted(p.models), sorted(models)))
+if slo < 1 or p.slo != slo:
+    failed.append("SLO requests shown %d, /admin/models counts %d" % (p.slo, slo))
 console = [l for l in open(work + "/chrome.log") if ":CONSOLE" in l]
 if console:
     failed.append("console output: " + "".join(console))
@@ -77,7 +87,7 @@ for name in ("fleet-page.png", "fleet-page-phone.png"):
         failed.append("%s is not a screenshot (%d bytes)" % (name, len(b)))
 for f in failed:
     print("FAIL " + f)
-print("fleet page: %d replicas, %d decisions shown, %d explain views, %d models; %d failed" %
-      (len(p.replicas), len(p.requests), p.explains, len(p.models), len(failed)))
+print("fleet page: %d replicas, %d decisions shown, %d explain views, %d models, %d requests with an SLO; %d failed" %
+      (len(p.replicas), len(p.requests), p.explains, len(p.models), p.slo, len(failed)))
 sys.exit(1 if failed else 0)
 PY

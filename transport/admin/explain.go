@@ -9,6 +9,7 @@ import (
 
 	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/actors/routing"
+	"github.com/inferrail/inferrail/config"
 	"github.com/inferrail/inferrail/model/openai"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/transport/decisionlog"
@@ -82,8 +83,18 @@ func (s *Server) explain(ctx *fasthttp.RequestCtx, path string) {
 		return
 	}
 	deadline := time.Now().Add(s.ex.Timeout)
+	var live *config.Config // the models' default SLOs, when known
+	if s.current != nil {
+		live, _ = s.current.Current()
+	}
+	slo, e := frontend.RequestSLO(live, model, frontend.SLOHeaders(&ctx.Request.Header))
+	if e != nil {
+		writeErr(ctx, e.Status, e.Type, e.Message)
+		return
+	}
 	req, p, tokenized := frontend.PreparePolicy(s.ex.Tokenizer, model, path,
 		ctx.Request.Header.Peek("X-Session-Id"), body, fs[1], "explain", deadline)
+	req.SLO = slo
 	pol := string(ctx.QueryArgs().Peek("policy"))
 	ex, err := s.ex.Fleet.Explain(model, pol, req, deadline)
 	if errors.Is(err, fleet.ErrUnknownPolicy) {

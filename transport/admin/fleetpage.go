@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/flow"
 	"github.com/inferrail/inferrail/transport/decisionlog"
 )
 
@@ -54,6 +55,41 @@ type modelView struct {
 	Shadows   []string `json:"shadows"`
 	Tokenizer string   `json:"tokenizer"`
 	BlockSize int      `json:"block_size"`
+	SLO       sloView  `json:"slo"`
+}
+
+// sloView is a model's latency objective: its default (models[].slo),
+// and how the requests that carried one ended since the gateway started
+// (inferrail_slo_requests_total).
+type sloView struct {
+	// DefaultTTFT and DefaultTPOT are the default, in seconds; 0 for none.
+	DefaultTTFT float64 `json:"default_ttft_secs"`
+	DefaultTPOT float64 `json:"default_tpot_secs"`
+	// Results counts the requests by result (flow.SLOResults), Requests
+	// all of them.
+	Results  map[string]uint64 `json:"results"`
+	Requests uint64            `json:"requests"`
+	// Attainment is the share of Requests that met their objective; null
+	// when none was counted.
+	Attainment *float64 `json:"attainment"`
+}
+
+// slo is model m's sloView.
+func (s *Server) slo(m *config.Model) sloView {
+	v := sloView{DefaultTTFT: m.SLO.TTFT.Seconds(), DefaultTPOT: m.SLO.TPOT.Seconds(), Results: map[string]uint64{}}
+	if s.met == nil {
+		return v
+	}
+	n := s.met.Model(m.Name).SLOCounts()
+	for i, res := range flow.SLOResults {
+		v.Results[res] = n[i]
+		v.Requests += n[i]
+	}
+	if v.Requests > 0 {
+		a := float64(v.Results[flow.SLOMet]) / float64(v.Requests)
+		v.Attainment = &a
+	}
+	return v
 }
 
 type armView struct {
@@ -72,7 +108,7 @@ func (s *Server) models(ctx *fasthttp.RequestCtx) {
 		m := &c.Models[i]
 		r := c.RoutingFor(m)
 		v := modelView{Name: m.Name, Aliases: append([]string{}, m.Aliases...), Shadows: r.Shadow,
-			Tokenizer: m.Tokenizer, BlockSize: m.BlockSize}
+			Tokenizer: m.Tokenizer, BlockSize: m.BlockSize, SLO: s.slo(m)}
 		for pol, pct := range r.Split {
 			p, _ := c.Profile(m, pol)
 			v.Split = append(v.Split, armView{Policy: pol, Percent: pct, Profile: p != nil})

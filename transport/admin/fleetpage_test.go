@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/inferrail/inferrail/config"
+	"github.com/inferrail/inferrail/model/flow"
 	"github.com/inferrail/inferrail/transport/decisionlog"
 	"github.com/inferrail/inferrail/transport/telemetry"
 )
@@ -75,6 +76,7 @@ func TestModelsAndDecisions(t *testing.T) {
 	m.Split = map[string]int{"cost_model": 75, "round_robin": 25}
 	m.Shadow = []string{"kv_aware"}
 	m.Tokenizer = "builtin:sim"
+	m.SLO = config.SLO{TTFT: 2 * time.Second}
 	c.Models = []config.Model{m, config.NewModel("n")}
 	c.Replicas = []config.Replica{config.NewReplica("r0", "http://127.0.0.1:1", "m", "n")}
 	if err := c.Validate(); err != nil {
@@ -84,7 +86,11 @@ func TestModelsAndDecisions(t *testing.T) {
 	winner := "r0"
 	dl.Log(&decisionlog.Record{RequestID: "first", Model: "m", Decision: decisionlog.Decision{Policy: "cost_model", Winner: &winner}})
 	dl.Log(&decisionlog.Record{RequestID: "second", Model: "m"})
-	s := New(noReplicas{}, telemetry.New(noReplicas{})).WithModels(configs{c}).WithDecisions(dl)
+	met := telemetry.New(noReplicas{})
+	for _, res := range []string{flow.SLOMet, flow.SLOMet, flow.SLOMet, flow.SLOTTFTMissed} {
+		met.Model("m").SLO(res)
+	}
+	s := New(noReplicas{}, met).WithModels(configs{c}).WithDecisions(dl)
 
 	code, b := get(s, "/admin/models")
 	var models struct {
@@ -101,6 +107,17 @@ func TestModelsAndDecisions(t *testing.T) {
 	}
 	if n := models.Models[1]; len(n.Split) != 1 || n.Split[0].Policy != c.Routing.DefaultPolicy || n.Split[0].Percent != 100 {
 		t.Errorf("model n: %+v", n)
+	}
+	// The SLO: m's default and attainment, 3 met of 4; n counted none.
+	if slo := got.SLO; slo.DefaultTTFT != 2 || slo.DefaultTPOT != 0 || slo.Requests != 4 || slo.Attainment == nil ||
+		*slo.Attainment != 0.75 || slo.Results[flow.SLOTTFTMissed] != 1 || len(slo.Results) != len(flow.SLOResults) {
+		t.Errorf("model m's SLO: %+v", slo)
+	}
+	if slo := models.Models[1].SLO; slo.Requests != 0 || slo.Attainment != nil {
+		t.Errorf("model n's SLO: %+v", slo)
+	}
+	if !regexp.MustCompile(`"attainment":\s*null`).Match(b) {
+		t.Errorf("no attainment is not null: %s", b)
 	}
 
 	code, b = get(s, "/admin/decisions")

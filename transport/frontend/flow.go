@@ -336,7 +336,10 @@ func (s *Server) dispatch(r *request, tried []string, attempt int) (fleet.Decisi
 // control is off, or the model's pool is not saturated, nothing waits and
 // a replica has room; otherwise t waits in its band (wait), except that a
 // sheddable request meeting a saturated pool is refused (ErrFlowShed).
-// Retries go straight to a pick, as t was admitted already, and wait only
+// A pick that refuses the request for its SLO (policy.ErrNotAdmitted)
+// ends it at once, waiting or not: the wait would spend the TTFT the
+// refusal judged against, and, since only the head of a queue picks,
+// hold back every request behind it. Retries go straight to a pick, as t was admitted already, and wait only
 // for a free slot. A wait ends with ctx.
 func (g *Gate) Admit(ctx context.Context, t *Ticket, pick func() (fleet.Decision, error)) (fleet.Decision, error) {
 	gc := g.cfg.Load()

@@ -21,12 +21,14 @@ import (
 // engine, CountSLOServed for one an engine answered.
 
 // RequestSLO is the objective of a request for model under c, from its
-// SLO headers h, else the model's default. A malformed header is the
-// client's 400, returned as e.
+// SLO headers h, else the model's default (none with a nil c). A
+// malformed header is the client's 400, returned as e.
 func RequestSLO(c *config.Config, model string, h flow.SLOHeaders) (slo policy.SLO, e *openai.Error) {
 	var def policy.SLO
-	if m, ok := c.Model(model); ok {
-		def = policy.SLO{TTFT: m.SLO.TTFT, TPOT: m.SLO.TPOT}
+	if c != nil {
+		if m, ok := c.Model(model); ok {
+			def = policy.SLO{TTFT: m.SLO.TTFT, TPOT: m.SLO.TPOT}
+		}
 	}
 	slo, err := flow.ParseSLO(h, def)
 	if err != nil {
@@ -36,9 +38,9 @@ func RequestSLO(c *config.Config, model string, h flow.SLOHeaders) (slo policy.S
 	return slo, nil
 }
 
-// sloHeaders are h's SLO headers; the slices are h's, valid until the
-// handler returns.
-func sloHeaders(h *fasthttp.RequestHeader) flow.SLOHeaders {
+// SLOHeaders are h's SLO headers, as the gateway and /admin/explain read
+// them; the slices are h's, valid until the handler returns.
+func SLOHeaders(h *fasthttp.RequestHeader) flow.SLOHeaders {
 	return flow.SLOHeaders{TTFT: h.Peek(flow.HeaderSLOTTFT), TPOT: h.Peek(flow.HeaderSLOTPOT),
 		TTFTAlias: h.Peek(flow.HeaderSLOTTFTAlias), TPOTAlias: h.Peek(flow.HeaderSLOTPOTAlias)}
 }
@@ -46,7 +48,7 @@ func sloHeaders(h *fasthttp.RequestHeader) flow.SLOHeaders {
 // requestSLO sets r's objective, or answers a malformed SLO header with a
 // 400 in r's API and reports false.
 func (s *Server) requestSLO(r *request) bool {
-	slo, e := RequestSLO(r.live, r.model, sloHeaders(&r.ctx.Request.Header))
+	slo, e := RequestSLO(r.live, r.model, SLOHeaders(&r.ctx.Request.Header))
 	if e != nil {
 		r.fail(reasonBadRequest, errors.New(e.Message))
 		writeError(r.ctx, e)

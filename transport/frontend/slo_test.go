@@ -178,3 +178,19 @@ func TestSLOHeaderInvalid(t *testing.T) {
 		t.Errorf("SLO counted %v", g.slo())
 	}
 }
+
+// A request with an objective that no replica could take is counted
+// refused; one without is not counted.
+func TestSLORefused(t *testing.T) {
+	g := startWith(t, []string{"http://127.0.0.1:1"}, func(c *config.Config) { c.Retry.MaxAttempts = 1 })
+	waitFor(t, "the replica down", 3*time.Second, func() bool { return !g.fl.Replicas()[0].Healthy })
+	if resp, body := g.post("/v1/chat/completions", chat("hi", 4, false), flow.HeaderSLOTTFT, "500"); resp.StatusCode != 503 {
+		t.Fatalf("no healthy replica: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := g.post("/v1/chat/completions", chat("hi", 4, false)); resp.StatusCode != 503 {
+		t.Fatal(resp.Status)
+	}
+	if got, want := g.slo(), map[string]uint64{flow.SLORefused: 1}; !sameCounts(got, want) {
+		t.Errorf("counted %v, want %v", got, want)
+	}
+}
