@@ -14,6 +14,7 @@ import (
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/estimate"
 	"github.com/inferrail/inferrail/model/policy"
+	"github.com/inferrail/inferrail/model/policy/policytest"
 	"github.com/inferrail/inferrail/model/prefix"
 )
 
@@ -175,21 +176,10 @@ func TestChoose(t *testing.T) {
 	}
 }
 
-// admitter refuses every request with an SLO, as llm-d's
-// latency-slo-admitter refuses one no replica can meet.
-type admitter struct{ policy.LeastRequest }
-
-func (a admitter) Pick(req *policy.Request, cands []policy.Candidate, rng *rand.Rand) (int, error) {
-	if req.SLO != (policy.SLO{}) {
-		return -1, policy.ErrNotAdmitted
-	}
-	return a.LeastRequest.Pick(req, cands, rng)
-}
-
 // Choose answers a policy's refusal for the SLO with ErrNotAdmitted, not
 // as a lack of replicas.
 func TestChooseNotAdmitted(t *testing.T) {
-	c := New(Config{Policy: admitter{}, Rand: rand.New(rand.NewPCG(1, 1))})
+	c := New(Config{Policy: policytest.Admitter{TTFT: time.Second}, Rand: rand.New(rand.NewPCG(1, 1))})
 	cands := []policy.Candidate{{Replica: 0}, {Replica: 1}}
 	_, _, err := c.Choose(&policy.Request{SLO: policy.SLO{TTFT: time.Millisecond}}, slices.Clone(cands), 2, refuse())
 	if !errors.Is(err, policy.ErrNotAdmitted) || errors.Is(err, ErrOverloaded) || errors.Is(err, ErrFilteredOut) {
