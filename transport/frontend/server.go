@@ -87,6 +87,9 @@ type Server struct {
 	homes *Homes
 
 	pools *pools // by replica base URL
+	// tpotUnjudged is set once a TPOT objective could not be judged, and
+	// the operator told why (countSLO).
+	tpotUnjudged atomic.Bool
 
 	shutdown sync.Once
 	// base is cancelled at shutdown's deadline, ending every attempt still

@@ -108,12 +108,32 @@ func (s *Server) countSLO(r *request, status int, first, end time.Time, u openai
 			r.met.SLO(flow.SLOFailed)
 		}
 	default:
-		if first.IsZero() {
+		streamed := !first.IsZero()
+		if !streamed {
 			// A response that left whole, now: its first byte with its last.
 			first = time.Now()
 			end = first
 		}
+		if r.policy.SLO.TPOT > 0 && status < 400 && (!streamed || !found) && r.outcome != telemetry.StatusAborted {
+			s.warnTPOT(r, streamed)
+		}
 		CountSLOServed(r.met, r.policy.SLO, status, r.outcome == telemetry.StatusAborted,
 			first.Sub(r.start), end.Sub(first), u, found)
 	}
+}
+
+// warnTPOT tells the operator, once, that r's TPOT objective was not
+// judged, and why: the time per token is measured on streams, over the
+// tokens the engine's usage reports.
+func (s *Server) warnTPOT(r *request, streamed bool) {
+	if s.tpotUnjudged.Swap(true) {
+		return
+	}
+	why := "its response was not streamed, so no token's time is known"
+	if streamed {
+		why = "its stream carried no usage (the client did not ask for stream_options.include_usage), " +
+			"so the number of tokens is unknown; set observability.usage_for_accuracy: inject to have the gateway ask for it"
+	}
+	s.log.Warn("a request's TPOT objective could not be judged, and requests like it are counted in "+
+		telemetry.MetricSLO+" by their TTFT alone: "+why, "id", r.id, "model", r.model)
 }

@@ -151,6 +151,29 @@ func TestSLOAttainment(t *testing.T) {
 	}
 	want := map[string]uint64{flow.SLOTTFTMissed: 2, flow.SLOTPOTMissed: 1, flow.SLOMet: 2}
 	waitFor(t, "the counts", 2*time.Second, func() bool { return sameCounts(g.slo(), want) })
+	// The response not streamed had its TPOT unjudged: the operator is
+	// told once, with the cause.
+	if n := strings.Count(g.logs.String(), "TPOT objective could not be judged"); n != 1 ||
+		!strings.Contains(g.logs.String(), "was not streamed") {
+		t.Errorf("%d warnings:\n%s", n, g.logs.String())
+	}
+}
+
+// A stream without usage has its TPOT unjudged: the warning names
+// usage_for_accuracy.
+func TestSLOTPOTWithoutUsage(t *testing.T) {
+	g := start(t, 1, nil, nil)
+	body := strings.Replace(chat("hi", 8, true), `,"stream_options":{"include_usage":true}`, "", 1)
+	for range 2 {
+		if resp, _ := g.post("/v1/chat/completions", body, flow.HeaderSLOTPOT, "0.000001"); resp.StatusCode != 200 {
+			t.Fatal(resp.Status)
+		}
+	}
+	waitFor(t, "the counts", 2*time.Second, func() bool { return sameCounts(g.slo(), map[string]uint64{flow.SLOMet: 2}) })
+	if n := strings.Count(g.logs.String(), "TPOT objective could not be judged"); n != 1 ||
+		!strings.Contains(g.logs.String(), "usage_for_accuracy: inject") {
+		t.Errorf("%d warnings:\n%s", n, g.logs.String())
+	}
 }
 
 // A malformed SLO header is the client's 400, in its API's shape, and
