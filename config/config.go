@@ -571,6 +571,11 @@ type CostModel struct {
 	// request's prefill. Default 0.0001, the simulator's time per further
 	// sequence in a decode step.
 	DecodeInterferenceSecs float64 `koanf:"decode_interference_secs"`
+	// DecodeTokenSecs is the time of a decode step that decodes one
+	// sequence; each further one adds decode_interference_secs. It prices
+	// time per output token (the TPOT estimate the latency plugins read),
+	// never time to first token. Default 0.02, the simulator's decode step.
+	DecodeTokenSecs float64 `koanf:"decode_token_secs"`
 	// Auto calibrates a, b and d online, per replica: each replica's actor
 	// fits them to the prefills it measures on ordinary traffic (a request
 	// with nothing queued ahead of it, whose cache prediction held) and its
@@ -936,6 +941,7 @@ func Default() *Config {
 				PrefillPairSecs:        0.0000000033,
 				PrefillFixedSecs:       0.005,
 				DecodeInterferenceSecs: 0.0001,
+				DecodeTokenSecs:        0.02,
 			},
 			PrefixHash: PrefixHash{Blocks: 16},
 			KVAware:    KVAware{CacheWeight: 1.0, LoadWeight: 1.0},
