@@ -703,9 +703,11 @@ type FlowControl struct {
 	// round-robin-fairness-policy (flows take turns, so one tenant's burst
 	// cannot starve the others). Default "global-strict-fairness-policy".
 	Fairness string `koanf:"fairness"`
-	// Ordering orders a flow's requests: fcfs-ordering-policy (by arrival)
-	// or edf-ordering-policy (earliest deadline first, the deadline being
-	// when max_wait or server.request_timeout would end the wait). Default
+	// Ordering orders a flow's requests: fcfs-ordering-policy (by arrival),
+	// edf-ordering-policy (earliest deadline first, the deadline being
+	// when max_wait or server.request_timeout would end the wait) or
+	// slo-deadline-ordering-policy (earliest first token due: arrival plus
+	// the x-llm-d-slo-ttft-ms header, requests without one last). Default
 	// "fcfs-ordering-policy".
 	Ordering string `koanf:"ordering"`
 	// DefaultPriority is the priority of a request whose objective and

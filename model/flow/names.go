@@ -7,6 +7,12 @@ const (
 	HeaderObjective  = "x-llm-d-inference-objective"
 	HeaderFairnessID = "x-llm-d-inference-fairness-id"
 	HeaderDropped    = "x-llm-d-request-dropped-reason"
+	// HeaderSLOTTFT and HeaderSLOTPOT are a request's latency objective in
+	// milliseconds (llm-d-router pkg/epp/metadata): its time to first token,
+	// which slo-deadline-ordering-policy orders by, and its time per
+	// output token.
+	HeaderSLOTTFT = "x-llm-d-slo-ttft-ms"
+	HeaderSLOTPOT = "x-llm-d-slo-tpot-ms"
 )
 
 // DefaultFlow is the flow of a request with neither a fairness id nor a
