@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/prefix"
@@ -259,6 +261,46 @@ func TestAdmitterRefusesThePick(t *testing.T) {
 	for range 50 {
 		if i, err := s.Pick(req, busy, rng); i != 1 || err != nil {
 			t.Fatalf("500ms SLO: Pick = %d, %v", i, err)
+		}
+	}
+}
+
+// TestLLMDProfilesParse: each of llm-d's embedded profiles parses without
+// a warning into the composition its document names; the latency one
+// binds its admitter and producer and reads the engines' load, the
+// precise one reads KV events.
+func TestLLMDProfilesParse(t *testing.T) {
+	want := map[string]string{
+		"llmd-helm-default": "default: | queue-scorer×2 kv-cache-utilization-scorer×2 prefix-cache-scorer×3 | max-score-picker",
+		"llmd-sticky":       "default: prefix-cache-affinity-filter | token-load-scorer×1 | max-score-picker",
+		"llmd-latency":      "default: strict-affinity-filter slo-headroom-tier-filter loose-affinity-filter | latency-scorer×1 | weighted-random-picker",
+		"llmd-precise":      "default: decode-filter | prefix-cache-scorer×2 kv-cache-utilization-scorer×1 queue-scorer×1 | max-score-picker",
+	}
+	for _, p := range LLMDProfiles() {
+		var doc map[string]any
+		if err := yaml.Unmarshal([]byte(p.YAML), &doc); err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		c, warns, err := Parse(p.Name, doc)
+		if err != nil || len(warns) != 0 {
+			t.Fatalf("%s: %v, warnings %v", p.Name, err, warns)
+		}
+		s, err := c.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := shape(s); got != want[p.Name] {
+			t.Errorf("%s: %s, want %s", p.Name, got, want[p.Name])
+		}
+		switch p.Name {
+		case "llmd-latency":
+			if len(s.producers) != 1 || len(s.admitters) != 1 || c.Signals()&SignalLoad == 0 {
+				t.Errorf("%s: %d producers, %d admitters, signals %s", p.Name, len(s.producers), len(s.admitters), c.Signals())
+			}
+		case "llmd-precise":
+			if c.Signals()&SignalKVEvents == 0 {
+				t.Errorf("%s: signals %s", p.Name, c.Signals())
+			}
 		}
 	}
 }
