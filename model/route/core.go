@@ -225,6 +225,11 @@ func (c *Core) Choose(req *policy.Request, cands []policy.Candidate, offered int
 			// Candidates there were, and the profile's filters kept none.
 			return cands, -1, fmt.Errorf("%w: %w", ErrFilteredOut, err)
 		}
+		if errors.Is(err, policy.ErrNotAdmitted) {
+			// An admitter refused the request itself: no other pick
+			// would take it.
+			return cands, -1, err
+		}
 		if err != nil || k < 0 || k >= len(cands) {
 			break
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/inferrail/inferrail/actors/fleet"
 	"github.com/inferrail/inferrail/model/openai"
+	"github.com/inferrail/inferrail/model/policy"
 	"github.com/inferrail/inferrail/model/route"
 	"github.com/inferrail/inferrail/model/sched"
 )
@@ -61,6 +62,10 @@ func RouteError(err error, model string) *openai.Error {
 	case errors.Is(err, route.ErrDeadline):
 		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
 			"The gateway could not choose a replica in time; retry later.", "")
+	case errors.Is(err, policy.ErrNotAdmitted):
+		// llm-d answers an admitter's refusal with 500.
+		return apiError(fasthttp.StatusInternalServerError, "",
+			"The request cannot be admitted: no replica serving `"+model+"` is predicted to meet its latency objective.", "")
 	}
 	return apiError(fasthttp.StatusBadGateway, "BadGatewayError", "Routing failed.", "")
 }
@@ -88,6 +93,8 @@ func RouteReason(err error) string {
 		return "filtered_out"
 	case errors.Is(err, route.ErrDeadline):
 		return "routing_deadline"
+	case errors.Is(err, policy.ErrNotAdmitted):
+		return "not_admitted"
 	}
 	return "routing"
 }
