@@ -105,7 +105,7 @@ var prefixCacheAffinityFilter = Type{
 		{Name: "affinityThreshold", Default: 0.80, Doc: "Share of the prompt's blocks that makes a replica sticky, 0 to 1."},
 		{Name: "explorationProbability", Default: 0.0, Doc: "Chance of skipping the filter, 0 to 1."},
 		{Name: "maxTTFTPenaltyMs", Default: 18000.0, Doc: "Time to first token, in ms, the sticky replicas may lose before the filter keeps all; 0 always sticks."},
-		{Name: "ttftSource", Default: ttftThroughput, Doc: "How the time to first token is estimated: prefillThroughput, or latencyPredictor (predicted-latency-producer's prediction; without one the load gate is off)."},
+		{Name: "ttftSource", Default: ttftThroughput, Doc: "How the time to first token is estimated: prefillThroughput, or latencyPredictor (predicted-latency-producer's prediction; without one every replica is kept, as llm-d does on a missing signal)."},
 		{Name: "peakPrefillThroughput", Default: 15928.0, Doc: "Prefill tokens per second of one replica, for prefillThroughput."},
 		{Name: "prefillCalibrationFile", Default: "", Doc: "Refused when set: set peakPrefillThroughput instead."},
 		{Name: "prefillCalibrationFingerprint", Default: "", Doc: "Refused when set, as prefillCalibrationFile."},
@@ -177,11 +177,13 @@ func (p *prefixAffinity) Filter(c *Cycle, in, out []int) []int {
 	// The best (lowest) estimated time to first token of the sticky and
 	// of the other replicas, in ms.
 	bestSticky, bestOther, others := 0.0, 0.0, 0
-	gate := p.maxPenaltyMs > 0 && (!p.predictor || c.Latency != nil)
+	// Without predictions the latencyPredictor signal is missing, and
+	// llm-d then keeps every replica (when the gate would run).
+	missing := p.predictor && c.Latency == nil
 	for _, i := range in {
 		var ttft float64
 		switch {
-		case !gate:
+		case missing:
 		case p.predictor:
 			ttft = absMs(c.Latency[i].TTFT)
 		default:
@@ -199,7 +201,7 @@ func (p *prefixAffinity) Filter(c *Cycle, in, out []int) []int {
 		}
 		others++
 	}
-	if len(out) == 0 || gate && others > 0 && bestSticky-bestOther > p.maxPenaltyMs {
+	if len(out) == 0 || p.maxPenaltyMs > 0 && others > 0 && (missing || bestSticky-bestOther > p.maxPenaltyMs) {
 		return append(out[:0], in...)
 	}
 	return out
