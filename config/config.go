@@ -573,8 +573,10 @@ type CostModel struct {
 	DecodeInterferenceSecs float64 `koanf:"decode_interference_secs"`
 	// DecodeTokenSecs is the time of a decode step that decodes one
 	// sequence; each further one adds decode_interference_secs. It prices
-	// time per output token (the TPOT estimate the latency plugins read),
-	// never time to first token. Default 0.02, the simulator's decode step.
+	// time per output token (cost.Model.TPOT), never time to first token.
+	// For now only predicted-latency-producer reads it, through each
+	// replica's online fit under auto (the producer's own decodeTokenSecs
+	// otherwise). Default 0.02, the simulator's decode step.
 	DecodeTokenSecs float64 `koanf:"decode_token_secs"`
 	// Auto calibrates a, b and d online, per replica: each replica's actor
 	// fits them to the prefills it measures on ordinary traffic (a request
