@@ -29,6 +29,11 @@ func (m *Model) Step(n int) time.Duration {
 // others and prefill. tokens < 1 is taken as 1, negative others and
 // prefill as 0.
 //
+// The prefill is taken to fit within those steps: a step carries at most
+// max_num_batched_tokens less its decodes of prefill (vLLM's token
+// budget), so a prompt longer than tokens such steps spills past the
+// window and the estimate overstates the window's TPOT.
+//
 // For a request placed on a replica, others is the replica's running
 // requests plus those queued ahead of it (Candidate.Running + Pending) and
 // prefill is 0: the queued prefill runs before its first token. For a
