@@ -588,6 +588,13 @@ type CostModel struct {
 	// request's prefill. Default 0.0001, the simulator's time per further
 	// sequence in a decode step.
 	DecodeInterferenceSecs float64 `koanf:"decode_interference_secs"`
+	// DecodeTokenSecs is the time of a decode step that decodes one
+	// sequence; each further one adds decode_interference_secs. It prices
+	// time per output token (cost.Model.TPOT), never time to first token.
+	// For now only predicted-latency-producer reads it, through each
+	// replica's online fit under auto (the producer's own decodeTokenSecs
+	// otherwise). Default 0.02, the simulator's decode step.
+	DecodeTokenSecs float64 `koanf:"decode_token_secs"`
 	// Auto calibrates a, b and d online, per replica: each replica's actor
 	// fits them to the prefills it measures on ordinary traffic (a request
 	// with nothing queued ahead of it, whose cache prediction held) and its
@@ -715,9 +722,11 @@ type FlowControl struct {
 	// round-robin-fairness-policy (flows take turns, so one tenant's burst
 	// cannot starve the others). Default "global-strict-fairness-policy".
 	Fairness string `koanf:"fairness"`
-	// Ordering orders a flow's requests: fcfs-ordering-policy (by arrival)
-	// or edf-ordering-policy (earliest deadline first, the deadline being
-	// when max_wait or server.request_timeout would end the wait). Default
+	// Ordering orders a flow's requests: fcfs-ordering-policy (by arrival),
+	// edf-ordering-policy (earliest deadline first, the deadline being
+	// when max_wait or server.request_timeout would end the wait) or
+	// slo-deadline-ordering-policy (earliest first token due: arrival plus
+	// the x-llm-d-slo-ttft-ms header, requests without one last). Default
 	// "fcfs-ordering-policy".
 	Ordering string `koanf:"ordering"`
 	// DefaultPriority is the priority of a request whose objective and
@@ -953,6 +962,7 @@ func Default() *Config {
 				PrefillPairSecs:        0.0000000033,
 				PrefillFixedSecs:       0.005,
 				DecodeInterferenceSecs: 0.0001,
+				DecodeTokenSecs:        0.02,
 			},
 			PrefixHash: PrefixHash{Blocks: 16},
 			KVAware:    KVAware{CacheWeight: 1.0, LoadWeight: 1.0},

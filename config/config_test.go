@@ -80,6 +80,7 @@ func TestDefaults(t *testing.T) {
 		{"routing.cost_model.prefill_token_secs", d.Routing.CostModel.PrefillTokenSecs, 0.0001},
 		{"routing.cost_model.prefill_pair_secs", d.Routing.CostModel.PrefillPairSecs, 3.3e-9},
 		{"routing.cost_model.prefill_fixed_secs", d.Routing.CostModel.PrefillFixedSecs, 0.005},
+		{"routing.cost_model.decode_token_secs", d.Routing.CostModel.DecodeTokenSecs, 0.02},
 		{"models[].block_size", defaultModel().BlockSize, 16},
 		{"flow_control", d.FlowControl, FlowControl{MaxQueued: 1024, MaxWait: 5 * time.Second,
 			Fairness: "global-strict-fairness-policy", Ordering: "fcfs-ordering-policy",
@@ -308,6 +309,7 @@ routing:
     prefill_pair_secs: 0.0000000041
     prefill_fixed_secs: 0
     decode_interference_secs: 1e-3
+    decode_token_secs: 0.03
   prefix_hash: {blocks: 1}
   kv_aware: {cache_weight: 0, load_weight: 2.5}
   hot_prefix: {enabled: false, blocks: 2, window: 1m, utilization: 1}
@@ -374,7 +376,7 @@ func TestFullValues(t *testing.T) {
 		t.Errorf("models[1].shadow lost")
 	}
 	// A model's cost_model takes the keys it leaves out from routing.
-	want := CostModel{PrefillTokenSecs: 0.00012, PrefillPairSecs: 1e-12, PrefillFixedSecs: 0, DecodeInterferenceSecs: 1e-3}
+	want := CostModel{PrefillTokenSecs: 0.00012, PrefillPairSecs: 1e-12, PrefillFixedSecs: 0, DecodeInterferenceSecs: 1e-3, DecodeTokenSecs: 0.03}
 	if *m.CostModel != want {
 		t.Errorf("models[0].cost_model = %+v, want %+v", *m.CostModel, want)
 	}

@@ -56,6 +56,10 @@ func TestFlowControl(t *testing.T) {
   tenant_priorities: {team-a: 5}
   saturation_detector: {type: concurrency-detector, max_concurrency: 110, headroom: 0.1}
 `)
+	c2 := mustParse(t, limitsBase+"flow_control: {ordering: slo-deadline-ordering-policy}\n")
+	if c2.FlowControl.Ordering != "slo-deadline-ordering-policy" {
+		t.Errorf("ordering %q", c2.FlowControl.Ordering)
+	}
 	fc := c.FlowControl
 	if fc.Objectives["batch"] != -1 || fc.TenantPriorities["team-a"] != 5 || fc.SaturationDetector.MaxConcurrency != 110 ||
 		fc.SaturationDetector.QueueDepthThreshold != 5 || fc.SaturationDetector.KVCacheUtilThreshold != 0.8 {

@@ -607,6 +607,7 @@ func (v *validator) costModel(key string, m *CostModel) {
 		{"prefill_pair_secs", m.PrefillPairSecs},
 		{"prefill_fixed_secs", m.PrefillFixedSecs},
 		{"decode_interference_secs", m.DecodeInterferenceSecs},
+		{"decode_token_secs", m.DecodeTokenSecs},
 	} {
 		v.nonNegativeNumber(keyPath(key, f.name), f.val)
 	}

@@ -11,7 +11,8 @@ import (
 // the model's own), without its auto switch.
 func costModel(c config.CostModel) cost.Model {
 	return cost.Model{PrefillTokenSecs: c.PrefillTokenSecs, PrefillPairSecs: c.PrefillPairSecs,
-		PrefillFixedSecs: c.PrefillFixedSecs, DecodeInterferenceSecs: c.DecodeInterferenceSecs}
+		PrefillFixedSecs: c.PrefillFixedSecs, DecodeInterferenceSecs: c.DecodeInterferenceSecs,
+		DecodeTokenSecs: c.DecodeTokenSecs}
 }
 
 // calibrate sets each member's online calibration (replica.Shadow.

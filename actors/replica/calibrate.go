@@ -84,6 +84,7 @@ func (a *replicaActor) syncCalibration() {
 		return
 	case a.est.Fit != nil && samePrefill(a.est.Fit.Prior(), *want):
 		a.est.Fit.SetDecodeInterference(want.DecodeInterferenceSecs)
+		a.est.Fit.SetDecodeToken(want.DecodeTokenSecs)
 	default:
 		a.est.Fit = cost.NewOnline(*want)
 		a.warnings.Clear(a.log, WarnFitNoSpread)

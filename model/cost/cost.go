@@ -46,17 +46,24 @@ type Model struct {
 	// (routing.cost_model: auto) does, and it is 0 otherwise. It is part of
 	// W, not of P, so that the prefill queue does not add it per request.
 	DecodeStepSecs float64
+	// DecodeTokenSecs is the time of a decode step that decodes one
+	// sequence; each further sequence adds DecodeInterferenceSecs (vLLM's
+	// step, and the simulator's DecodeToken + DecodeSeq·(n−1)). It feeds
+	// the estimate of time per output token (TPOT) only, never TTFT.
+	DecodeTokenSecs float64
 }
 
 // Default returns routing.cost_model's defaults, fitted to the simulator's
 // default latency model: a = 100µs per token, b = 3.3ns per pair,
-// d = 5ms, and 100µs of decode interference per running request.
+// d = 5ms, 100µs of decode interference per running request, and a 20ms
+// decode step.
 func Default() Model {
 	return Model{
 		PrefillTokenSecs:       0.0001,
 		PrefillPairSecs:        0.0000000033,
 		PrefillFixedSecs:       0.005,
 		DecodeInterferenceSecs: 0.0001,
+		DecodeTokenSecs:        0.02,
 	}
 }
 

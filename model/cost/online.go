@@ -164,6 +164,13 @@ func (o *Online) SetDecodeInterference(secs float64) {
 	o.prior.DecodeInterferenceSecs, o.fit.DecodeInterferenceSecs = secs, secs
 }
 
+// SetDecodeToken changes the fit's DecodeTokenSecs, which it does not fit
+// either (it prices TPOT, which no prefill sample shows), keeping
+// everything else.
+func (o *Online) SetDecodeToken(secs float64) {
+	o.prior.DecodeTokenSecs, o.fit.DecodeTokenSecs = secs, secs
+}
+
 // Model returns the fit: the configured values until the first refit
 // with enough spread, with the prior's DecodeInterferenceSecs.
 func (o *Online) Model() Model { return o.fit }

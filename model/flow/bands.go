@@ -10,8 +10,10 @@ type Options struct {
 	// (round-robin-fairness-policy); otherwise a band is one logical queue
 	// across its flows (global-strict-fairness-policy).
 	Fair bool
-	// EDF orders by deadline, earliest first (edf-ordering-policy);
-	// otherwise by arrival (fcfs-ordering-policy). Ties go by arrival.
+	// EDF orders by the deadline Push is given, earliest first
+	// (edf-ordering-policy, and slo-deadline-ordering-policy given
+	// SLODeadline); otherwise by arrival (fcfs-ordering-policy). Ties go by
+	// arrival.
 	EDF bool
 	// Evict lets a full Bands make room for an item by evicting the newest
 	// item of the lowest band below it whose priority is negative
@@ -308,10 +310,11 @@ const (
 	FairnessRoundRobin   = "round-robin-fairness-policy"
 	OrderingFCFS         = "fcfs-ordering-policy"
 	OrderingEDF          = "edf-ordering-policy"
+	OrderingSLODeadline  = "slo-deadline-ordering-policy"
 )
 
 // Fairness and Orderings list the policy names.
 var (
 	Fairness  = []string{FairnessGlobalStrict, FairnessRoundRobin}
-	Orderings = []string{OrderingFCFS, OrderingEDF}
+	Orderings = []string{OrderingFCFS, OrderingEDF, OrderingSLODeadline}
 )

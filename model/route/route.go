@@ -103,6 +103,7 @@ func PoolFits(views []View, pooled *cost.Model) {
 			sum.PrefillFixedSecs += m.PrefillFixedSecs
 			sum.DecodeStepSecs += m.DecodeStepSecs
 			sum.DecodeInterferenceSecs = m.DecodeInterferenceSecs
+			sum.DecodeTokenSecs = m.DecodeTokenSecs
 		}
 	}
 	if n == 0 || n == len(views) {
@@ -111,7 +112,7 @@ func PoolFits(views []View, pooled *cost.Model) {
 	f := float64(n)
 	*pooled = cost.Model{PrefillTokenSecs: sum.PrefillTokenSecs / f, PrefillPairSecs: sum.PrefillPairSecs / f,
 		PrefillFixedSecs: sum.PrefillFixedSecs / f, DecodeStepSecs: sum.DecodeStepSecs / f,
-		DecodeInterferenceSecs: sum.DecodeInterferenceSecs}
+		DecodeInterferenceSecs: sum.DecodeInterferenceSecs, DecodeTokenSecs: sum.DecodeTokenSecs}
 	for i := range views {
 		if v := &views[i]; v.Serves && v.Calibrating && v.Model == nil {
 			v.Model = pooled

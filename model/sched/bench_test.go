@@ -88,9 +88,12 @@ func BenchmarkCostModel(b *testing.B) {
 	}
 }
 
-// BenchmarkPick times each built-in profile and llm-d's Helm default.
+// BenchmarkPick times each built-in profile, llm-d's Helm default and its
+// predicted-latency composition (with an SLO, so that its plugins judge
+// every candidate).
 func BenchmarkPick(b *testing.B) {
-	scheds := []*Scheduler{build(b, readDocument(b, "testdata/helm-default.yaml"))}
+	latency := build(b, readDocument(b, "testdata/latency-slo.yaml"))
+	scheds := []*Scheduler{build(b, readDocument(b, "testdata/helm-default.yaml")), latency}
 	for _, name := range Policies() {
 		s, err := New(policy.Spec{Name: name})
 		if err != nil {
@@ -101,11 +104,17 @@ func BenchmarkPick(b *testing.B) {
 	for _, n := range []int{8, 64, 256} {
 		for k, s := range scheds {
 			name := s.Name()
-			if k == 0 {
+			switch k {
+			case 0:
 				name = "helm-default"
+			case 1:
+				name = "latency-slo"
 			}
 			b.Run(fmt.Sprintf("%s/n=%d", name, n), func(b *testing.B) {
 				req, cands := benchInputs(n)
+				if s == latency {
+					req.SLO = policy.SLO{TTFT: 2 * time.Second, TPOT: 50 * time.Millisecond}
+				}
 				rng := rand.New(rand.NewPCG(7, uint64(n)))
 				b.ReportAllocs()
 				for b.Loop() {

@@ -143,7 +143,7 @@ func Parse(name string, doc any) (*Config, []Warning, error) {
 		}
 	}
 	for _, p := range c.plugins {
-		if p.typ.Kind == KindProducer {
+		if k := p.typ.Kind; k == KindProducer || k == KindAdmitter {
 			c.signals |= p.typ.Signals
 		}
 	}
@@ -202,9 +202,12 @@ func checkKind(t *Type, inst any) {
 	case KindHandler:
 		_, ok = inst.(ProfileHandler)
 	case KindProducer:
-		ok = inst == nil
+		_, producer := inst.(Producer)
+		ok = inst == nil || producer
 	case KindFlow:
 		_, ok = inst.(*FlowPlugin)
+	case KindAdmitter:
+		_, ok = inst.(Admitter)
 	}
 	if !ok {
 		panic(fmt.Sprintf("BUG: sched: plugin type %s makes a %T, not a %s", t.Name, inst, t.Kind))
@@ -260,6 +263,9 @@ func (c *Config) parseProfiles(d *decoding, f *Fields) []profileEntry {
 				continue
 			case KindFlow:
 				rf.Fail("pluginRef", "%q is a flow-control plugin, which flowControl references and no profile runs", ref)
+				continue
+			case KindAdmitter:
+				rf.Fail("pluginRef", "%q is an admitter, which runs for every request by being listed in plugins and is in no profile", ref)
 				continue
 			case KindPicker:
 				if pickers++; pickers > 1 {
@@ -347,6 +353,14 @@ func (c *Config) Build() (*Scheduler, error) {
 		return nil, errors.Join(d.errs...) // Parse accepted the same parameters: unreachable
 	}
 	s := &Scheduler{name: c.name, signals: c.signals, handler: inst[c.handler].(ProfileHandler)}
+	for i, x := range inst {
+		switch x := x.(type) {
+		case Producer:
+			s.producers = append(s.producers, x)
+		case Admitter:
+			s.admitters = append(s.admitters, namedAdmitter{x, &AdmitError{Admitter: c.plugins[i].name}})
+		}
+	}
 	for _, pe := range c.profiles {
 		p := &Profile{name: pe.name}
 		sum := 0.0

@@ -84,7 +84,7 @@ func replace(t *testing.T, doc, begin, end, body string) string {
 	return doc[:i+len(begin)] + "\n" + body + doc[j:]
 }
 
-var kindTitles = map[Kind]string{KindFilter: "Filters", KindScorer: "Scorers", KindPicker: "Pickers", KindHandler: "Profile handlers", KindProducer: "Data producers", KindFlow: "Flow control"}
+var kindTitles = map[Kind]string{KindFilter: "Filters", KindScorer: "Scorers", KindPicker: "Pickers", KindHandler: "Profile handlers", KindProducer: "Data producers", KindFlow: "Flow control", KindAdmitter: "Admitters"}
 
 // registryDoc renders every plugin type and every policy's profile.
 func registryDoc(t *testing.T) string {

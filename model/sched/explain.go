@@ -12,6 +12,9 @@ type Explanation struct {
 	Primary int
 	// Profiles are the profile runs, in the order the handler ran them.
 	Profiles []ProfileExplained
+	// Err is an AdmitError when an admitter refused the request before
+	// any profile ran (Profiles is then empty).
+	Err error
 }
 
 // ProfileExplained is one profile's run, with its effect on each

@@ -69,6 +69,9 @@ var (
 		"`flow_control.ordering`.")
 	edfOrdering = flowPolicy(flow.OrderingEDF, "A flow's requests leave earliest deadline first, the deadline "+
 		"being when its wait would end: `flow_control.ordering`.")
+	sloDeadlineOrdering = flowPolicy(flow.OrderingSLODeadline, "A flow's requests leave earliest first token due "+
+		"first: when the gateway received it plus its `x-llm-d-slo-ttft-ms` (whole milliseconds); those without "+
+		"a valid header after all others, ties by arrival: `flow_control.ordering`.")
 )
 
 // headroomParam is both detectors' headroom.

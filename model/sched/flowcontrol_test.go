@@ -166,3 +166,19 @@ func TestQuantity(t *testing.T) {
 	f("99999999999999999999", 0, false)
 	f(true, 0, false)
 }
+
+// TestSLODeadlineOrderingRef: a band naming llm-d's
+// slo-deadline-ordering-policy, by type or by an instance's name, sets
+// flow_control's ordering to it.
+func TestSLODeadlineOrderingRef(t *testing.T) {
+	for _, doc := range []string{`
+plugins: [{type: queue-scorer}, {name: slo, type: slo-deadline-ordering-policy}]
+flowControl: {priorityBands: [{priority: 0, orderingPolicyRef: slo}]}`, `
+plugins: [{type: queue-scorer}]
+flowControl: {priorityBands: [{priority: 0, orderingPolicyRef: slo-deadline-ordering-policy}]}`} {
+		c, _ := parse(t, document(doc))
+		if fc := c.FlowControl(); fc == nil || fc.Ordering != flow.OrderingSLODeadline {
+			t.Errorf("%s: flow control %+v", doc, fc)
+		}
+	}
+}

@@ -283,7 +283,18 @@ func TestPrefixCacheAffinityFilter(t *testing.T) {
 	f(map[string]any{"explorationProbability": 1}, 0, 1, 2, 3)
 	c.Cands[0].CachedTokens, c.Cands[1].CachedTokens = 0, 0
 	f(nil, 0, 1, 2, 3) // no sticky replica
-	for _, bad := range []map[string]any{{"ttftSource": "latencyPredictor"}, {"affinityThreshold": 2}, {"prefillCalibrationFile": "/x"}} {
+	// latencyPredictor reads predicted-latency-producer's TTFT; without
+	// predictions the signal is missing and every replica is kept, as in
+	// llm-d, unless the gate is off.
+	c.Cands[0].CachedTokens, c.Cands[1].CachedTokens = 160, 128
+	pr := map[string]any{"affinityThreshold": 0.9, "ttftSource": "latencyPredictor", "maxTTFTPenaltyMs": 2000}
+	f(pr, 0, 1, 2, 3)
+	f(map[string]any{"affinityThreshold": 0.9, "ttftSource": "latencyPredictor", "maxTTFTPenaltyMs": 0}, 0)
+	c.Latency = []Prediction{{TTFT: 3 * time.Second}, {TTFT: time.Second}, {TTFT: 500 * time.Millisecond}, {TTFT: 2 * time.Second}}
+	f(pr, 0, 1, 2, 3) // 2.5 s behind
+	c.Latency[0].TTFT = 2 * time.Second
+	f(pr, 0) // 1.5 s behind
+	for _, bad := range []map[string]any{{"ttftSource": "sidecar"}, {"affinityThreshold": 2}, {"prefillCalibrationFile": "/x"}} {
 		if _, d := decode(&prefixCacheAffinityFilter, bad); len(d.errs) != 1 {
 			t.Errorf("%v: %v", bad, d.errs)
 		}

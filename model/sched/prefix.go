@@ -98,13 +98,14 @@ var prefixCacheAffinityFilter = Type{
 	Doc: "Keeps only the sticky replicas, those holding at least affinityThreshold of the prompt's " +
 		"blocks, when there are any; keeps every replica instead with probability " +
 		"explorationProbability, or when the best sticky replica's time to first token, estimated as " +
-		"its pending tokens over peakPrefillThroughput, exceeds the best other's by more than " +
+		"its pending tokens over peakPrefillThroughput (or predicted by predicted-latency-producer, " +
+		"ttftSource latencyPredictor), exceeds the best other's by more than " +
 		"maxTTFTPenaltyMs (llm-d's \"sticky until saturated\").",
 	Params: []Param{
 		{Name: "affinityThreshold", Default: 0.80, Doc: "Share of the prompt's blocks that makes a replica sticky, 0 to 1."},
 		{Name: "explorationProbability", Default: 0.0, Doc: "Chance of skipping the filter, 0 to 1."},
 		{Name: "maxTTFTPenaltyMs", Default: 18000.0, Doc: "Time to first token, in ms, the sticky replicas may lose before the filter keeps all; 0 always sticks."},
-		{Name: "ttftSource", Default: "prefillThroughput", Doc: "How the time to first token is estimated: prefillThroughput (latencyPredictor is refused: Inferrail has no latency predictor)."},
+		{Name: "ttftSource", Default: ttftThroughput, Doc: "How the time to first token is estimated: prefillThroughput, or latencyPredictor (predicted-latency-producer's prediction; without one every replica is kept, as llm-d does on a missing signal)."},
 		{Name: "peakPrefillThroughput", Default: 15928.0, Doc: "Prefill tokens per second of one replica, for prefillThroughput."},
 		{Name: "prefillCalibrationFile", Default: "", Doc: "Refused when set: set peakPrefillThroughput instead."},
 		{Name: "prefillCalibrationFingerprint", Default: "", Doc: "Refused when set, as prefillCalibrationFile."},
@@ -116,8 +117,17 @@ var prefixCacheAffinityFilter = Type{
 	New: newPrefixAffinity,
 }
 
+// The prefix-cache-affinity-filter's TTFT sources.
+const (
+	ttftThroughput = "prefillThroughput"
+	ttftPredictor  = "latencyPredictor"
+)
+
 type prefixAffinity struct {
 	threshold, explore, maxPenaltyMs, peak float64
+	// predictor reads the TTFT from Cycle.Latency (ttftSource
+	// latencyPredictor).
+	predictor bool
 }
 
 func newPrefixAffinity(f *Fields) any {
@@ -137,13 +147,13 @@ func newPrefixAffinity(f *Fields) any {
 		f.Fail("maxTTFTPenaltyMs", "want at least 0, got %v", p.maxPenaltyMs)
 	}
 	switch src := f.String("ttftSource"); src {
-	case "prefillThroughput":
-	case "latencyPredictor":
-		f.Fail("ttftSource", "latencyPredictor is not supported: Inferrail has no latency predictor; use prefillThroughput")
+	case ttftThroughput:
+	case ttftPredictor:
+		p.predictor = true
 	default:
-		f.Fail("ttftSource", "want prefillThroughput, got %q", src)
+		f.Fail("ttftSource", "want %s or %s, got %q", ttftThroughput, ttftPredictor, src)
 	}
-	if p.maxPenaltyMs > 0 && !(p.peak > 0) {
+	if p.maxPenaltyMs > 0 && !p.predictor && !(p.peak > 0) {
 		f.Fail("peakPrefillThroughput", "want more than 0 when maxTTFTPenaltyMs is, got %v", p.peak)
 	}
 	for _, k := range []string{"prefillCalibrationFile", "prefillCalibrationFingerprint"} {
@@ -167,8 +177,18 @@ func (p *prefixAffinity) Filter(c *Cycle, in, out []int) []int {
 	// The best (lowest) estimated time to first token of the sticky and
 	// of the other replicas, in ms.
 	bestSticky, bestOther, others := 0.0, 0.0, 0
+	// Without predictions the latencyPredictor signal is missing, and
+	// llm-d then keeps every replica (when the gate would run).
+	missing := p.predictor && c.Latency == nil
 	for _, i := range in {
-		ttft := float64(max(c.Cands[i].PendingTokens, 0)) / p.peak * 1000
+		var ttft float64
+		switch {
+		case missing:
+		case p.predictor:
+			ttft = absMs(c.Latency[i].TTFT)
+		default:
+			ttft = float64(max(c.Cands[i].PendingTokens, 0)) / p.peak * 1000
+		}
 		if matchRatio(c, i) >= p.threshold {
 			if len(out) == 0 || ttft < bestSticky {
 				bestSticky = ttft
@@ -181,7 +201,7 @@ func (p *prefixAffinity) Filter(c *Cycle, in, out []int) []int {
 		}
 		others++
 	}
-	if len(out) == 0 || p.maxPenaltyMs > 0 && others > 0 && bestSticky-bestOther > p.maxPenaltyMs {
+	if len(out) == 0 || p.maxPenaltyMs > 0 && others > 0 && (missing || bestSticky-bestOther > p.maxPenaltyMs) {
 		return append(out[:0], in...)
 	}
 	return out

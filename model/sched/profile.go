@@ -77,7 +77,31 @@ type Scheduler struct {
 	// rank is the latest Pick's primary profile: the candidates its
 	// filters kept and their totals, for Ranked.
 	rank ranking
+	// producers run first in every decision, then the admitters.
+	producers []Producer
+	admitters []namedAdmitter
 }
+
+// namedAdmitter is an admitter with the error its refusal returns, made
+// once so that a refusal allocates nothing.
+type namedAdmitter struct {
+	a   Admitter
+	err *AdmitError
+}
+
+// AdmitError names the admitter that refused a request (llm-d's
+// latency-slo-admitter: no replica can serve it within its SLO). It is a
+// policy.ErrNotAdmitted.
+type AdmitError struct {
+	Admitter string
+}
+
+func (e *AdmitError) Error() string {
+	return "sched: admitter " + e.Admitter + " refused the request: " + policy.ErrNotAdmitted.Error()
+}
+
+// Unwrap returns policy.ErrNotAdmitted.
+func (e *AdmitError) Unwrap() error { return policy.ErrNotAdmitted }
 
 // ranking is what Ranked orders: positions in the latest Pick's candidates
 // and their weighted totals, reused from one decision to the next.
@@ -113,11 +137,12 @@ func (s *Scheduler) Profiles() []*Profile { return s.profiles }
 // routing metrics: cost_model's guards and steering where its plugins ran.
 func (s *Scheduler) Last() policy.Decision { return s.last }
 
-// Pick runs the profiles the handler chooses over cands and returns the
-// position in cands of the replica the primary result routes to. It
-// returns policy.ErrNoCandidate when cands is empty and a FilteredError
-// when the primary profile's filters leave nothing. cands is never
-// modified.
+// Pick runs the producers and admitters, then the profiles the handler
+// chooses, over cands and returns the position in cands of the replica the
+// primary result routes to. It returns policy.ErrNoCandidate when cands is
+// empty, an AdmitError (a policy.ErrNotAdmitted) when an admitter refuses
+// the request, and a FilteredError when the primary profile's filters
+// leave nothing. cands is never modified.
 func (s *Scheduler) Pick(req *policy.Request, cands []policy.Candidate, rng *rand.Rand) (int, error) {
 	if len(cands) == 0 {
 		s.last = policy.Decision{Winner: -1}
@@ -190,6 +215,18 @@ func (s *Scheduler) run(req *policy.Request, cands []policy.Candidate, rng *rand
 	*c = Cycle{Req: req, Cands: cands, Rng: rng}
 	s.done = s.done[:0]
 	var primary decided
+	for _, p := range s.producers {
+		p.Produce(c)
+	}
+	for _, a := range s.admitters {
+		if !a.a.Admit(c) {
+			s.rank.winner = -1
+			if ex != nil {
+				ex.Err = a.err
+			}
+			return decided{Result: Result{Winner: -1, Err: a.err}, Decision: policy.Decision{Winner: -1}}
+		}
+	}
 	for {
 		next := s.handler.Next(c, s.profiles, s.done)
 		if len(next) == 0 {

@@ -27,6 +27,9 @@ var filterParams = map[string][]map[string]any{
 	boundedLoadFilter.Name: {nil, {"epsilon": 0}},
 	kvPressureFilter.Name:  {nil, {"kappa": 0.8, "shortPromptTokens": 0}},
 	freshLoadFilter.Name:   {nil, {"fallbackOnEmpty": false}},
+	// Without a producer it keeps everything; latency_test.go runs it on
+	// predictions.
+	sloHeadroomTierFilter.Name: {nil},
 }
 
 // TestFiltersKeepOnlyTheirInput runs every registered filter over random

@@ -41,6 +41,7 @@ var registry = []*Type{
 	&boundedLoadFilter,
 	&kvPressureFilter,
 	&freshLoadFilter,
+	&sloHeadroomTierFilter,
 
 	&prefixCacheScorer,
 	&queueScorer,
@@ -52,6 +53,7 @@ var registry = []*Type{
 	&noHitLRUScorer,
 	&runningRequestsSizeScorer,
 	&estimatedTTFTScorer,
+	&latencyScorer,
 
 	&maxScorePicker,
 	&randomPicker,
@@ -67,6 +69,7 @@ var registry = []*Type{
 	&approxPrefixCacheProducer,
 	&precisePrefixCacheProducer,
 	&inflightLoadProducer,
+	&predictedLatencyProducer,
 	&metricsDataSource,
 	&coreMetricsExtractor,
 
@@ -74,8 +77,11 @@ var registry = []*Type{
 	&roundRobinFairness,
 	&fcfsOrdering,
 	&edfOrdering,
+	&sloDeadlineOrdering,
 	&utilizationDetector,
 	&concurrencyDetector,
+
+	&latencySLOAdmitter,
 }
 
 // Types returns every plugin type, by kind, then in the registry's order.

@@ -22,6 +22,26 @@ type Cycle struct {
 	// policy.CostModel.Last does: cost_model's guards and its picker fill
 	// in their parts; the Scheduler sets Winner.
 	Decision policy.Decision
+	// Latency is each candidate's predicted latency against the request's
+	// SLO, by position in Cands, as predicted-latency-producer fills it in
+	// before any profile runs; nil when no producer predicted (llm-d's
+	// consumers then fall back as with its sidecar down). Read only.
+	Latency []Prediction
+}
+
+// Producer is a data producer that computes, once per decision and before
+// the admitters and profiles run, what their plugins read from the Cycle.
+// It changes no state of its own but the memory it fills in.
+type Producer interface {
+	Produce(c *Cycle)
+}
+
+// Admitter decides, after the producers and before any profile, whether a
+// request is routed at all (llm-d's request-control admitters, bound by
+// being listed in plugins). It changes no state of its own.
+type Admitter interface {
+	// Admit reports whether c's request may be routed.
+	Admit(c *Cycle) bool
 }
 
 // Filter sets candidates aside.
@@ -100,9 +120,12 @@ const (
 	// a saturation detector, which the flowControl block references and
 	// no profile runs.
 	KindFlow
+	// KindAdmitter is a request-control admitter: listed in plugins, it
+	// runs for every decision before the profiles, and no profile names it.
+	KindAdmitter
 )
 
-var kindNames = [...]string{KindFilter: "filter", KindScorer: "scorer", KindPicker: "picker", KindHandler: "profile handler", KindProducer: "data producer", KindFlow: "flow-control plugin"}
+var kindNames = [...]string{KindFilter: "filter", KindScorer: "scorer", KindPicker: "picker", KindHandler: "profile handler", KindProducer: "data producer", KindFlow: "flow-control plugin", KindAdmitter: "admitter"}
 
 // String returns the kind's name, such as "scorer".
 func (k Kind) String() string {

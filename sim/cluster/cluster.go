@@ -54,6 +54,11 @@ type Config struct {
 	// defaults.
 	PrefixHash *policy.PrefixHashParams
 	KVAware    *policy.KVAwareParams
+	// SLO is every request's latency objective (policy.Request.SLO), as
+	// llm-d's x-llm-d-slo-ttft-ms and x-llm-d-slo-tpot-ms headers would
+	// give it, for the plugins that route on one (the latency plugins);
+	// zero fields set none.
+	SLO policy.SLO
 	// MaxConcurrency is the gateway's per-replica breaker
 	// (max_concurrency): a replica with that many requests in flight is not
 	// offered, and a request finding every replica full is rejected, as
@@ -245,6 +250,9 @@ func (c *Config) validate() error {
 	}
 	if c.WarmUp < 0 {
 		errs = append(errs, fmt.Errorf("warm-up %v: want at least 0", c.WarmUp))
+	}
+	if c.SLO.TTFT < 0 || c.SLO.TPOT < 0 {
+		errs = append(errs, fmt.Errorf("slo %+v: want each at least 0", c.SLO))
 	}
 	if c.Fanout < 0 {
 		errs = append(errs, fmt.Errorf("fanout %d: want at least 0", c.Fanout))

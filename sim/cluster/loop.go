@@ -555,6 +555,7 @@ func (r *run) arrive() error {
 		BlockSize:    r.bs,
 		SessionKey:   in.session,
 		Now:          now,
+		SLO:          r.cfg.SLO,
 	}
 	g := r.gates[gi]
 	var offered int

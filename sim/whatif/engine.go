@@ -72,8 +72,9 @@ func WithPrefill(base Engine, m cost.Model, name, source string) Engine {
 func secs(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
 
 // CostModel is cost_model's model for an engine: its true prefill
-// parameters, and a running request's share of a decode step as the decode
-// interference, as an operator who calibrated would configure it.
+// parameters, a running request's share of a decode step as the decode
+// interference, and its decode step of one sequence, as an operator who
+// calibrated would configure it.
 func CostModel(c engine.Config) cost.Model {
 	l := c.Latency
 	return cost.Model{
@@ -81,6 +82,7 @@ func CostModel(c engine.Config) cost.Model {
 		PrefillPairSecs:        l.PrefillPair / 1e9,
 		PrefillFixedSecs:       l.PrefillFixed.Seconds(),
 		DecodeInterferenceSecs: l.DecodeSeq.Seconds(),
+		DecodeTokenSecs:        l.DecodeToken.Seconds(),
 	}
 }
 

@@ -114,7 +114,8 @@ func TestWithPrefillAndCostModel(t *testing.T) {
 	}
 	cm := CostModel(e.Config)
 	if math.Abs(cm.PrefillTokenSecs-5e-5) > 1e-15 || math.Abs(cm.PrefillPairSecs-2e-9) > 1e-20 ||
-		cm.PrefillFixedSecs != 0.01 || cm.DecodeInterferenceSecs != base.Config.Latency.DecodeSeq.Seconds() {
+		cm.PrefillFixedSecs != 0.01 || cm.DecodeInterferenceSecs != base.Config.Latency.DecodeSeq.Seconds() ||
+		cm.DecodeTokenSecs != base.Config.Latency.DecodeToken.Seconds() {
 		t.Fatalf("%+v", cm)
 	}
 }

@@ -36,7 +36,7 @@ type Route struct {
 }
 
 // DefaultRoutes returns the routes a sweep compares unless told otherwise:
-// the built-in policies and llm-d's two profiles.
+// the built-in policies and llm-d's profiles (sched.LLMDProfiles).
 func DefaultRoutes() []string {
 	out := sched.Policies()
 	for _, p := range sched.LLMDProfiles() {
@@ -329,10 +329,13 @@ func (p *Plan) costParams() policy.CostModelParams {
 	return cm
 }
 
-// config is the cluster run of point pt.
+// config is the cluster run of point pt. A profile that reads the
+// engines' KV events (llm-d's precise prefix composition) runs with them,
+// as it is deployed; the others on the shadow index.
 func (p *Plan) config(r *Route, pt Point) cluster.Config {
 	cm := p.costParams()
 	return cluster.Config{
+		KVEvents:  r.Profile != nil && r.Profile.Signals()&sched.SignalKVEvents != 0,
 		Replicas:  pt.Replicas,
 		Engine:    p.Engine.Config,
 		Policy:    r.Policy,

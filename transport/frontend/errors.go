@@ -70,6 +70,10 @@ func RouteError(err error, model string) *openai.Error {
 	case errors.Is(err, route.ErrDeadline):
 		return apiError(fasthttp.StatusServiceUnavailable, "ServiceUnavailableError",
 			"The gateway could not choose a replica in time; retry later.", "")
+	case errors.Is(err, policy.ErrNotAdmitted):
+		// llm-d answers an admitter's refusal with 500.
+		return apiError(fasthttp.StatusInternalServerError, "",
+			"The request cannot be admitted: no replica serving `"+model+"` is predicted to meet its latency objective.", "")
 	}
 	return apiError(fasthttp.StatusBadGateway, "BadGatewayError", "Routing failed.", "")
 }
@@ -99,6 +103,8 @@ func RouteReason(err error) string {
 		return "filtered_out"
 	case errors.Is(err, route.ErrDeadline):
 		return "routing_deadline"
+	case errors.Is(err, policy.ErrNotAdmitted):
+		return "not_admitted"
 	}
 	return "routing"
 }

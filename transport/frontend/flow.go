@@ -51,14 +51,17 @@ type Gate struct {
 
 // gateConfig is flow_control as the gate reads it; immutable.
 type gateConfig struct {
-	on         bool
-	maxWait    time.Duration
-	opts       flow.Options
-	def        int
-	objectives map[string]int
-	tenants    map[string]int
-	detector   flow.Detector
-	headroom   float64
+	on      bool
+	maxWait time.Duration
+	opts    flow.Options
+	// sloDeadline orders by slo-deadline-ordering-policy's deadline
+	// (opts.EDF given flow.SLODeadline).
+	sloDeadline bool
+	def         int
+	objectives  map[string]int
+	tenants     map[string]int
+	detector    flow.Detector
+	headroom    float64
 	// staleAfter is the utilization-detector's staleness threshold; 0 for
 	// a detector that reads no reports.
 	staleAfter time.Duration
@@ -69,7 +72,8 @@ func newGateConfig(fc *config.FlowControl) *gateConfig {
 	gc := &gateConfig{on: fc.Enabled, maxWait: fc.MaxWait, def: fc.DefaultPriority,
 		objectives: fc.Objectives, tenants: fc.TenantPriorities, headroom: sd.Headroom,
 		opts: flow.Options{Max: fc.MaxQueued, Fair: fc.Fairness == flow.FairnessRoundRobin,
-			EDF: fc.Ordering == flow.OrderingEDF, Evict: fc.Eviction}}
+			EDF: fc.Ordering == flow.OrderingEDF || fc.Ordering == flow.OrderingSLODeadline, Evict: fc.Eviction},
+		sloDeadline: fc.Ordering == flow.OrderingSLODeadline}
 	if sd.Type == flow.DetectorConcurrency {
 		gc.detector = flow.Concurrency{MaxConcurrency: sd.MaxConcurrency}
 	} else {
@@ -205,6 +209,12 @@ type Ticket struct {
 	// Objective and FairnessID are the request's x-llm-d-inference-objective
 	// and x-llm-d-inference-fairness-id headers, empty when absent.
 	Objective, FairnessID []byte
+	// SLOTTFT is the request's TTFT objective (its x-llm-d-slo-ttft-ms
+	// header, else its model's default; 0 for none), and Received when the
+	// gateway received it: the deadline slo-deadline-ordering-policy
+	// orders by.
+	SLOTTFT  time.Duration
+	Received time.Time
 	// Tenant is the tenant an API key named; HasTenant is false without one.
 	Tenant    string
 	HasTenant bool
@@ -315,7 +325,8 @@ func (g *Gate) warnStale(snap *replica.Snapshot, e *flow.Endpoint, after time.Du
 func (r *request) ticket(attempt int) Ticket {
 	t := Ticket{Model: r.model, Deadline: r.deadline, Attempt: attempt,
 		Objective:  r.ctx.Request.Header.Peek(flow.HeaderObjective),
-		FairnessID: r.ctx.Request.Header.Peek(flow.HeaderFairnessID)}
+		FairnessID: r.ctx.Request.Header.Peek(flow.HeaderFairnessID),
+		SLOTTFT:    r.policy.SLO.TTFT, Received: r.start}
 	if r.who != nil {
 		t.Tenant, t.HasTenant = r.who.Tenant, true
 	}
@@ -364,6 +375,16 @@ func (g *Gate) Admit(ctx context.Context, t *Ticket, pick func() (fleet.Decision
 	return d, err
 }
 
+// due is what t's wait is ordered by under EDF: when the wait would end
+// (edf-ordering-policy), or when its first token is due
+// (slo-deadline-ordering-policy).
+func (gc *gateConfig) due(t *Ticket, end time.Time) time.Time {
+	if gc.sloDeadline {
+		return flow.SLODeadline(t.Received, t.SLOTTFT)
+	}
+	return end
+}
+
 // hold is what flow control decides for t before any pick: its priority,
 // and whether it waits (the pool saturated, or requests waiting already),
 // or ErrFlowShed for a sheddable request meeting a saturated pool. Only a
@@ -392,7 +413,7 @@ func (g *Gate) wait(ctx context.Context, t *Ticket, fq *flowQueue, gc *gateConfi
 	wait := min(gc.maxWait, time.Until(t.Deadline))
 	w := &waiter{prio: prio, key: flowKey(t), wake: make(chan struct{}, 1)}
 	fq.mu.Lock()
-	ev, evicted, ok := fq.q.Push(prio, w.key, w, start.Add(wait))
+	ev, evicted, ok := fq.q.Push(prio, w.key, w, gc.due(t, start.Add(wait)))
 	switch {
 	case evicted:
 		ev.evicted = true

@@ -378,3 +378,26 @@ func TestFlowVerdictRoom(t *testing.T) {
 		t.Error("the sixth request of the burst, five in flight since the report, found room")
 	}
 }
+
+// TestGateDue: under slo-deadline-ordering-policy a wait is ordered by
+// when its first token is due (received plus x-llm-d-slo-ttft-ms, none
+// last), under edf-ordering-policy by when the wait would end.
+func TestGateDue(t *testing.T) {
+	received := time.Unix(100, 0)
+	end := received.Add(time.Second)
+	slo := newGateConfig(&config.FlowControl{Ordering: flow.OrderingSLODeadline})
+	edf := newGateConfig(&config.FlowControl{Ordering: flow.OrderingEDF})
+	if !slo.opts.EDF || !edf.opts.EDF || edf.sloDeadline {
+		t.Fatalf("options: slo %+v, edf %+v", slo.opts, edf.opts)
+	}
+	tk := &Ticket{Received: received, SLOTTFT: 250 * time.Millisecond}
+	if got := slo.due(tk, end); !got.Equal(received.Add(250 * time.Millisecond)) {
+		t.Errorf("slo-deadline due %v", got)
+	}
+	if got := edf.due(tk, end); !got.Equal(end) {
+		t.Errorf("edf due %v", got)
+	}
+	if got := slo.due(&Ticket{Received: received}, end); !got.Equal(flow.NoDeadline) {
+		t.Errorf("no header: due %v", got)
+	}
+}
