@@ -529,6 +529,12 @@ type Routing struct {
 	// ShortPromptTokens is the prompt length, in tokens to compute, up to
 	// which kappa does not apply. Default 256.
 	ShortPromptTokens int `koanf:"short_prompt_tokens"`
+	// RecomputeWeight has cost_model price each replica this many times
+	// the prefill it would compute beyond the replica that would compute
+	// the least: the fleet's extra work, which near capacity delays every
+	// request behind it. 0 prices the request's own time to first token
+	// alone. At least 0. Default 2.
+	RecomputeWeight float64 `koanf:"recompute_weight"`
 	// SessionAffinity sends a request naming its conversation (x-session-id
 	// or the user field) back to the conversation's last replica while the
 	// load guards allow it. Default false.
@@ -957,6 +963,7 @@ func Default() *Config {
 			Epsilon:                 1.0,
 			Kappa:                   0.92,
 			ShortPromptTokens:       256,
+			RecomputeWeight:         2,
 			CostModel: CostModel{
 				PrefillTokenSecs:       0.0001,
 				PrefillPairSecs:        0.0000000033,

@@ -493,6 +493,7 @@ func (v *validator) routing(r *Routing, names routingNames) {
 	v.nonNegativeNumber("routing.epsilon", r.Epsilon)
 	v.fraction("routing.kappa", r.Kappa, false)
 	v.atLeast("routing.short_prompt_tokens", r.ShortPromptTokens, 0)
+	v.nonNegativeNumber("routing.recompute_weight", r.RecomputeWeight)
 	v.costModel("routing.cost_model", &r.CostModel)
 	v.atLeast("routing.prefix_hash.blocks", r.PrefixHash.Blocks, 1)
 	v.nonNegativeNumber("routing.kv_aware.cache_weight", r.KVAware.CacheWeight)

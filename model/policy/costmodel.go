@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -54,6 +55,11 @@ type CostModelParams struct {
 	// ColdWhenShared turns the rendezvous on while a candidate's engine is
 	// found shared with another router (Candidate.Shared, anyShared).
 	ColdWhenShared bool
+	// RecomputeWeight prices the prefill a candidate would compute beyond
+	// the least any allowed candidate would (see CostModel): the fleet's
+	// extra work, which near capacity delays the requests behind it.
+	// Negative is 0, which prices this request's time to first token alone.
+	RecomputeWeight float64
 }
 
 // DefaultCostModelParams returns the routing section's defaults.
@@ -64,6 +70,7 @@ func DefaultCostModelParams() CostModelParams {
 		Kappa:             0.92,
 		ShortPromptTokens: 256,
 		ColdWhenShared:    true,
+		RecomputeWeight:   2,
 		HotPrefix: HotPrefixParams{
 			Enabled:     true,
 			Blocks:      16,
@@ -95,6 +102,21 @@ func DefaultCostModelParams() CostModelParams {
 // naming its conversation goes back to the conversation's last replica
 // (from the policy's table, or Candidate.Session) while the guards allow.
 // Ties go to fewer in flight, then to chance.
+//
+// Each candidate's estimate is then priced RecomputeWeight times the
+// prefill it would compute beyond the candidate that would compute the
+// least (the one holding the most of the prompt, all else equal); a
+// candidate without a cache prediction (Candidate.Unpredicted) is priced
+// on its estimate alone, as what it holds is unknown. The
+// estimate alone minimizes this request's time to first token, and sends
+// it off the replica holding its prefix whenever that replica's queue is
+// longer than the recompute: the other replica's prefill is then spent
+// twice over the fleet, and near capacity every request behind it waits
+// for it. The estimate alone kept less of the cache than llm-d's "sticky
+// until saturated" in 8 of 10 cells (bench/results/llmd-2026-12-01.md) and
+// collapsed first under overload; a weight of 2 kept more requests within
+// the SLO than that composition on all five workloads at the rates where
+// both fall below 100% (bench/results/recompute-2026-12-08.md).
 //
 // With ColdRendezvous, or while a candidate's engine is found shared with
 // another router (Candidate.Shared), a cold prompt, of which no candidate the guards
@@ -452,28 +474,51 @@ func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costSc
 	}
 	owner := func(i int) bool { return d.Owners > 0 && s.weights[i] >= threshold }
 
+	priced := func(i int) int {
+		own := cachedTokens(&cands[i], prompt)
+		if owner(i) {
+			return max(own, min(credit, prompt))
+		}
+		return own
+	}
+	// The least prefill any allowed candidate would compute, for the
+	// recompute price.
+	weight := max(p.p.RecomputeWeight, 0)
+	least := time.Duration(-1)
+	if weight > 0 {
+		for i := range cands {
+			if s.guard[i] == GuardNone && !cands[i].Unpredicted {
+				pt := priced(i)
+				if f := cands[i].Cost(&base).Prefill(prompt-pt, pt); least < 0 || f < least {
+					least = f
+				}
+			}
+		}
+	}
+
 	sessKey, sessOK := p.session(req)
 	best, second, raw, sess := rank{i: -1}, rank{i: -1}, rank{i: -1}, rank{i: -1}
 	for i := range cands {
 		c := &cands[i]
 		own := cachedTokens(c, prompt)
-		priced := own
+		pt := priced(i)
 		isOwner := owner(i)
-		if isOwner {
-			priced = max(own, min(credit, prompt))
-		}
 		m := &base
 		if c.Model != nil {
 			m = c.Model
 		}
-		est := m.Estimate(prompt, priced, c.QueuedPrefill, c.Running)
-		t := est.Total()
+		est := m.Estimate(prompt, pt, c.QueuedPrefill, c.Running)
+		var extra time.Duration
+		if least >= 0 && !c.Unpredicted {
+			extra = recompute(weight, est.Prefill-least)
+		}
+		t := est.Total() + extra
 		guard := s.guard[i]
 		isSess := p.p.SessionAffinity && (c.Session || sessOK && candKey(c) == sessKey)
 		if ex != nil {
 			e := &ex[i]
-			e.PricedTokens, e.Owner, e.Estimate, e.Guard = priced, isOwner, est, guard
-			e.Session = isSess
+			e.PricedTokens, e.Owner, e.Estimate, e.Guard = pt, isOwner, est, guard
+			e.Session, e.Recompute = isSess, extra
 		}
 		if guard != GuardNone {
 			continue
@@ -490,8 +535,12 @@ func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costSc
 		}
 		if d.Owners > 0 {
 			rt := t
-			if priced != own {
-				rt = m.Estimate(prompt, own, c.QueuedPrefill, c.Running).Total()
+			if pt != own {
+				re := m.Estimate(prompt, own, c.QueuedPrefill, c.Running)
+				rt = re.Total()
+				if least >= 0 && !c.Unpredicted {
+					rt += recompute(weight, re.Prefill-least)
+				}
 			}
 			if raw.i < 0 || ahead(cands, draw, i, rt, raw.i, raw.total) {
 				raw = rank{i: i, total: rt}
@@ -619,4 +668,17 @@ func term(w, r cost.Estimate) Term {
 		t = TermTierLoad
 	}
 	return t
+}
+
+// recompute is the recompute price of extra prefill: weight times it,
+// saturating, and 0 for none.
+func recompute(weight float64, extra time.Duration) time.Duration {
+	if extra <= 0 {
+		return 0
+	}
+	f := weight * float64(extra)
+	if f >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(f)
 }

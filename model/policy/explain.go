@@ -101,8 +101,11 @@ type Explained struct {
 	// Owner reports a hot prefix's owner; Session the conversation's last
 	// replica.
 	Owner, Session bool
-	// Estimate is cost_model's estimate.
-	Estimate cost.Estimate
+	// Estimate is cost_model's estimate; Recompute the price it adds for
+	// the prefill the candidate would compute beyond the least
+	// (CostModelParams.RecomputeWeight).
+	Estimate  cost.Estimate
+	Recompute time.Duration
 	// Guard is the guard that set it aside, if any.
 	Guard Guard
 	// Score is kv_aware's score.

@@ -60,6 +60,12 @@ type Candidate struct {
 	// while the caller's index is fed by its own decisions alone.
 	Shared bool
 
+	// Unpredicted reports that the caller has no cache prediction for the
+	// replica (left off the shortlist, or its estimate came too late):
+	// CachedTokens is then 0 because nothing is known, not because the
+	// replica holds nothing. cost_model charges it no recompute price.
+	Unpredicted bool
+
 	// Model, when not nil, is the replica's own cost model, fitted online
 	// (routing.cost_model: auto), which prices it instead of the policy's.
 	// Read only: it points into the replica's published snapshot.

@@ -265,3 +265,49 @@ func TestKthLargest(t *testing.T) {
 		}
 	}
 }
+
+// TestRecomputeWeightNeverAddsWork checks over random fleets that a larger
+// recompute weight never picks a replica that computes more of the prompt:
+// the price only ever moves a decision toward less prefill.
+func TestRecomputeWeightNeverAddsWork(t *testing.T) {
+	s := newFleetSim(11)
+	params := simParams(s.rng)
+	params.SessionAffinity = false // affinity overrides the estimate
+	params.HotPrefix.Enabled = false
+	moved := 0
+	for step := 0; step < 5000; step++ {
+		req := s.step()
+		if req == nil {
+			continue
+		}
+		draw := s.rng.Uint64()
+		var last time.Duration = -1
+		var lastWinner int
+		for _, w := range []float64{0, 0.5, 2, 8} {
+			params.RecomputeWeight = w
+			ex, err := NewCostModel(params).Explain(req, s.cands, draw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			win := ex.Winner
+			if ex.Steer != SteerNone {
+				last = -1
+				break // the cold rendezvous decided, not the estimate
+			}
+			f := ex.Cands[win].Estimate.Prefill
+			if last >= 0 && f > last {
+				t.Fatalf("step %d: weight %v picks replica %d computing %v, a lower weight picked %d computing %v",
+					step, w, win, f, lastWinner, last)
+			}
+			if last >= 0 && f < last {
+				moved++
+			}
+			last, lastWinner = f, win
+		}
+		j, _ := NewCostModel(params).Pick(req, s.cands, s.rng)
+		s.assign(j)
+	}
+	if moved == 0 {
+		t.Fatal("no decision moved with the weight: the test exercises nothing")
+	}
+}

@@ -149,6 +149,7 @@ func (c *Core) Price(cand *policy.Candidate, l Ledger, req *policy.Request, r *R
 	} else {
 		cand.QueuedPrefill = l.Queued(now)
 	}
+	cand.Unpredicted = r == nil && len(req.Blocks) > 0
 	// Most replicas have applied all they were sent: no lookup when no
 	// replica has anything outstanding, and no delete of a missing key.
 	if len(c.unapplied) == 0 {

@@ -78,6 +78,7 @@ func costModelPlugins(s policy.Spec) []any {
 			"sessionSlots":           p.SessionSlots,
 			"coldRendezvous":         p.ColdRendezvous,
 			"coldWhenShared":         p.ColdWhenShared,
+			"recomputeWeight":        p.RecomputeWeight,
 			"hotPrefix": map[string]any{
 				"enabled": on, "blocks": hp.Blocks, "window": hp.Window, "utilization": hp.Utilization,
 				"sketchDepth": hp.SketchDepth, "sketchWidth": hp.SketchWidth,

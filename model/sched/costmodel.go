@@ -1,6 +1,8 @@
 package sched
 
 import (
+	"math"
+
 	"github.com/inferrail/inferrail/model/policy"
 )
 
@@ -103,6 +105,7 @@ var costModelPicker = Type{
 		Param{Name: "sessionSlots", Default: costDefaults.SessionSlots, Doc: "Size of the conversation table, rounded up to a power of two."},
 		Param{Name: "coldRendezvous", Default: costDefaults.ColdRendezvous, Doc: "Place a prompt no replica holds on its first block's rendezvous owner among the near-best, so that several gateway instances agree (routing.cold_rendezvous)."},
 		Param{Name: "coldWhenShared", Default: costDefaults.ColdWhenShared, Doc: "Turn the rendezvous on while a replica's engine is found shared with another router, the shared_engines warning (routing.shared_engines_rendezvous)."},
+		Param{Name: "recomputeWeight", Default: costDefaults.RecomputeWeight, Doc: "Price each replica this many times the prefill it would compute beyond the replica that would compute the least, at least 0 (routing.recompute_weight)."},
 		Param{Name: "hotPrefix", Doc: "Hot-prefix replication (routing.hot_prefix).", Fields: []Param{
 			{Name: "enabled", Default: costDefaults.HotPrefix.Enabled, Doc: "Give a hot root prefix more owners."},
 			{Name: "blocks", Default: costDefaults.HotPrefix.Blocks, Doc: "Leading blocks that make a root prefix."},
@@ -122,6 +125,10 @@ func newCostModelPicker(f *Fields) any {
 		SessionSlots:    f.Int("sessionSlots"),
 		ColdRendezvous:  f.Bool("coldRendezvous"),
 		ColdWhenShared:  f.Bool("coldWhenShared"),
+		RecomputeWeight: f.Float("recomputeWeight"),
+	}
+	if !(p.RecomputeWeight >= 0) || math.IsInf(p.RecomputeWeight, 0) {
+		f.Fail("recomputeWeight", "want a finite number, at least 0, got %v", p.RecomputeWeight)
 	}
 	if p.SessionSlots < 1 || p.SessionSlots > policy.MaxSessionSlots {
 		f.Fail("sessionSlots", "want 1 to %d, got %d", policy.MaxSessionSlots, p.SessionSlots)

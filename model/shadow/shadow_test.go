@@ -100,13 +100,14 @@ func TestCompareAndTally(t *testing.T) {
 	}
 }
 
-// cost_model in shadow, with its guards and hot-prefix credit out of the
-// way, picks the lowest estimate: never priced slower than the routing pick,
+// cost_model in shadow, with its guards, hot-prefix credit and recompute
+// price out of the way, picks the lowest estimate: never priced slower than the routing pick,
 // and faster whenever it disagrees on a replica priced higher.
 func TestCostModelShadowNeverSlower(t *testing.T) {
 	m := cost.Default()
 	params := policy.DefaultCostModelParams()
 	params.Model, params.Epsilon, params.Kappa, params.HotPrefix.Enabled = m, 1e9, 1, false
+	params.RecomputeWeight = 0
 	p := policy.NewCostModel(params)
 	rng, data := rand.New(rand.NewPCG(5, 6)), rand.New(rand.NewPCG(7, 8))
 	var tally Tally
