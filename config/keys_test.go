@@ -286,7 +286,7 @@ var keyMention = regexp.MustCompile(`\b[a-z][a-z0-9_]*(\[[0-9]*\])?(\.[a-z][a-z0
 var listIndex = regexp.MustCompile(`\[[0-9]*\]`)
 
 // notKeys are mentions that look like key paths and are not: a file name.
-var notKeys = []string{"tokenizer.json", "default.yaml", "replicas.svg"}
+var notKeys = []string{"tokenizer.json", "default.yaml", "replicas.svg", "slo.yaml"}
 
 // docFiles are where keys are documented for the operator: the README and
 // docs/ (their config reference and prose), the example and local configs

@@ -91,7 +91,7 @@ document = "{apiVersion: llm-d.ai/v1alpha1, kind: EndpointPickerConfig, plugins:
 
 [[profile]]
 name = "unknown-type"
-document = "{apiVersion: llm-d.ai/v1alpha1, kind: EndpointPickerConfig, plugins: [{type: latency-scorer}]}"
+document = "{apiVersion: llm-d.ai/v1alpha1, kind: EndpointPickerConfig, plugins: [{type: topology-affinity-scorer}]}"
 
 [[profile]]
 name = "missing"
@@ -107,7 +107,7 @@ document = "{apiVersion: llm-d.ai/v1alpha1, kind: EndpointPickerConfig, plugins:
 `
 	_, err := Parse(bad, ".")
 	for _, want := range []string{`profile "both": file and document: set one`, `profile "neither": file or document: set one`,
-		`profile "cost_model": the name of a policy`, `profile "unknown-type": plugins[0].type: plugin type "latency-scorer" is not implemented`,
+		`profile "cost_model": the name of a policy`, `profile "unknown-type": plugins[0].type: plugin type "topology-affinity-scorer" is not implemented`,
 		`profile "missing": open no-such.yaml`, `profile "dir": .: not a regular file`, `profile "unknown-type": listed twice`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q:\n%v", want, err)

@@ -221,26 +221,6 @@ func TestChooseFilteredOut(t *testing.T) {
 	}
 }
 
-// notAdmitted refuses every request, as latency-slo-admitter refuses one
-// no replica can serve within its SLO.
-type notAdmitted struct{}
-
-func (notAdmitted) Name() string { return "not-admitted" }
-
-func (notAdmitted) Pick(*policy.Request, []policy.Candidate, *rand.Rand) (int, error) {
-	return -1, fmt.Errorf("test: %w", policy.ErrNotAdmitted)
-}
-
-// A decision that refuses the request answers its refusal, not the
-// replicas' count.
-func TestChooseNotAdmitted(t *testing.T) {
-	c := New(Config{Policy: notAdmitted{}, Rand: rand.New(rand.NewPCG(1, 1))})
-	_, k, err := c.Choose(&policy.Request{}, []policy.Candidate{{Replica: 0}}, 1, refuse())
-	if k != -1 || !errors.Is(err, policy.ErrNotAdmitted) || errors.Is(err, ErrOverloaded) || errors.Is(err, ErrNoReplica) {
-		t.Fatalf("Choose = %d, %v; want the refusal", k, err)
-	}
-}
-
 // Past the fanout, the replicas that last got the prompt's root prefix are
 // asked first, then the least loaded by their published queue.
 func TestAskShortlists(t *testing.T) {
