@@ -535,6 +535,16 @@ type Routing struct {
 	// request behind it. 0 prices the request's own time to first token
 	// alone. At least 0. Default 2.
 	RecomputeWeight float64 `koanf:"recompute_weight"`
+	// SLOAdmission has cost_model refuse a request with an SLO (llm-d's
+	// x-llm-d-slo-ttft-ms and x-llm-d-slo-tpot-ms headers, or its model's
+	// slo) that no replica is predicted to meet, with a 500 as llm-d's
+	// latency-slo-admitter answers, rather than send it to miss. A request
+	// without an SLO is never refused by it. Default true.
+	SLOAdmission bool `koanf:"slo_admission"`
+	// SLOAdmissionWaitFactor multiplies a replica's wait when the admission
+	// judges it: the larger of its queued prefill and the prefill of its
+	// pending requests' uncached tokens. At least 1. Default 3.
+	SLOAdmissionWaitFactor float64 `koanf:"slo_admission_wait_factor"`
 	// SessionAffinity sends a request naming its conversation (x-session-id
 	// or the user field) back to the conversation's last replica while the
 	// load guards allow it. Default false.
@@ -964,6 +974,8 @@ func Default() *Config {
 			Kappa:                   0.92,
 			ShortPromptTokens:       256,
 			RecomputeWeight:         2,
+			SLOAdmission:            true,
+			SLOAdmissionWaitFactor:  3,
 			CostModel: CostModel{
 				PrefillTokenSecs:       0.0001,
 				PrefillPairSecs:        0.0000000033,

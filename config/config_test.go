@@ -77,6 +77,8 @@ func TestDefaults(t *testing.T) {
 		{"routing.kappa", d.Routing.Kappa, 0.92},
 		{"routing.short_prompt_tokens", d.Routing.ShortPromptTokens, 256},
 		{"routing.recompute_weight", d.Routing.RecomputeWeight, 2.0},
+		{"routing.slo_admission", d.Routing.SLOAdmission, true},
+		{"routing.slo_admission_wait_factor", d.Routing.SLOAdmissionWaitFactor, 3.0},
 		{"routing.estimate_deadline", d.Routing.EstimateDeadline, 2 * time.Millisecond},
 		{"routing.cost_model.prefill_token_secs", d.Routing.CostModel.PrefillTokenSecs, 0.0001},
 		{"routing.cost_model.prefill_pair_secs", d.Routing.CostModel.PrefillPairSecs, 3.3e-9},

@@ -494,6 +494,9 @@ func (v *validator) routing(r *Routing, names routingNames) {
 	v.fraction("routing.kappa", r.Kappa, false)
 	v.atLeast("routing.short_prompt_tokens", r.ShortPromptTokens, 0)
 	v.nonNegativeNumber("routing.recompute_weight", r.RecomputeWeight)
+	if !(r.SLOAdmissionWaitFactor >= 1) || math.IsInf(r.SLOAdmissionWaitFactor, 0) {
+		v.add("routing.slo_admission_wait_factor", "must be a finite number of at least 1, got %v", r.SLOAdmissionWaitFactor)
+	}
 	v.costModel("routing.cost_model", &r.CostModel)
 	v.atLeast("routing.prefix_hash.blocks", r.PrefixHash.Blocks, 1)
 	v.nonNegativeNumber("routing.kv_aware.cache_weight", r.KVAware.CacheWeight)

@@ -68,7 +68,7 @@ func modelSpec(cfg *config.Config, m *config.Model) policy.Spec {
 	cm := policy.DefaultCostModelParams()
 	cm.Model = costModel(cfg.RoutingFor(m).CostModel)
 	cm.Epsilon, cm.Kappa, cm.ShortPromptTokens = rt.Epsilon, rt.Kappa, rt.ShortPromptTokens
-	cm.RecomputeWeight = rt.RecomputeWeight
+	cm.RecomputeWeight, cm.SLOAdmission, cm.AdmissionWaitFactor = rt.RecomputeWeight, rt.SLOAdmission, rt.SLOAdmissionWaitFactor
 	cm.SessionAffinity, cm.ColdRendezvous, cm.ColdWhenShared = rt.SessionAffinity, rt.ColdRendezvous, rt.SharedEnginesRendezvous
 	cm.HotPrefix = policy.HotPrefixParams{
 		Enabled: rt.HotPrefix.Enabled, Blocks: rt.HotPrefix.Blocks,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/inferrail/inferrail/model/policy"
 	"io"
 	"os"
 	"path/filepath"
@@ -44,7 +45,7 @@ type Virtual struct{}
 func (Virtual) Run(_ context.Context, spec *RunSpec) (*harness.Run, error) {
 	cfg := cluster.Config{
 		Replicas: spec.Replicas, Engine: spec.Engine, Fanout: spec.Fanout,
-		KVEvents: spec.KVEvents,
+		KVEvents: spec.KVEvents, SLO: policy.SLO{TTFT: spec.SLO.TTFT, TPOT: spec.SLO.TPOT},
 		Workload: spec.wl, Rate: spec.Rate, Duration: spec.Duration, WarmUp: spec.WarmUp, Seed: spec.Seed,
 	}
 	sc, err := spec.Scheduler()

@@ -55,6 +55,12 @@ type CostModelParams struct {
 	// ColdWhenShared turns the rendezvous on while a candidate's engine is
 	// found shared with another router (Candidate.Shared, anyShared).
 	ColdWhenShared bool
+	// SLOAdmission refuses a request with an SLO (Request.SLO) that no
+	// candidate is predicted to meet (Admits): Pick returns ErrNotAdmitted.
+	SLOAdmission bool
+	// AdmissionWaitFactor multiplies a replica's wait when the admission
+	// judges it (see Admits); below 1 is 1.
+	AdmissionWaitFactor float64
 	// RecomputeWeight prices the prefill a candidate would compute beyond
 	// the least any allowed candidate would (see CostModel): the fleet's
 	// extra work, which near capacity delays the requests behind it.
@@ -65,12 +71,14 @@ type CostModelParams struct {
 // DefaultCostModelParams returns the routing section's defaults.
 func DefaultCostModelParams() CostModelParams {
 	return CostModelParams{
-		Model:             cost.Default(),
-		Epsilon:           1.0,
-		Kappa:             0.92,
-		ShortPromptTokens: 256,
-		ColdWhenShared:    true,
-		RecomputeWeight:   2,
+		Model:               cost.Default(),
+		Epsilon:             1.0,
+		Kappa:               0.92,
+		ShortPromptTokens:   256,
+		ColdWhenShared:      true,
+		RecomputeWeight:     2,
+		SLOAdmission:        true,
+		AdmissionWaitFactor: 3,
 		HotPrefix: HotPrefixParams{
 			Enabled:     true,
 			Blocks:      16,
@@ -102,6 +110,10 @@ func DefaultCostModelParams() CostModelParams {
 // naming its conversation goes back to the conversation's last replica
 // (from the policy's table, or Candidate.Session) while the guards allow.
 // Ties go to fewer in flight, then to chance.
+//
+// With an SLO on the request, the candidates predicted to meet it come
+// before those predicted to miss it, and with SLOAdmission a request none
+// is predicted to meet is refused (costslo.go).
 //
 // Each candidate's estimate is then priced RecomputeWeight times the
 // prefill it would compute beyond the candidate that would compute the
@@ -204,6 +216,10 @@ func (p *CostModel) Pick(req *Request, cands []Candidate, rng *rand.Rand) (int, 
 	if len(cands) == 0 {
 		p.last = Decision{Winner: -1}
 		return -1, ErrNoCandidate
+	}
+	if p.p.SLOAdmission && !Admits(req, cands, &p.p.Model, p.p.AdmissionWaitFactor) {
+		p.last = Decision{Winner: -1}
+		return -1, ErrNotAdmitted
 	}
 	d := p.decide(req, cands, rng.Uint64(), &p.scratch, nil)
 	p.last = d
@@ -513,12 +529,16 @@ func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costSc
 			extra = recompute(weight, est.Prefill-least)
 		}
 		t := est.Total() + extra
+		miss := hasSLO(req) && misses(req, m, c, pt, c.QueuedPrefill)
+		if miss {
+			t += sloTier
+		}
 		guard := s.guard[i]
 		isSess := p.p.SessionAffinity && (c.Session || sessOK && candKey(c) == sessKey)
 		if ex != nil {
 			e := &ex[i]
 			e.PricedTokens, e.Owner, e.Estimate, e.Guard = pt, isOwner, est, guard
-			e.Session, e.Recompute = isSess, extra
+			e.Session, e.Recompute, e.MissesSLO = isSess, extra, miss
 		}
 		if guard != GuardNone {
 			continue

@@ -106,6 +106,9 @@ type Explained struct {
 	// (CostModelParams.RecomputeWeight).
 	Estimate  cost.Estimate
 	Recompute time.Duration
+	// MissesSLO reports that cost_model predicts the candidate to miss
+	// the request's SLO.
+	MissesSLO bool
 	// Guard is the guard that set it aside, if any.
 	Guard Guard
 	// Score is kv_aware's score.

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/inferrail/inferrail/model/policy"
 )
@@ -66,25 +67,35 @@ func costModelPlugins(s policy.Spec) []any {
 	}
 	p, on := filled(p)
 	hp := p.HotPrefix
-	return []any{
+	costParams := map[string]any{
+		"prefillTokenSecs":       p.Model.PrefillTokenSecs,
+		"prefillPairSecs":        p.Model.PrefillPairSecs,
+		"prefillFixedSecs":       p.Model.PrefillFixedSecs,
+		"decodeInterferenceSecs": p.Model.DecodeInterferenceSecs,
+		"decodeTokenSecs":        p.Model.DecodeTokenSecs,
+	}
+	picker := maps.Clone(costParams)
+	maps.Copy(picker, map[string]any{
+		"sessionAffinity": p.SessionAffinity,
+		"sessionSlots":    p.SessionSlots,
+		"coldRendezvous":  p.ColdRendezvous,
+		"coldWhenShared":  p.ColdWhenShared,
+		"recomputeWeight": p.RecomputeWeight,
+		"hotPrefix": map[string]any{
+			"enabled": on, "blocks": hp.Blocks, "window": hp.Window, "utilization": hp.Utilization,
+			"sketchDepth": hp.SketchDepth, "sketchWidth": hp.SketchWidth,
+		},
+	})
+	var plugins []any
+	if p.SLOAdmission {
+		costParams["waitFactor"] = max(p.AdmissionWaitFactor, 1)
+		plugins = append(plugins, entry(&costModelAdmitter, costParams))
+	}
+	return append(plugins,
 		entry(&boundedLoadFilter, map[string]any{"epsilon": p.Epsilon}),
 		entry(&kvPressureFilter, map[string]any{"kappa": p.Kappa, "shortPromptTokens": p.ShortPromptTokens}),
-		entry(&costModelPicker, map[string]any{
-			"prefillTokenSecs":       p.Model.PrefillTokenSecs,
-			"prefillPairSecs":        p.Model.PrefillPairSecs,
-			"prefillFixedSecs":       p.Model.PrefillFixedSecs,
-			"decodeInterferenceSecs": p.Model.DecodeInterferenceSecs,
-			"sessionAffinity":        p.SessionAffinity,
-			"sessionSlots":           p.SessionSlots,
-			"coldRendezvous":         p.ColdRendezvous,
-			"coldWhenShared":         p.ColdWhenShared,
-			"recomputeWeight":        p.RecomputeWeight,
-			"hotPrefix": map[string]any{
-				"enabled": on, "blocks": hp.Blocks, "window": hp.Window, "utilization": hp.Utilization,
-				"sketchDepth": hp.SketchDepth, "sketchWidth": hp.SketchWidth,
-			},
-		}),
-	}
+		entry(&costModelPicker, picker),
+	)
 }
 
 // entry is a plugin entry of a document.

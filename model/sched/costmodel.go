@@ -3,6 +3,7 @@ package sched
 import (
 	"math"
 
+	"github.com/inferrail/inferrail/model/cost"
 	"github.com/inferrail/inferrail/model/policy"
 )
 
@@ -100,7 +101,7 @@ var costModelPicker = Type{
 	Doc: "cost_model's decision among the replicas its guards (or any filters) leave: the lowest " +
 		"estimated time to first token, a hot prefix's owners credited with the prefix, the " +
 		"conversation's replica first with sessionAffinity; ties to fewer in flight, then to chance.",
-	Params: append(append([]Param(nil), costModelParams...),
+	Params: append(append([]Param(nil), costModelParams...), decodeTokenParam,
 		Param{Name: "sessionAffinity", Default: costDefaults.SessionAffinity, Doc: "Send a conversation back to its last replica while the filters allow (routing.session_affinity)."},
 		Param{Name: "sessionSlots", Default: costDefaults.SessionSlots, Doc: "Size of the conversation table, rounded up to a power of two."},
 		Param{Name: "coldRendezvous", Default: costDefaults.ColdRendezvous, Doc: "Place a prompt no replica holds on its first block's rendezvous owner among the near-best, so that several gateway instances agree (routing.cold_rendezvous)."},
@@ -120,7 +121,7 @@ var costModelPicker = Type{
 
 func newCostModelPicker(f *Fields) any {
 	p := policy.CostModelParams{
-		Model:           decodeCostModel(f),
+		Model:           costModelWithDecode(f),
 		SessionAffinity: f.Bool("sessionAffinity"),
 		SessionSlots:    f.Int("sessionSlots"),
 		ColdRendezvous:  f.Bool("coldRendezvous"),
@@ -185,3 +186,39 @@ func (p *costPicker) explainPick(c *Cycle, in []int, _ []float64) (int, policy.E
 // Picked records the decision in the hot-prefix sketch and the
 // conversation table.
 func (p *costPicker) Picked(c *Cycle, winner int) { p.m.Commit(c.Req, c.Cands, winner) }
+
+// costModelWithDecode reads costModelParams and decodeTokenParam.
+func costModelWithDecode(f *Fields) cost.Model {
+	m := decodeCostModel(f)
+	m.DecodeTokenSecs = decodeTokenSecs(f)
+	return m
+}
+
+var costModelAdmitter = Type{
+	Name: "cost-model-admitter", Kind: KindAdmitter, Own: true, Signals: SignalEstimates | SignalLoad | SignalTokens,
+	Doc: "cost_model's SLO admission: refuses a request with an SLO (`x-llm-d-slo-ttft-ms`, " +
+		"`x-llm-d-slo-tpot-ms`, or its model's default) that no replica is predicted to meet, its wait " +
+		"judged cautiously: the larger of its queued prefill and the prefill of the uncached tokens of " +
+		"its requests awaiting a first token, times waitFactor. The decision returns " +
+		"policy.ErrNotAdmitted; the gateway answers 500, as llm-d's latency-slo-admitter. A request " +
+		"without an SLO is always admitted.",
+	Params: append(append([]Param(nil), costModelParams...), decodeTokenParam,
+		Param{Name: "waitFactor", Default: costDefaults.AdmissionWaitFactor, Doc: "Factor on a replica's wait, at least 1 (routing.slo_admission_wait_factor)."}),
+	New: func(f *Fields) any {
+		a := costAdmitter{m: costModelWithDecode(f), factor: f.Float("waitFactor")}
+		if !(a.factor >= 1) || math.IsInf(a.factor, 0) {
+			f.Fail("waitFactor", "want a finite number, at least 1, got %v", a.factor)
+		}
+		return a
+	},
+}
+
+// costAdmitter is cost_model's SLO admission (policy.Admits).
+type costAdmitter struct {
+	m      cost.Model
+	factor float64
+}
+
+var _ Admitter = costAdmitter{}
+
+func (a costAdmitter) Admit(c *Cycle) bool { return policy.Admits(c.Req, c.Cands, &a.m, a.factor) }

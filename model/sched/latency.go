@@ -52,8 +52,7 @@ var predictedParams = append(append([]Param{samplingMeanParam}, trainingParams..
 	{Name: "endpointRoleLabel", Default: "", Doc: "Replica label whose value prefill marks a prefill replica, whose TPOT is not checked."},
 	{Name: "predictInProduce", Default: true, Doc: "Predict at all; when false the consumers fall back as without predictions."},
 	producerParam("prefixMatchInfoProducerName", "prefix match"),
-}, append(costModelParams[:len(costModelParams):len(costModelParams)],
-	Param{Name: "decodeTokenSecs", Default: cost.Default().DecodeTokenSecs, Doc: "Seconds of a decode step of one sequence (routing.cost_model.decode_token_secs)."})...)...)
+}, append(costModelParams[:len(costModelParams):len(costModelParams)], decodeTokenParam)...)...)
 
 var predictedLatencyProducer = Type{
 	Name: "predicted-latency-producer", Kind: KindProducer, Signals: SignalEstimates | SignalLoad | SignalTokens,
@@ -84,10 +83,7 @@ var predictedLatencyProducer = Type{
 			role:      f.String("endpointRoleLabel"),
 			predict:   f.Bool("predictInProduce"),
 		}
-		p.m.DecodeTokenSecs = f.Float("decodeTokenSecs")
-		if !(p.m.DecodeTokenSecs >= 0) {
-			f.Fail("decodeTokenSecs", "want at least 0, got %v", p.m.DecodeTokenSecs)
-		}
+		p.m.DecodeTokenSecs = decodeTokenSecs(f)
 		if !(p.buffer > 0) {
 			f.Fail("sloBufferFactor", "want more than 0, got %v", p.buffer)
 		}

@@ -304,3 +304,36 @@ func TestLLMDProfilesParse(t *testing.T) {
 		}
 	}
 }
+
+// TestCostModelAdmitter: the built-in cost_model profile refuses, through
+// cost-model-admitter, a request no replica is predicted to serve within
+// its SLO, routes it with routing.slo_admission off, and routes a request
+// without an SLO either way.
+func TestCostModelAdmitter(t *testing.T) {
+	stuck := []policy.Candidate{
+		{Replica: 0, InFlight: 12, Pending: 12, PendingTokens: 70000},
+		{Replica: 1, InFlight: 12, Pending: 12, PendingTokens: 90000},
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	req := &policy.Request{PromptTokens: 1000, SLO: policy.SLO{TTFT: time.Second}}
+	s, err := New(policy.Spec{Name: "cost_model"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ae *AdmitError
+	if i, err := s.Pick(req, stuck, rng); i != -1 || !errors.As(err, &ae) || ae.Admitter != "cost-model-admitter" {
+		t.Fatalf("stuck replicas: Pick = %d, %v", i, err)
+	}
+	if i, err := s.Pick(&policy.Request{PromptTokens: 1000}, stuck, rng); i < 0 || err != nil {
+		t.Fatalf("no SLO: Pick = %d, %v", i, err)
+	}
+	p := policy.DefaultCostModelParams()
+	p.SLOAdmission = false
+	off, err := New(policy.Spec{Name: "cost_model", CostModel: &p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i, err := off.Pick(req, stuck, rng); i < 0 || err != nil {
+		t.Fatalf("slo_admission off: Pick = %d, %v", i, err)
+	}
+}

@@ -312,6 +312,20 @@ var costModelParams = []Param{
 	{Name: "decodeInterferenceSecs", Default: cost.Default().DecodeInterferenceSecs, Doc: "Delay each running request adds to a prefill."},
 }
 
+// decodeTokenParam is the decode step's time, for the plugins that
+// estimate time per output token (cost.Model.TPOT).
+var decodeTokenParam = Param{Name: "decodeTokenSecs", Default: cost.Default().DecodeTokenSecs,
+	Doc: "Seconds of a decode step of one sequence (routing.cost_model.decode_token_secs)."}
+
+// decodeTokenSecs reads decodeTokenParam.
+func decodeTokenSecs(f *Fields) float64 {
+	v := f.Float(decodeTokenParam.Name)
+	if !(v >= 0) || math.IsInf(v, 0) {
+		f.Fail(decodeTokenParam.Name, "want a finite number, at least 0, got %v", v)
+	}
+	return v
+}
+
 func decodeCostModel(f *Fields) cost.Model {
 	m := cost.Model{
 		PrefillTokenSecs:       f.Float("prefillTokenSecs"),

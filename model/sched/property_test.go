@@ -266,7 +266,7 @@ schedulingProfiles:
 		t.Fatal(err)
 	}
 	got := fmt.Sprintf("%+v", ex.Profiles[0])
-	none := " Workings:{Replica:0 InFlight:0 CachedTokens:0 QueuedPrefill:0s PricedTokens:0 Owner:false Session:false Estimate:{Queue:0s Prefill:0s Tier:0s} Recompute:0s Guard: Score:0 Weight:0}"
+	none := " Workings:{Replica:0 InFlight:0 CachedTokens:0 QueuedPrefill:0s PricedTokens:0 Owner:false Session:false Estimate:{Queue:0s Prefill:0s Tier:0s} Recompute:0s MissesSLO:false Guard: Score:0 Weight:0}"
 	want := "{Profile:default Picker:max-score-picker Winner:0 Err:<nil> " +
 		"Decision:{Winner:0 Steer: Term: Cap:0 BoundedLoad:0 KVPressure:0 KVWaived:false Owners:0} Workings:0 Replicas:[" +
 		"{Replica:7 Filter: Guard: Scores:[{Scorer:queue-scorer Raw:1 Weight:3 Weighted:0.75} {Scorer:kv-cache-utilization-scorer Raw:0.5 Weight:1 Weighted:0.125}] Total:0.875 Picked:true" + none + "} " +

@@ -82,6 +82,7 @@ var registry = []*Type{
 	&concurrencyDetector,
 
 	&latencySLOAdmitter,
+	&costModelAdmitter,
 }
 
 // Types returns every plugin type, by kind, then in the registry's order.
