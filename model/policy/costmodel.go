@@ -490,24 +490,38 @@ func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costSc
 	}
 	owner := func(i int) bool { return d.Owners > 0 && s.weights[i] >= threshold }
 
+	// The tokens each candidate is priced as holding: its own, or for a
+	// hot prefix's owner the most of the root any owner holds.
 	priced := func(i int) int {
-		own := cachedTokens(&cands[i], prompt)
+		pt := cachedTokens(&cands[i], prompt)
 		if owner(i) {
-			return max(own, min(credit, prompt))
+			pt = max(pt, min(credit, prompt))
 		}
-		return own
+		return pt
 	}
-	// The least prefill any allowed candidate would compute, for the
-	// recompute price.
-	weight := max(p.p.RecomputeWeight, 0)
+	// The least prefill any allowed candidate with a cache prediction would
+	// compute, for the recompute price. Under one cost model the prefill
+	// falls as the priced tokens rise, so it is the prefill of the most
+	// priced; a replica with its own model (Candidate.Model) is priced
+	// apart.
+	weight := recomputeFixed(p.p.RecomputeWeight)
 	least := time.Duration(-1)
 	if weight > 0 {
+		most := -1
 		for i := range cands {
-			if s.guard[i] == GuardNone && !cands[i].Unpredicted {
-				pt := priced(i)
-				if f := cands[i].Cost(&base).Prefill(prompt-pt, pt); least < 0 || f < least {
-					least = f
-				}
+			c := &cands[i]
+			if s.guard[i] != GuardNone || c.Unpredicted {
+				continue
+			}
+			if pt := priced(i); c.Model == nil {
+				most = max(most, pt)
+			} else if f := c.Model.Prefill(prompt-pt, pt); least < 0 || f < least {
+				least = f
+			}
+		}
+		if most >= 0 {
+			if f := base.Prefill(prompt-most, most); least < 0 || f < least {
+				least = f
 			}
 		}
 	}
@@ -690,15 +704,25 @@ func term(w, r cost.Estimate) Term {
 	return t
 }
 
-// recompute is the recompute price of extra prefill: weight times it,
-// saturating, and 0 for none.
-func recompute(weight float64, extra time.Duration) time.Duration {
-	if extra <= 0 {
+// recomputeScale is the fixed-point scale of a recompute weight: weights
+// are priced to 1/1024, in integer arithmetic (a float multiply per
+// candidate cost the decision a tenth of its time).
+const recomputeScale = 10
+
+// recomputeFixed is weight in fixed point, at most math.MaxInt32 (a
+// weight of two million).
+func recomputeFixed(weight float64) int64 {
+	return int64(min(max(weight, 0)*(1<<recomputeScale), math.MaxInt32))
+}
+
+// recompute is the recompute price of extra prefill at fixed-point weight
+// w: w times it, saturating, and 0 for none.
+func recompute(w int64, extra time.Duration) time.Duration {
+	if extra <= 0 || w <= 0 {
 		return 0
 	}
-	f := weight * float64(extra)
-	if f >= math.MaxInt64 {
+	if int64(extra) > math.MaxInt64/w {
 		return math.MaxInt64
 	}
-	return time.Duration(f)
+	return time.Duration(int64(extra) * w >> recomputeScale)
 }
