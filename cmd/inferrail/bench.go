@@ -517,7 +517,8 @@ type inProcess struct {
 }
 
 func (p inProcess) Run(ctx context.Context, spec *sweep.RunSpec) (*harness.Run, error) {
-	f := fleetSpec{Replicas: spec.Replicas, Engine: spec.Engine, KVEvents: spec.KVEvents, Policy: spec.Policy, Fanout: spec.Fanout}
+	f := fleetSpec{Replicas: spec.Replicas, Engine: spec.Engine, KVEvents: spec.KVEvents, Policy: spec.Policy, Fanout: spec.Fanout,
+		SLO: spec.SLO}
 	if p.requestLogs != "" {
 		f.RequestLog, f.RequestLogBlock = filepath.Join(p.requestLogs, requestLogFile(spec)), p.requestLogBlock
 		if err := os.MkdirAll(filepath.Dir(f.RequestLog), 0o755); err != nil {
@@ -547,6 +548,10 @@ type fleetSpec struct {
 	Fanout   int
 	// SessionAffinity is routing.session_affinity.
 	SessionAffinity bool
+	// SLO is the model's default objective (models[].slo), which every
+	// request carries, as the fleet simulator gives every request the
+	// sweep's; zero sets none.
+	SLO harness.SLO
 	// RequestLog is observability.request_log.path, "" none;
 	// RequestLogBlock its block_size, 0 its default.
 	RequestLog      string
@@ -582,6 +587,7 @@ func startFleet(ctx context.Context, f fleetSpec) (harness.Target, func(), error
 	cfg.Routing.SessionAffinity = f.SessionAffinity
 	m := config.NewModel(opts.Model, "sim")
 	m.Tokenizer = tokenize.Sim
+	m.SLO = config.SLO{TTFT: f.SLO.TTFT, TPOT: f.SLO.TPOT}
 	cfg.Models = []config.Model{m}
 	cfg.Replicas = replicas
 	cfg.Observability.RequestLog.Path = f.RequestLog
