@@ -171,6 +171,12 @@ func BenchmarkRequestLogWrite(b *testing.B) {
 		b.ReportMetric(float64(size)/n, "bytes/record")
 		b.ReportMetric(float64(took.Nanoseconds())/n, "ns/record")
 		b.ReportMetric(float64(len(files)), "files")
+		// Each iteration writes about 48 MB: b.TempDir keeps every
+		// iteration's until the benchmark ends, which a long -benchtime
+		// grew to tens of gigabytes.
+		if err := os.RemoveAll(dir); err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
 	}
 }
