@@ -559,3 +559,76 @@ func (e *Engine) Cached(hashes []prefix.Hash, promptTokens int) int {
 // speed (a GPU throttling, a neighbour's load): steps planned from then on
 // take l's times. l must be valid as Config.Latency is.
 func (e *Engine) SetLatency(l Latency) { e.cfg.Latency = l }
+
+// Backlog returns the prefill work the engine has queued, priced with its
+// latency model as Step prices it: the rest of every running request's
+// prefill (a resumed one's recompute included; a decoding request has
+// none) and, for every waiting request, its tokens less what the prefix
+// cache holds of them now (Cached's rule), with the fixed cost of a
+// prefill not begun. The informed fleet simulator prices a replica's
+// queue with it instead of an estimate. It changes no state a caller can
+// observe: it may compute a waiting request's block hashes, which the
+// scheduler memoizes and would compute on admission anyway.
+func (e *Engine) Backlog() time.Duration {
+	l := e.cfg.Latency
+	if l.Zero {
+		return 0
+	}
+	var d time.Duration
+	for _, s := range e.running {
+		// One token left past the prompt is a decode (cost's rule).
+		if n := s.numTokens(); n-s.computed > 1 || n-s.computed == 1 && s.computed < len(s.r.Prompt) {
+			d += l.Chunk(s.computed, n)
+		}
+	}
+	for i := range e.waiting.len() {
+		s := e.waiting.at(i)
+		n := s.numTokens()
+		cached := 0
+		if e.cfg.PrefixCaching {
+			nb := (n - 1) / e.cfg.BlockSize
+			e.hashTo(s, nb)
+			for _, h := range s.hashes[:nb] {
+				if _, ok := e.pool.lookup(h); !ok {
+					break
+				}
+				cached += e.cfg.BlockSize
+			}
+		}
+		d += l.Chunk(cached, n) + l.PrefillFixed
+	}
+	return d
+}
+
+// Ahead returns how many of a prompt's leading tokens would be cached when
+// a request for it added now were admitted, if nothing were evicted
+// meanwhile: the leading blocks of hashes (as Cached takes them) that the
+// pool holds or that a running or waiting request, which the scheduler
+// serves first, computes. Like Backlog, it changes no state a caller can
+// observe.
+func (e *Engine) Ahead(hashes []prefix.Hash, promptTokens int) int {
+	if !e.cfg.PrefixCaching || promptTokens <= 0 {
+		return 0
+	}
+	nb := min(len(hashes), (promptTokens-1)/e.cfg.BlockSize)
+	best := e.Cached(hashes, promptTokens) / e.cfg.BlockSize
+	share := func(s *seq) {
+		if best == nb {
+			return
+		}
+		full := min(s.numTokens()/e.cfg.BlockSize, nb)
+		e.hashTo(s, full)
+		n := 0
+		for n < full && s.hashes[n] == hashes[n] {
+			n++
+		}
+		best = max(best, n)
+	}
+	for _, s := range e.running {
+		share(s)
+	}
+	for i := range e.waiting.len() {
+		share(e.waiting.at(i))
+	}
+	return best * e.cfg.BlockSize
+}
