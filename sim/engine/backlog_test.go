@@ -3,6 +3,8 @@ package engine
 import (
 	"testing"
 	"time"
+
+	"github.com/inferrail/inferrail/model/prefix"
 )
 
 // Backlog is the prefill still to run: with decoding free, before every
@@ -45,5 +47,32 @@ func TestBacklogIsThePrefillLeft(t *testing.T) {
 		if backlogs[k] != left {
 			t.Errorf("before step %d: Backlog = %v, want the %v the steps left took", k, backlogs[k], left)
 		}
+	}
+}
+
+// Ahead counts what the pool holds and what the requests queued ahead
+// will compute: a prompt sharing a waiting request's first 40 tokens finds
+// its two full blocks; one sharing nothing finds what the pool has.
+func TestAheadCountsTheQueue(t *testing.T) {
+	e := mustNew(t, testConfig())
+	var h prefix.Hasher
+	if err := e.Add(request("warm", tokens(1, 100), 1)); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, e, 0, nil)
+	if err := e.Add(request("queued", tokens(5_000, 200), 1)); err != nil {
+		t.Fatal(err)
+	}
+	shares := append(tokens(5_000, 40), tokens(9_000, 60)...)
+	chain := h.Chain(nil, testRoot, shares, 16)
+	if got, cached := e.Ahead(chain, len(shares)), e.Cached(chain, len(shares)); got != 32 || cached != 0 {
+		t.Fatalf("sharing the queued prompt's 2 blocks: Ahead %d, Cached %d; want 32 and 0", got, cached)
+	}
+	warm := tokens(1, 100)
+	if got := e.Ahead(h.Chain(nil, testRoot, warm, 16), len(warm)); got != 96 {
+		t.Fatalf("the cached prompt: Ahead %d, want 96", got)
+	}
+	if e.Backlog() == 0 || e.Stats().Waiting != 1 {
+		t.Fatal("Ahead changed the queue")
 	}
 }
