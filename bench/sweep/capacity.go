@@ -7,10 +7,10 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/inferrail/inferrail/model/sched"
-	"github.com/inferrail/inferrail/sim/cluster"
 	"github.com/inferrail/inferrail/sim/progress"
 	"github.com/inferrail/inferrail/sim/whatif"
 )
@@ -193,7 +193,8 @@ func ExecuteCapacity(ctx context.Context, s *Sweep, mode string, r Runner, o Opt
 			return f.Meets, f.Bracketed()
 		})
 		if !(knee > 0) {
-			ex.fail(fmt.Errorf("point %s: no cache-blind policy sustains any rate probed from %v req/s: no knee", s.Points[i].Name, s.Points[i].Main))
+			ex.fail(fmt.Errorf("point %s: no knee: on no seed did every search of %s close its bracket within %d steps of %v from %v req/s; start nearer or allow more steps",
+				s.Points[i].Name, strings.Join(c.Blind, ", "), c.Bracket, c.Grow, s.Points[i].Main))
 			continue
 		}
 		for _, x := range c.Scales {
@@ -289,7 +290,3 @@ func (x *capacityRun) err() error {
 	defer x.mu.Unlock()
 	return errors.Join(x.errs...)
 }
-
-// Informed reports whether policy is the fleet simulator's informed upper
-// bound.
-func Informed(policy string) bool { return policy == cluster.Informed }

@@ -61,7 +61,7 @@ func (s *synthetic) Run(_ context.Context, spec *RunSpec) (*harness.Run, error) 
 	s.runs++
 	s.mu.Unlock()
 	run := &harness.Run{WarmUp: 0, Duration: 10 * time.Second}
-	ttft := time.Duration(spec.Rate * float64(100*time.Millisecond))
+	ttft := time.Duration(min(spec.Rate, 19) * float64(100*time.Millisecond)) // within the SLO at any rate
 	if spec.Rate > s.threshold(spec.Policy, spec.Repetition) {
 		ttft = 5 * time.Second
 	}
@@ -130,6 +130,18 @@ func TestExecuteCapacity(t *testing.T) {
 	ran, skipped, err = ExecuteCapacity(context.Background(), s, "virtual", syn, Options{Dir: dir, Jobs: 2})
 	if err != nil || ran != 0 || skipped == 0 || syn.runs != before {
 		t.Fatalf("resumed: ran %d, skipped %d, %d runs made: %v", ran, skipped, syn.runs-before, err)
+	}
+	// Blind policies that sustain everything within reach leave no knee,
+	// and the error says how to get one.
+	beyond := &synthetic{threshold: func(p string, rep int) float64 {
+		if Blind(p) {
+			return 1e9
+		}
+		return thresholds(p, rep)
+	}}
+	if _, _, err := ExecuteCapacity(context.Background(), s, "virtual", beyond, Options{Dir: t.TempDir(), Jobs: 2}); err == nil ||
+		!strings.Contains(err.Error(), "no knee") {
+		t.Errorf("blind thresholds out of reach: %v", err)
 	}
 	if _, _, err := ExecuteCapacity(context.Background(), s, "real", syn, Options{Dir: t.TempDir()}); err == nil ||
 		!strings.Contains(err.Error(), cluster.Informed) {
