@@ -438,9 +438,9 @@ func writeCapPoint(b *strings.Builder, g *capGroup, p *capPoint) {
 		events = ", the engines' KV events feeding the gateway's shadow indexes"
 	}
 	k, n := p.knee(g.search)
-	fmt.Fprintf(b, "Workload %s on %d engines%s, SLO TTFT ≤ %v and TPOT ≤ %v, searches from %s req/s. Knee %s req/s "+
-		"(median over %d seeds of the best of %s).\n", sp.Kind, sp.Replicas, events, sp.SLO.TTFT, sp.SLO.TPOT,
-		num(sp.MainRate), rate(k), n, strings.Join(g.search.Blind, ", "))
+	fmt.Fprintf(b, "Workload %s on %d engines%s, %v of requests per run with the first %v left out, SLO TTFT ≤ %v and "+
+		"TPOT ≤ %v, searches from %s req/s. Knee %s req/s (median over %d seeds of the best of %s).\n", sp.Kind, sp.Replicas,
+		events, sp.Duration, sp.WarmUp, sp.SLO.TTFT, sp.SLO.TPOT, num(sp.MainRate), rate(k), n, strings.Join(g.search.Blind, ", "))
 	for _, x := range p.scales {
 		used := p.kneeRun(x)
 		note := ""
