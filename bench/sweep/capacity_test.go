@@ -275,6 +275,20 @@ func TestLLMDProfilesAndEvents(t *testing.T) {
 	if err := s.CheckMode("real"); err == nil {
 		t.Error("real time accepted the informed bound")
 	}
+
+	// llm-d's architecture example scores on the precise producer, which
+	// reads the KV-event index: its runs have the engines' events without
+	// being told.
+	text = capSweep + "\n[[profile]]\nname = \"precise\"\nfile = \"../../model/sched/testdata/architecture-example.yaml\"\n"
+	s, err = Parse(text, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range s.Plan("virtual") {
+		if want := r.Policy == "precise"; r.KVEvents != want {
+			t.Errorf("%s: kv events %v, want %v", r.Policy, r.KVEvents, want)
+		}
+	}
 }
 
 // bench/sweeps/capacity.toml is a valid capacity comparison of every
