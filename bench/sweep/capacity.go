@@ -136,9 +136,9 @@ type searchKey struct {
 //  2. each point's knee: the median over repetitions of the best
 //     capacity among Capacity.Blind;
 //  3. every contender at each of Capacity.Scales times the knee, on every
-//     repetition.
+//     repetition, as soon as the point's knee is known.
 //
-// Every search and run of a step goes at once; a failed run fails its
+// Every search goes at once, o.Jobs runs at a time; a failed run fails its
 // search, and the errors are returned together once every other has
 // ended. It returns how many runs it made and resumed.
 func ExecuteCapacity(ctx context.Context, s *Sweep, mode string, r Runner, o Options) (ran, skipped int, err error) {
@@ -159,10 +159,21 @@ func ExecuteCapacity(ctx context.Context, s *Sweep, mode string, r Runner, o Opt
 	found := make(map[searchKey]whatif.Found, searches)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	// blind[i] counts point i's searches of the knee's policies: its runs
+	// at the knee's multiples start once they end, while other searches
+	// still run, so that no core idles between the steps.
+	blind := make([]sync.WaitGroup, len(s.Points))
 	for i := range s.Points {
 		for rep := range s.Repetitions {
 			for _, ct := range by {
+				knee := slices.Contains(c.Blind, ct.name)
+				if knee {
+					blind[i].Add(1)
+				}
 				wg.Go(func() {
+					if knee {
+						defer blind[i].Done()
+					}
 					f, err := search.rate().Find(s.Points[i].Main, func(rate float64) (bool, error) {
 						spec := s.run(mode, i, rate, rep, ct)
 						spec.Search = search
@@ -183,33 +194,36 @@ func ExecuteCapacity(ctx context.Context, s *Sweep, mode string, r Runner, o Opt
 			}
 		}
 	}
-	wg.Wait()
-	if err := ex.err(); err != nil {
-		return ex.ran, ex.skipped, err
-	}
 	for i := range s.Points {
-		knee, _ := kneeOf(s.Repetitions, c.Blind, func(rep int, name string) (float64, bool) {
-			f := found[searchKey{i, rep, name}]
-			return f.Meets, f.Bracketed()
-		})
-		if !(knee > 0) {
-			ex.fail(fmt.Errorf("point %s: no knee: on no seed did every search of %s close its bracket within %d steps of %v from %v req/s; start nearer or allow more steps",
-				s.Points[i].Name, strings.Join(c.Blind, ", "), c.Bracket, c.Grow, s.Points[i].Main))
-			continue
-		}
-		for _, x := range c.Scales {
-			for rep := range s.Repetitions {
-				for _, ct := range by {
-					spec := s.run(mode, i, knee*x, rep, ct)
-					spec.Search, spec.Scale = search, x
-					wg.Go(func() {
-						if _, err := ex.result(ctx, spec); err != nil {
-							ex.fail(err)
-						}
-					})
+		wg.Go(func() {
+			blind[i].Wait()
+			mu.Lock()
+			knee, _ := kneeOf(s.Repetitions, c.Blind, func(rep int, name string) (float64, bool) {
+				f := found[searchKey{i, rep, name}]
+				return f.Meets, f.Bracketed()
+			})
+			mu.Unlock()
+			if !(knee > 0) {
+				ex.fail(fmt.Errorf("point %s: no knee: on no seed did every search of %s close its bracket within %d steps of %v from %v req/s; start nearer or allow more steps",
+					s.Points[i].Name, strings.Join(c.Blind, ", "), c.Bracket, c.Grow, s.Points[i].Main))
+				return
+			}
+			for _, x := range c.Scales {
+				for rep := range s.Repetitions {
+					for _, ct := range by {
+						spec := s.run(mode, i, knee*x, rep, ct)
+						spec.Search, spec.Scale = search, x
+						// Added while this goroutine is counted: wg.Wait
+						// cannot have returned.
+						wg.Go(func() {
+							if _, err := ex.result(ctx, spec); err != nil {
+								ex.fail(err)
+							}
+						})
+					}
 				}
 			}
-		}
+		})
 	}
 	wg.Wait()
 	return ex.ran, ex.skipped, ex.err()
