@@ -12,10 +12,11 @@ import (
 // name; it is no gateway policy (sched.Policies does not list it, and the
 // gateway's config refuses it as it refuses any unknown policy).
 //
-// Each candidate is priced with its engine's cached tokens for the prompt
-// (engine.Engine.Ahead: cached, or computed by a request ahead of it), its queued prefill (the rest of the step in
-// flight and engine.Engine.Backlog), its running and waiting requests and
-// KV usage as of now, and its true latency parameters (CostModel, with the
+// Each candidate is priced with what its engine's queue holds for the
+// prompt (engine.Engine.Outlook): the tokens cached, or computed by a
+// request ahead of it, and the prefill queued ahead of it, plus the rest of
+// the step in flight; its running and waiting requests and KV usage as of
+// now; and its true latency parameters (CostModel, with the
 // decode step a prefill shares, which no config key sets). The decision is
 // cost_model's own code (sched.New of cost_model, Config.CostModel's
 // params), fed these inputs: the gap between the two is what better
@@ -64,8 +65,8 @@ func (r *run) inform(g *gate, req *policy.Request) {
 		p := r.reps[c.Replica]
 		c.Running, c.Waiting, c.KVUsage = p.eng.Load()
 		c.Fresh = true
-		c.CachedTokens = p.eng.Ahead(req.Blocks, req.PromptTokens)
-		q := p.eng.Backlog()
+		q, ahead := p.eng.Outlook(req.Blocks, req.PromptTokens)
+		c.CachedTokens = ahead
 		if p.busy {
 			q += p.end - r.now
 		}
