@@ -177,6 +177,10 @@ func TestSchedulersInvalid(t *testing.T) {
 		`set scheduler or policy, not both (policy is "p2c")`)
 	f("a split of an unknown profile", base+"routing: {split: {helm: 50, cost_model: 50}}", []string{"routing.split.helm"},
 		`unknown policy "helm"; want one of round_robin, random, least_request, p2c, prefix_hash, kv_aware, cost_model`)
+	// The fleet simulator's informed upper bound (sim/cluster.Informed)
+	// reads the engines' true state, which no gateway has.
+	f("the simulator's informed bound", base+"routing: {default_policy: cost_model_informed}", []string{"routing.default_policy"},
+		`unknown policy "cost_model_informed"`)
 	f("scheduler without one", base+"routing: {shadow: [scheduler]}", []string{"routing.shadow[0]"}, `unknown policy "scheduler"`)
 	f("scheduler of another model", "models: [{name: m, scheduler: "+doc("{type: random-picker}")+"}, {name: n, shadow: [scheduler]}]\n"+
 		"replicas: [{id: r, url: \"http://h\", models: [m, n]}]\n", []string{"models[1].shadow[0]"}, `unknown policy "scheduler"`)

@@ -150,12 +150,7 @@ func groupResults(results []*Result) []*group {
 	out := make([]*group, 0, len(byKey))
 	for _, g := range byKey {
 		slices.Sort(g.seeds)
-		sort.Slice(g.points, func(i, j int) bool {
-			if g.points[i].order != g.points[j].order {
-				return g.points[i].order < g.points[j].order
-			}
-			return g.points[i].name < g.points[j].name
-		})
+		byPlace(g.points, func(p *pointResults) (int, string) { return p.order, p.name })
 		for _, p := range g.points {
 			slices.Sort(p.rates)
 			slices.Sort(p.classes)
@@ -178,6 +173,19 @@ func groupResults(results []*Result) []*group {
 		}
 	}
 	return out
+}
+
+// byPlace sorts a sweep's points by their place in it: order, then
+// name.
+func byPlace[T any](points []T, place func(T) (int, string)) {
+	sort.Slice(points, func(i, j int) bool {
+		oi, ni := place(points[i])
+		oj, nj := place(points[j])
+		if oi != oj {
+			return oi < oj
+		}
+		return ni < nj
+	})
 }
 
 // first reports whether a comes before b in a sweep's plan.

@@ -97,7 +97,7 @@ func Execute(ctx context.Context, runs []*RunSpec, r Runner, o Options) (ran, sk
 	for range jobs {
 		wg.Go(func() {
 			for spec := range next {
-				err := runOne(ctx, spec, r, o.Dir)
+				_, err := runOne(ctx, spec, r, o.Dir)
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s %v req/s %s rep %d: %w", spec.Point, spec.Rate, spec.Policy, spec.Repetition, err))
@@ -127,15 +127,16 @@ func Execute(ctx context.Context, runs []*RunSpec, r Runner, o Options) (ran, sk
 	return ran, skipped, errors.Join(errs...)
 }
 
-func runOne(ctx context.Context, spec *RunSpec, r Runner, dir string) error {
+// runOne makes spec's run and writes its result file.
+func runOne(ctx context.Context, spec *RunSpec, r Runner, dir string) (*Result, error) {
 	start := time.Now()
 	run, err := r.Run(ctx, spec)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res := NewResult(spec, run)
 	res.WallSeconds = time.Since(start).Round(time.Millisecond).Seconds()
-	return WriteResult(filepath.Join(dir, spec.File()), res)
+	return res, WriteResult(filepath.Join(dir, spec.File()), res)
 }
 
 // NewResult condenses a run of spec.

@@ -20,6 +20,7 @@ import (
 	"github.com/inferrail/inferrail/bench/harness"
 	"github.com/inferrail/inferrail/model/sched"
 	"github.com/inferrail/inferrail/sim"
+	"github.com/inferrail/inferrail/sim/cluster"
 	"github.com/inferrail/inferrail/sim/engine"
 	"github.com/inferrail/inferrail/sim/workload"
 )
@@ -43,10 +44,19 @@ type Sweep struct {
 	// its requests from Seed·1000 + k.
 	Repetitions int    `toml:"repetitions"`
 	Seed        uint64 `toml:"seed"`
-	// Policies are the routing policies compared (sched.Policies).
+	// Policies are the routing policies compared (sched.Policies), and in
+	// virtual time the fleet simulator's informed upper bound
+	// (cluster.Informed).
 	Policies []string `toml:"policies"`
 	// Profiles are the scheduling profiles compared beside them.
 	Profiles []Profile `toml:"profile"`
+	// LLMD adds every llm-d profile sched.LLMDProfiles holds that Profiles
+	// does not name, under its own name.
+	LLMD bool `toml:"llmd_profiles"`
+	// Capacity, when set, makes the sweep a capacity comparison
+	// (ExecuteCapacity): each point's rates are then the start of its
+	// searches.
+	Capacity *Capacity `toml:"capacity"`
 	// Fanout is routing.estimate_fanout; 0 takes the gateway's 16.
 	Fanout int `toml:"fanout"`
 	// TTFT and TPOT are the SLO goodput counts against; 0 takes 2 s and
@@ -74,6 +84,11 @@ type Profile struct {
 	// is the document itself. Set one.
 	File     string `toml:"file"`
 	Document string `toml:"document"`
+	// KVEvents runs the profile with the engines' KV events feeding the
+	// gateway's shadow indexes (Point.KVEvents), on top of a point's. A
+	// profile whose plugins read the KV-event index (sched.SignalKVEvents)
+	// always does.
+	KVEvents bool `toml:"kv_events"`
 
 	cfg *sched.Config
 }
@@ -104,6 +119,9 @@ type Point struct {
 	// KVEvents feeds the engines' KV events into the gateway's shadow
 	// indexes (index.kv_events), on top of its routing decisions.
 	KVEvents bool `toml:"kv_events"`
+	// TTFT and TPOT override the sweep's SLO for this point when set.
+	TTFT time.Duration `toml:"slo_ttft"`
+	TPOT time.Duration `toml:"slo_tpot"`
 
 	wl     workload.Workload
 	trace  *workload.Trace // a trace point's
@@ -153,6 +171,13 @@ func Parse(text, dir string) (*Sweep, error) {
 			}
 		}
 		p.wl = w
+	}
+	if s.LLMD {
+		for _, l := range sched.LLMDProfiles() {
+			if !slices.ContainsFunc(s.Profiles, func(p Profile) bool { return p.Name == l.Name }) {
+				s.Profiles = append(s.Profiles, Profile{Name: l.Name, Document: l.YAML})
+			}
+		}
 	}
 	for i := range s.Profiles {
 		p := &s.Profiles[i]
@@ -246,6 +271,15 @@ func (s *Sweep) defaults() {
 		if p.Main == 0 && len(p.Rates) > 0 {
 			p.Main = p.Rates[0]
 		}
+		if p.TTFT == 0 {
+			p.TTFT = s.TTFT
+		}
+		if p.TPOT == 0 {
+			p.TPOT = s.TPOT
+		}
+	}
+	if s.Capacity != nil {
+		s.Capacity.defaults(s.Policies)
 	}
 }
 
@@ -262,8 +296,8 @@ func (s *Sweep) validate() error {
 		bad("policies: none, and no profile")
 	}
 	for i, p := range s.Policies {
-		if _, ok := sched.Lookup(p); !ok {
-			bad("policies: unknown policy %q; the policies are %s", p, strings.Join(sched.Policies(), ", "))
+		if _, ok := sched.Lookup(p); !ok && p != cluster.Informed {
+			bad("policies: unknown policy %q; the policies are %s, and %s in virtual time", p, strings.Join(sched.Policies(), ", "), cluster.Informed)
 		}
 		if slices.Index(s.Policies, p) < i {
 			bad("policies: %s listed twice", p)
@@ -277,7 +311,7 @@ func (s *Sweep) validate() error {
 		case slices.ContainsFunc(s.Profiles[:i], func(q Profile) bool { return q.Name == p.Name }):
 			bad("profile %q: listed twice", p.Name)
 		}
-		if _, ok := sched.Lookup(p.Name); ok {
+		if _, ok := sched.Lookup(p.Name); ok || p.Name == cluster.Informed {
 			bad("profile %q: the name of a policy; name the profile otherwise", p.Name)
 		}
 	}
@@ -295,6 +329,9 @@ func (s *Sweep) validate() error {
 			bad("point %d: name %q: want a unique name", i, p.Name)
 		}
 		names[p.Name] = true
+		if p.TTFT < 0 || p.TPOT < 0 {
+			bad("point %q: SLO TTFT %v, TPOT %v: want neither negative", p.Name, p.TTFT, p.TPOT)
+		}
 		if p.Replicas < 1 || p.Replicas > maxReplicas {
 			bad("point %q: replicas %d: want 1 to %d", p.Name, p.Replicas, maxReplicas)
 		}
@@ -325,6 +362,11 @@ func (s *Sweep) validate() error {
 			if err := p.wl.Validate(); err != nil {
 				bad("point %q: %v", p.Name, err)
 			}
+		}
+	}
+	if s.Capacity != nil {
+		if err := s.Capacity.validate(s.Policies); err != nil {
+			bad("capacity: %v", err)
 		}
 	}
 	if runs > maxRuns {
@@ -414,6 +456,11 @@ type RunSpec struct {
 	// written before it existed still match theirs.
 	KVEvents bool        `json:"kv_events,omitempty"`
 	SLO      harness.SLO `json:"slo"`
+	// Search is the capacity search a run is part of (ExecuteCapacity):
+	// a probe of it, or, with Scale, a run at Scale times the point's
+	// knee. Left out of the file for a sweep's runs.
+	Search *Search `json:"search,omitempty"`
+	Scale  float64 `json:"scale,omitempty"`
 	// Engine is every simulated engine's configuration.
 	Engine engine.Config `json:"engine"`
 
@@ -454,8 +501,13 @@ func (r *RunSpec) Hash() string {
 // File is the run's result file, relative to the results directory:
 // point/rate/policy-rN.json.
 func (r *RunSpec) File() string {
-	return filepath.Join(slug(r.Point), strconv.FormatFloat(r.Rate, 'g', -1, 64),
-		r.Policy+"-r"+strconv.Itoa(r.Repetition)+".json")
+	dir := strconv.FormatFloat(r.Rate, 'g', -1, 64)
+	if r.Scale > 0 {
+		// A knee multiple's rate is the knee's, known only once the
+		// searches end.
+		dir = "x" + strconv.FormatFloat(r.Scale, 'g', -1, 64)
+	}
+	return filepath.Join(slug(r.Point), dir, r.Policy+"-r"+strconv.Itoa(r.Repetition)+".json")
 }
 
 // slug makes a point name a directory name.
@@ -472,17 +524,20 @@ func slug(s string) string {
 	return b.String()
 }
 
-// Plan lists the sweep's runs in the order they run: by point, rate and
-// repetition, with the policies, then the profiles, innermost.
-func (s *Sweep) Plan(mode string) []*RunSpec {
-	type routed struct {
-		name string
-		doc  json.RawMessage
-		cfg  *sched.Config
-	}
-	var by []routed
+// contender is one way of routing a sweep compares: a policy, or a
+// profile with its document.
+type contender struct {
+	name   string
+	doc    json.RawMessage
+	cfg    *sched.Config
+	events bool // the profile runs with the engines' KV events
+}
+
+// contenders lists the policies, then the profiles.
+func (s *Sweep) contenders() []contender {
+	var by []contender
 	for _, p := range s.Policies {
-		by = append(by, routed{name: p})
+		by = append(by, contender{name: p})
 	}
 	for i := range s.Profiles {
 		p := &s.Profiles[i]
@@ -490,29 +545,51 @@ func (s *Sweep) Plan(mode string) []*RunSpec {
 		if err != nil {
 			panic("BUG: sweep: a profile's document does not marshal: " + err.Error())
 		}
-		by = append(by, routed{p.Name, doc, p.cfg})
+		by = append(by, contender{p.Name, doc, p.cfg, p.KVEvents || p.cfg.Signals()&sched.SignalKVEvents != 0})
 	}
+	return by
+}
+
+// run is the specification of point i's run at rate, repetition rep,
+// routed by c.
+func (s *Sweep) run(mode string, i int, rate float64, rep int, c contender) *RunSpec {
+	p := &s.Points[i]
+	params, err := json.Marshal(p.wl)
+	if err != nil {
+		panic("BUG: sweep: a workload does not marshal: " + err.Error())
+	}
+	return &RunSpec{
+		Format: Format, Mode: mode, Sweep: s.Name, Point: p.Name, Order: i,
+		Kind: p.Workload, Params: params, Rate: rate, MainRate: p.Main,
+		Policy: c.name, Profile: c.doc, Repetition: rep, Seed: s.Seed*1000 + uint64(rep),
+		Replicas: p.Replicas, Duration: p.duration(rate), WarmUp: p.WarmUp, Fanout: s.Fanout,
+		KVEvents: p.KVEvents || c.events,
+		SLO:      harness.SLO{TTFT: p.TTFT, TPOT: p.TPOT}, Engine: p.engine, wl: p.wl, sched: c.cfg,
+	}
+}
+
+// Plan lists the sweep's runs in the order they run: by point, rate and
+// repetition, with the policies, then the profiles, innermost.
+func (s *Sweep) Plan(mode string) []*RunSpec {
+	by := s.contenders()
 	var out []*RunSpec
 	for i := range s.Points {
-		p := &s.Points[i]
-		params, err := json.Marshal(p.wl)
-		if err != nil {
-			panic("BUG: sweep: a workload does not marshal: " + err.Error())
-		}
-		for _, rate := range p.Rates {
+		for _, rate := range s.Points[i].Rates {
 			for rep := range s.Repetitions {
-				for _, r := range by {
-					out = append(out, &RunSpec{
-						Format: Format, Mode: mode, Sweep: s.Name, Point: p.Name, Order: i,
-						Kind: p.Workload, Params: params, Rate: rate, MainRate: p.Main,
-						Policy: r.name, Profile: r.doc, Repetition: rep, Seed: s.Seed*1000 + uint64(rep),
-						Replicas: p.Replicas, Duration: p.duration(rate), WarmUp: p.WarmUp, Fanout: s.Fanout,
-						KVEvents: p.KVEvents,
-						SLO:      harness.SLO{TTFT: s.TTFT, TPOT: s.TPOT}, Engine: p.engine, wl: p.wl, sched: r.cfg,
-					})
+				for _, c := range by {
+					out = append(out, s.run(mode, i, rate, rep, c))
 				}
 			}
 		}
 	}
 	return out
+}
+
+// CheckMode refuses a sweep that cannot run in mode: the informed upper
+// bound reads the simulated engines' state, which no real fleet exposes.
+func (s *Sweep) CheckMode(mode string) error {
+	if mode != "virtual" && slices.Contains(s.Policies, cluster.Informed) {
+		return fmt.Errorf("sweep %s: policy %s runs in virtual time only (inferrail bench sim or capacity)", s.Name, cluster.Informed)
+	}
+	return nil
 }

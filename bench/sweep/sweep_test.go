@@ -292,6 +292,11 @@ func FuzzParse(f *testing.F) {
 		}
 	}
 	f.Add(withProfiles)
+	if b, err := os.ReadFile("../sweeps/capacity.toml"); err == nil {
+		// Its trace is outside the tree; the fuzzer mutates the rest.
+		f.Add(string(b))
+	}
+	f.Add("llmd_profiles = true\n" + small + "[capacity]\nshare = 0.8\nscales = [1, 2]\ngrow = 1.25\nbracket = 3\nsteps = 2\nblind = [\"round_robin\"]\n")
 	f.Add(small + "[[profile]]\nname = \"p\"\nfile = \"/dev/zero\"\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		s, err := Parse(text, t.TempDir())

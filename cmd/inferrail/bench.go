@@ -34,6 +34,7 @@ Commands:
   compare  every policy on the same requests, each on a cold in-process fleet
   sweep    a sweep file in real time, on cold in-process fleets (resumable)
   sim      the same sweep file in virtual time (sim/cluster)
+  capacity  each contender's capacity within the SLO and its latencies near the knee, in virtual time (a sweep file with [capacity])
   report   the Markdown report and charts of result directories
   instances  1, 2 and 3 gateway instances on the same engines, in virtual time (--real: processes)
   messages   Claude Code sessions over /v1/messages: cost_model, round_robin and a router hashing the billing header
@@ -45,7 +46,7 @@ Run 'inferrail bench <command> --help' for a command's flags.
 // benchCommands maps each bench subcommand to its runner.
 func benchCommands() map[string]func(context.Context, []string, io.Writer, io.Writer) error {
 	return map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"run": benchRun, "compare": benchCompare, "sweep": benchSweep, "sim": benchSim, "report": benchReport,
+		"run": benchRun, "compare": benchCompare, "sweep": benchSweep, "sim": benchSim, "capacity": benchCapacity, "report": benchReport,
 		"instances": benchInstances, "messages": benchMessages, "calibration": benchCalibration,
 	}
 }
@@ -341,15 +342,30 @@ func executeSpec(ctx context.Context, mode string, args []string, stdout, stderr
 	if err := parseFlags(fs, args, stderr, "inferrail bench "+name+" --spec FILE --out DIR [--jobs N]"); err != nil {
 		return err
 	}
-	if *spec == "" || sf.out == "" {
-		fmt.Fprintln(stderr, "--spec and --out are required")
-		return errUsage
-	}
-	sw, err := sweep.Load(*spec)
+	sw, err := loadSpec(*spec, sf, stderr)
 	if err != nil {
 		return err
 	}
 	return execute(ctx, sw, mode, sf, stdout, stderr)
+}
+
+// loadSpec reads the sweep file of --spec, which like --out is required.
+func loadSpec(spec string, sf sweepFlags, stderr io.Writer) (*sweep.Sweep, error) {
+	if spec == "" || sf.out == "" {
+		fmt.Fprintln(stderr, "--spec and --out are required")
+		return nil, errUsage
+	}
+	return sweep.Load(spec)
+}
+
+// announce prints what a sweep replays and its warnings.
+func announce(sw *sweep.Sweep, stderr io.Writer) {
+	for _, n := range sw.Notes {
+		fmt.Fprintln(stderr, n)
+	}
+	for _, w := range sw.Warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
 }
 
 func execute(ctx context.Context, sw *sweep.Sweep, mode string, sf sweepFlags, stdout, stderr io.Writer) error {
@@ -360,11 +376,9 @@ func execute(ctx context.Context, sw *sweep.Sweep, mode string, sf sweepFlags, s
 	case sf.requestLogs != "":
 		return errors.New("--request-log: only real-time runs have a gateway to log requests")
 	}
-	for _, n := range sw.Notes {
-		fmt.Fprintln(stderr, n)
-	}
-	for _, w := range sw.Warnings {
-		fmt.Fprintln(stderr, "warning:", w)
+	announce(sw, stderr)
+	if err := sw.CheckMode(mode); err != nil {
+		return err
 	}
 	runs := sw.Plan(mode)
 	start := time.Now()
@@ -372,6 +386,45 @@ func execute(ctx context.Context, sw *sweep.Sweep, mode string, sf sweepFlags, s
 	fmt.Fprintf(stdout, "%s sweep %q: %d runs made, %d resumed, in %v; results in %s\n",
 		mode, sw.Name, ran, skipped, time.Since(start).Round(time.Second), sf.out)
 	return err
+}
+
+func benchCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("inferrail bench capacity", flag.ContinueOnError)
+	spec := fs.String("spec", "", "sweep file (TOML, with a [capacity] table; required)")
+	report := fs.String("report", "", "write the report (report.md) into this directory once every run is made")
+	var sf sweepFlags
+	sf.register(fs, 1)
+	if err := parseFlags(fs, args, stderr, "inferrail bench capacity --spec FILE --out DIR [--jobs N] [--report DIR]"); err != nil {
+		return err
+	}
+	sw, err := loadSpec(*spec, sf, stderr)
+	if err != nil {
+		return err
+	}
+	if sw.Capacity == nil {
+		return fmt.Errorf("%s: no [capacity] table: run it with inferrail bench sim", *spec)
+	}
+	announce(sw, stderr)
+	start := time.Now()
+	ran, skipped, err := sweep.ExecuteCapacity(ctx, sw, "virtual", sweep.Virtual{}, sweep.Options{Dir: sf.out, Jobs: sf.jobs, Progress: stderr})
+	fmt.Fprintf(stdout, "capacity sweep %q: %d runs made, %d resumed, in %v; results in %s\n",
+		sw.Name, ran, skipped, time.Since(start).Round(time.Second), sf.out)
+	if err != nil || *report == "" {
+		return err
+	}
+	results, err := sweep.ReadResults(sf.out)
+	if err != nil {
+		return err
+	}
+	files, err := sweep.CapacityReport(results)
+	if err != nil {
+		return err
+	}
+	if err := sweep.WriteReport(*report, files); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "report: %s/report.md\n", *report)
+	return nil
 }
 
 func benchCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {

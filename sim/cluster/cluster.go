@@ -39,7 +39,8 @@ type Config struct {
 	Model string
 
 	// Policy is the routing policy's config name (sched.Policies), routed
-	// by its built-in profile (sched.New), as the gateway routes it.
+	// by its built-in profile (sched.New), as the gateway routes it, or
+	// Informed, the simulator's informed upper bound.
 	Policy string
 	// Scheduler, when not nil, routes the run instead of a policy: an
 	// EndpointPickerConfig profile (sched.Parse), whose Name labels the
@@ -319,7 +320,11 @@ func (c *Config) scheduler() (*sched.Scheduler, error) {
 		return c.Scheduler.Build()
 	}
 	cm := c.costParams()
-	return sched.New(policy.Spec{Name: c.Policy, PrefixHash: c.PrefixHash, KVAware: c.KVAware, CostModel: &cm})
+	name := c.Policy
+	if name == Informed {
+		name = informedBase // priced from the engines' truth (inform)
+	}
+	return sched.New(policy.Spec{Name: name, PrefixHash: c.PrefixHash, KVAware: c.KVAware, CostModel: &cm})
 }
 
 // Run simulates cfg and returns what every request did. It is a pure

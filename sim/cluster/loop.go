@@ -158,19 +158,21 @@ type run struct {
 	reps []*replica
 	// gates are the gateway instances, each with its own routing core;
 	// gates[0] is the only one unless Config.Instances says more.
-	gates   []*gate
-	balance *rand.Rand // the load balancer's draws (BalanceRandom)
-	dead    int        // the instance killed (Faults.KillAt), -1 while none is
-	aware   bool       // the policy routes on estimates (sched.SignalEstimates): decisions are priced and assigned
-	detail  bool       // candidates carry keys, load and pending tokens (it routes on estimates or load)
-	root    prefix.Hash
-	bs      int
-	scrape  time.Duration
-	maxAge  time.Duration
-	feed    *feed
-	next    arrival
-	hasNext bool
-	arrived int
+	gates    []*gate
+	balance  *rand.Rand   // the load balancer's draws (BalanceRandom)
+	dead     int          // the instance killed (Faults.KillAt), -1 while none is
+	aware    bool         // the policy routes on estimates (sched.SignalEstimates): decisions are priced and assigned
+	informed bool         // priced from the engines' true state (Informed)
+	truth    []cost.Model // scratch: each replica's true model (inform)
+	detail   bool         // candidates carry keys, load and pending tokens (it routes on estimates or load)
+	root     prefix.Hash
+	bs       int
+	scrape   time.Duration
+	maxAge   time.Duration
+	feed     *feed
+	next     arrival
+	hasNext  bool
+	arrived  int
 
 	hasher prefix.Hasher
 	blocks []prefix.Hash
@@ -218,16 +220,17 @@ func newRunOf(cfg *Config, pol policy.Policy, signals sched.Signal) (*run, error
 		model = DefaultModel
 	}
 	r := &run{
-		cfg:     cfg,
-		balance: rand.New(rand.NewPCG(cfg.Seed, streamBalance)),
-		dead:    -1,
-		aware:   signals&sched.SignalEstimates != 0,
-		detail:  signals&(sched.SignalEstimates|sched.SignalLoad) != 0,
-		root:    prefix.Root(model, "", ""),
-		bs:      cfg.Engine.BlockSize,
-		scrape:  cfg.ScrapeInterval,
-		maxAge:  cfg.MaxAge,
-		oracle:  make(map[prefix.Hash]struct{}),
+		cfg:      cfg,
+		balance:  rand.New(rand.NewPCG(cfg.Seed, streamBalance)),
+		dead:     -1,
+		aware:    signals&sched.SignalEstimates != 0,
+		informed: cfg.Policy == Informed,
+		detail:   signals&(sched.SignalEstimates|sched.SignalLoad) != 0,
+		root:     prefix.Root(model, "", ""),
+		bs:       cfg.Engine.BlockSize,
+		scrape:   cfg.ScrapeInterval,
+		maxAge:   cfg.MaxAge,
+		oracle:   make(map[prefix.Hash]struct{}),
 	}
 	if r.scrape == 0 {
 		r.scrape = DefaultScrapeInterval
@@ -669,6 +672,9 @@ func (r *run) offer(g *gate, req *policy.Request, now time.Time) int {
 	g.cands, offered = route.Collect(g.cands[:0], g.views, nil, r.detail)
 	if len(g.cands) > 0 && r.aware {
 		r.price(g, req, now)
+		if r.informed {
+			r.inform(g, req)
+		}
 	}
 	return offered
 }

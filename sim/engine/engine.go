@@ -43,6 +43,7 @@ type Engine struct {
 	finished         map[string]int64
 
 	// Per-step scratch.
+	soon   map[prefix.Hash]struct{} // Outlook's blocks a queued request computes
 	plan   []chunk
 	hit    []int32
 	tokbuf []uint32
@@ -559,3 +560,86 @@ func (e *Engine) Cached(hashes []prefix.Hash, promptTokens int) int {
 // speed (a GPU throttling, a neighbour's load): steps planned from then on
 // take l's times. l must be valid as Config.Latency is.
 func (e *Engine) SetLatency(l Latency) { e.cfg.Latency = l }
+
+// Outlook is what a request for a prompt added now would find ahead of it,
+// if nothing were evicted meanwhile: the prefill work queued before it
+// (backlog) and how many of its leading tokens would be cached at its
+// admission (ahead). hashes are the prompt's full blocks' chain, as Cached
+// takes them; nil asks for the backlog alone.
+//
+// The backlog is priced with the latency model as Step prices it: the rest
+// of every running request's prefill (a resumed one's recompute included;
+// a decoding request has none) and, for every waiting request in turn, its
+// tokens less the leading blocks the pool holds or a request ahead of it
+// computes (requests sharing a prefix compute it once), with the fixed
+// cost of a prefill not begun. ahead counts the leading blocks the pool
+// holds or a running or waiting request computes, within promptTokens−1
+// tokens as the scheduler's lookup.
+//
+// The informed fleet simulator prices a replica with it instead of
+// estimates. It changes no state a caller can observe: it may compute a
+// waiting request's block hashes, which the scheduler memoizes and would
+// compute on admission anyway.
+func (e *Engine) Outlook(hashes []prefix.Hash, promptTokens int) (backlog time.Duration, ahead int) {
+	l := e.cfg.Latency
+	bs := e.cfg.BlockSize
+	if e.soon == nil {
+		e.soon = make(map[prefix.Hash]struct{})
+	}
+	clear(e.soon)
+	// lead counts the leading blocks of chain the pool holds or a request
+	// ahead computes.
+	lead := func(chain []prefix.Hash) int {
+		if !e.cfg.PrefixCaching {
+			return 0
+		}
+		n := 0
+		for _, h := range chain {
+			if _, ok := e.soon[h]; !ok {
+				if _, ok := e.pool.lookup(h); !ok {
+					break
+				}
+			}
+			n++
+		}
+		return n
+	}
+	computes := func(s *seq) {
+		if !e.cfg.PrefixCaching {
+			return
+		}
+		full := s.numTokens() / bs
+		e.hashTo(s, full)
+		for _, h := range s.hashes[:full] {
+			e.soon[h] = struct{}{}
+		}
+	}
+	for _, s := range e.running {
+		// One token left past the prompt is a decode (cost's rule).
+		if n := s.numTokens(); n-s.computed > 1 || n-s.computed == 1 && s.computed < len(s.r.Prompt) {
+			backlog += l.Chunk(s.computed, n)
+			computes(s)
+		}
+	}
+	for i := range e.waiting.len() {
+		s := e.waiting.at(i)
+		n := s.numTokens()
+		nb := (n - 1) / bs
+		if e.cfg.PrefixCaching {
+			e.hashTo(s, nb)
+		}
+		cached := 0
+		if e.cfg.PrefixCaching {
+			cached = lead(s.hashes[:nb]) * bs
+		}
+		backlog += l.Chunk(cached, n) + l.PrefillFixed
+		computes(s)
+	}
+	if l.Zero {
+		backlog = 0
+	}
+	if promptTokens > 0 {
+		ahead = lead(hashes[:min(len(hashes), (promptTokens-1)/bs)]) * bs
+	}
+	return backlog, ahead
+}

@@ -10,7 +10,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/inferrail/inferrail/model/cost"
-	"github.com/inferrail/inferrail/sim/engine"
 )
 
 // ParseFragment reads the cost_model fragment inferrail calibrate writes
@@ -70,21 +69,6 @@ func WithPrefill(base Engine, m cost.Model, name, source string) Engine {
 }
 
 func secs(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
-
-// CostModel is cost_model's model for an engine: its true prefill
-// parameters, a running request's share of a decode step as the decode
-// interference, and its decode step of one sequence, as an operator who
-// calibrated would configure it.
-func CostModel(c engine.Config) cost.Model {
-	l := c.Latency
-	return cost.Model{
-		PrefillTokenSecs:       l.PrefillToken.Seconds(),
-		PrefillPairSecs:        l.PrefillPair / 1e9,
-		PrefillFixedSecs:       l.PrefillFixed.Seconds(),
-		DecodeInterferenceSecs: l.DecodeSeq.Seconds(),
-		DecodeTokenSecs:        l.DecodeToken.Seconds(),
-	}
-}
 
 // Logged is what a request log says of one request (the request log's
 // fields, observability.request_log): what FitLog and the fidelity check

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/model/cost"
+	"github.com/inferrail/inferrail/sim/cluster"
 	"github.com/inferrail/inferrail/sim/engine"
 )
 
@@ -112,7 +113,7 @@ func TestWithPrefillAndCostModel(t *testing.T) {
 	if l.DecodeToken != base.Config.Latency.DecodeToken || e.Config.NumBlocks != base.Config.NumBlocks || e.GPUs != base.GPUs {
 		t.Fatal("decode, KV or GPUs not kept from the base")
 	}
-	cm := CostModel(e.Config)
+	cm := cluster.CostModel(e.Config)
 	if math.Abs(cm.PrefillTokenSecs-5e-5) > 1e-15 || math.Abs(cm.PrefillPairSecs-2e-9) > 1e-20 ||
 		cm.PrefillFixedSecs != 0.01 || cm.DecodeInterferenceSecs != base.Config.Latency.DecodeSeq.Seconds() ||
 		cm.DecodeTokenSecs != base.Config.Latency.DecodeToken.Seconds() {

@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -147,5 +148,55 @@ func TestFewestReplicasWithoutBaseline(t *testing.T) {
 	}
 	if !slices.Equal(Baselines(), []string{"round_robin", "least_request"}) {
 		t.Fatalf("baselines %v", Baselines())
+	}
+}
+
+// RateSearch on a synthetic monotone objective (meets below a threshold)
+// brackets the threshold within its precision from any start, probes each
+// rate once and no more than Probes times, and reports no bracket when
+// the threshold lies beyond its reach.
+func TestRateSearchBrackets(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		s := RateSearch{Grow: 1 + rng.Float64()*2, Bracket: 1 + rng.IntN(8), Steps: rng.IntN(7)}
+		if err := s.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		threshold := math.Exp(rng.NormFloat64() * 2)
+		start := math.Exp(rng.NormFloat64() * 2)
+		seen := map[float64]bool{}
+		f, err := s.Find(start, func(r float64) (bool, error) {
+			if seen[r] {
+				t.Fatalf("%+v from %v: asked about %v twice", s, start, r)
+			}
+			seen[r] = true
+			return r <= threshold, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Probes != len(seen) || f.Probes > s.Probes() {
+			t.Fatalf("%+v: %d probes (%d rates), bound %d", s, f.Probes, len(seen), s.Probes())
+		}
+		reach := math.Pow(s.Grow, float64(s.Bracket))
+		switch {
+		case f.Bracketed():
+			if !(f.Meets <= threshold && threshold < f.Fails) || f.Fails/f.Meets > 1+s.Precision()*(1+1e-9) {
+				t.Fatalf("%+v from %v, threshold %v: found [%v, %v), precision %v", s, start, threshold, f.Meets, f.Fails, s.Precision())
+			}
+		case threshold >= start*reach*(1-1e-9) || threshold < start/reach*(1+1e-9):
+			// Out of reach: no bracket is right.
+		default:
+			t.Fatalf("%+v from %v, threshold %v within reach %v: no bracket (%+v)", s, start, threshold, reach, f)
+		}
+	}
+	boom := errors.New("boom")
+	if _, err := (RateSearch{Grow: 2, Bracket: 3, Steps: 2}).Find(1, func(float64) (bool, error) { return false, boom }); !errors.Is(err, boom) {
+		t.Fatalf("error %v, want boom", err)
+	}
+	for _, bad := range []RateSearch{{Grow: 1, Bracket: 2}, {Grow: 2}, {Grow: math.Inf(1), Bracket: 1}, {Grow: 2, Bracket: 1, Steps: -1}} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v: valid", bad)
+		}
 	}
 }

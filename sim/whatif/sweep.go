@@ -248,12 +248,94 @@ type FoundRate struct {
 	Probes int     `json:"probes"`
 }
 
-// findRateSteps bounds FindRate: doublings or halvings to bracket the
-// answer, then bisections (2^-6 of the bracket: within 1.6%).
-const (
-	findRateBracket = 12
-	findRateBisect  = 6
-)
+// RateSearch bounds a search for the highest rate that meets an
+// objective, assuming that a rate meets when a higher one does: from a
+// starting rate it multiplies (or divides) by Grow until one probe meets
+// and one fails, at most Bracket times, then bisects the bracket Steps
+// times. The answer then lies in [Meets, Fails) with Fails/Meets at most
+// 1 + (Grow − 1)/2^Steps: that is the search's precision. A RateSearch is
+// a value.
+type RateSearch struct {
+	Grow           float64
+	Bracket, Steps int
+}
+
+// Precision is the search's relative precision: the most Fails exceeds
+// Meets by, as a share of Meets, once the search is done.
+func (s RateSearch) Precision() float64 { return (s.Grow - 1) / math.Pow(2, float64(s.Steps)) }
+
+// Probes is the most probes the search makes: the start, the bracket and
+// the bisections.
+func (s RateSearch) Probes() int { return 1 + s.Bracket + s.Steps }
+
+// Validate reports a search that could not narrow or would not end.
+func (s RateSearch) Validate() error {
+	if !(s.Grow > 1) || math.IsInf(s.Grow, 0) || s.Bracket < 1 || s.Bracket > 64 || s.Steps < 0 || s.Steps > 64 {
+		return fmt.Errorf("rate search: grow %v, bracket %d, steps %d: want a finite growth above 1, 1 to 64 bracket steps and 0 to 64 bisections",
+			s.Grow, s.Bracket, s.Steps)
+	}
+	return nil
+}
+
+// Found is what a RateSearch found: the highest rate probed that met
+// (Meets, 0 when none did), the lowest that failed (Fails, 0 when none
+// did) and how many probes it made. Bracketed reports that it found both.
+type Found struct {
+	Meets, Fails float64
+	Probes       int
+}
+
+// Bracketed reports that the search found a rate that meets and one that
+// fails.
+func (f Found) Bracketed() bool { return f.Meets > 0 && f.Fails > 0 }
+
+// Find searches from start, asking meets about each rate once. It stops at
+// meets' first error. Without a bracket after Bracket steps it returns
+// what it found, Bracketed false.
+func (s RateSearch) Find(start float64, meets func(rate float64) (bool, error)) (Found, error) {
+	var f Found
+	probe := func(r float64) error {
+		f.Probes++
+		ok, err := meets(r)
+		if err != nil {
+			return err
+		}
+		if ok {
+			f.Meets = r
+		} else {
+			f.Fails = r
+		}
+		return nil
+	}
+	if err := probe(start); err != nil {
+		return f, err
+	}
+	for range s.Bracket {
+		if f.Bracketed() {
+			break
+		}
+		r := f.Meets * s.Grow
+		if f.Meets == 0 {
+			r = f.Fails / s.Grow
+		}
+		if err := probe(r); err != nil {
+			return f, err
+		}
+	}
+	if !f.Bracketed() {
+		return f, nil
+	}
+	for range s.Steps {
+		if err := probe((f.Meets + f.Fails) / 2); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// findRate bounds FindRate: doublings or halvings to bracket the answer,
+// then bisections (2^-6 of the bracket: within 1.6%).
+var findRate = RateSearch{Grow: 2, Bracket: 12, Steps: 6}
 
 // FindRate searches, in virtual time, for the highest multiple of p.Rate at
 // which route meets the SLO on replicas replicas: it doubles or halves the
@@ -268,61 +350,22 @@ func FindRate(ctx context.Context, p Plan, route string, replicas int, o Options
 		return nil, fmt.Errorf("whatif: find rate: policy %q is not among the policies swept", route)
 	}
 	r := &p.Routes[i]
-	rn := newRunner(&p, o, findRateBracket+findRateBisect)
+	rn := newRunner(&p, o, findRate.Probes())
 	defer rn.bar.End()
-	probes := 0
-	meets := func(s float64) (bool, error) {
-		probes++
-		res, err := rn.point(ctx, r, replicas, s)
+	f, err := findRate.Find(1, func(scale float64) (bool, error) {
+		res, err := rn.point(ctx, r, replicas, scale)
 		if err != nil {
 			return false, err
 		}
 		return res.Meets, nil
-	}
-	ok, err := meets(1)
+	})
 	if err != nil {
 		return nil, err
 	}
-	lo, hi := 0.0, 0.0 // lo meets, hi fails
-	if ok {
-		lo = 1
-	} else {
-		hi = 1
-	}
-	for range findRateBracket {
-		if lo > 0 && hi > 0 {
-			break
-		}
-		s := lo * 2
-		if lo == 0 {
-			s = hi / 2
-		}
-		ok, err := meets(s)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			lo = s
-		} else {
-			hi = s
-		}
-	}
-	if lo == 0 || hi == 0 {
+	if !f.Bracketed() {
 		return nil, fmt.Errorf("whatif: find rate: %s on %d replicas: no bracket from %.4g req/s within %d doublings or halvings (met at %.4g, failed at %.4g)",
-			route, replicas, p.Rate, findRateBracket, lo*p.Rate, hi*p.Rate)
+			route, replicas, p.Rate, findRate.Bracket, f.Meets*p.Rate, f.Fails*p.Rate)
 	}
-	for range findRateBisect {
-		mid := (lo + hi) / 2
-		ok, err := meets(mid)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	rn.bar.AddTotal(probes - findRateBracket - findRateBisect)
-	return &FoundRate{Route: route, Replicas: replicas, Rate: lo * p.Rate, Fails: hi * p.Rate, Probes: probes}, nil
+	rn.bar.AddTotal(f.Probes - findRate.Probes())
+	return &FoundRate{Route: route, Replicas: replicas, Rate: f.Meets * p.Rate, Fails: f.Fails * p.Rate, Probes: f.Probes}, nil
 }

@@ -136,7 +136,7 @@ func TestFindRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !(f.Rate > 0 && f.Rate < f.Fails && f.Fails <= f.Rate*1.2) || f.Probes < findRateBisect {
+	if !(f.Rate > 0 && f.Rate < f.Fails && f.Fails <= f.Rate*1.2) || f.Probes < findRate.Steps {
 		t.Fatalf("%+v", f)
 	}
 	p.Routes, p.Replicas = p.Routes[:1], []int{2}

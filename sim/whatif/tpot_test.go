@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"fmt"
+	"github.com/inferrail/inferrail/sim/cluster"
 	"testing"
 	"time"
 
@@ -101,7 +102,7 @@ func TestTPOTAgainstEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := CostModel(p.Config)
+	m := cluster.CostModel(p.Config)
 	for _, r := range []tpotRun{
 		{running: 1, new: 512},
 		{running: 8, new: 4000},

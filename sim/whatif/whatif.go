@@ -325,7 +325,7 @@ func (p *Plan) hash(r *Route, pt Point) string {
 // engine's true prefill (CostModel), as an operator who calibrated has them.
 func (p *Plan) costParams() policy.CostModelParams {
 	cm := policy.DefaultCostModelParams()
-	cm.Model = CostModel(p.Engine.Config)
+	cm.Model = cluster.CostModel(p.Engine.Config)
 	return cm
 }
 
