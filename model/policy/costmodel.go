@@ -128,7 +128,7 @@ func DefaultCostModelParams() CostModelParams {
 // until saturated" in 8 of 10 cells (bench/results/llmd-2026-12-01.md) and
 // collapsed first under overload; a weight of 2 kept more requests within
 // the SLO than that composition on all five workloads at the rates where
-// both fall below 100% (bench/results/capacity-2026-12-08.md, "Exploratory sweep").
+// both fall below 100% (bench/results/capacity-2026-12-08.md, its last section).
 //
 // With ColdRendezvous, or while a candidate's engine is found shared with
 // another router (Candidate.Shared), a cold prompt, of which no candidate the guards
