@@ -543,7 +543,7 @@ func (p *CostModel) rank(req *Request, cands []Candidate, draw uint64, s *costSc
 			extra = recompute(weight, est.Prefill-least)
 		}
 		t := est.Total() + extra
-		miss := hasSLO(req) && misses(req, m, c, pt, c.QueuedPrefill)
+		miss := hasSLO(req) && misses(req, m, c, est.Total()) // the estimate's own wait
 		if miss {
 			t += sloTier
 		}

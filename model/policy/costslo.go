@@ -34,11 +34,11 @@ const sloTier = time.Hour
 // hasSLO reports whether req sets an objective.
 func hasSLO(req *Request) bool { return req.SLO.TTFT > 0 || req.SLO.TPOT > 0 }
 
-// misses reports whether c, priced with m and predicted to hold cached of
-// the prompt, is predicted to miss req's SLO when its wait is waited.
-func misses(req *Request, m *cost.Model, c *Candidate, cached int, wait time.Duration) bool {
+// misses reports whether c, priced with m and estimated to give its
+// first token after ttft, is predicted to miss req's SLO.
+func misses(req *Request, m *cost.Model, c *Candidate, ttft time.Duration) bool {
 	slo := req.SLO
-	if slo.TTFT > 0 && m.Estimate(req.PromptTokens, cached, wait, c.Running).Total() > slo.TTFT {
+	if slo.TTFT > 0 && ttft > slo.TTFT {
 		return true
 	}
 	return slo.TPOT > 0 && m.TPOT(max(c.Running, 0)+max(c.Pending, 0), 0, 1) > slo.TPOT
@@ -68,7 +68,8 @@ func Admits(req *Request, cands []Candidate, def *cost.Model, waitFactor float64
 	for i := range cands {
 		c := &cands[i]
 		m := c.Cost(def)
-		if !misses(req, m, c, cachedTokens(c, prompt), pendingWait(m, c, waitFactor)) {
+		ttft := m.Estimate(prompt, cachedTokens(c, prompt), pendingWait(m, c, waitFactor), c.Running).Total()
+		if !misses(req, m, c, ttft) {
 			return true
 		}
 	}
